@@ -39,3 +39,10 @@ type Result struct {
 	// Logprobs is filled when Params.Logprobs >= 0.
 	Logprobs ipc.TokenLogprobs
 }
+
+// BitsMask is a Mask that also exposes its dense bitset (bit i of word i/64
+// set when token i is allowed); the sampler then skips per-id calls.
+type BitsMask interface {
+	Mask
+	Words() []uint64
+}

@@ -1,0 +1,379 @@
+// Package engineclient is the frontend's registry of in-flight requests over
+// one or more engine connections.
+//
+// Each engine connection has one output goroutine that reads the engine's
+// per-step batches and hands every output to the Sink registered for its
+// request id, on that goroutine, in order. Sinks must therefore be fast and
+// never block (they append to a per-request mailbox and wake the request's
+// handler). A request is registered before its ADD is sent, and removed
+// when it finishes, when its sink asks for an abort (a stop string), when
+// the caller aborts it, or when its engine goes away (the sink's Fail is
+// called; requests of other engines are untouched).
+//
+// With several engines (data parallel), Pick chooses the least loaded ready
+// engine: its last reported waiting+running count plus the requests this
+// frontend added since that report.
+package engineclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-llm/sluice/ipc"
+)
+
+// ErrNoEngine is returned by Pick and Add when no engine is ready.
+var ErrNoEngine = errors.New("engineclient: no engine is ready")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("engineclient: closed")
+
+// Event is a change in an engine connection's state.
+type Event struct {
+	Up     bool      // the engine is (again) ready; Ready holds its facts
+	Ready  ipc.Ready // valid when Up
+	Reason string    // why it went down
+}
+
+// Transport is one engine connection.
+type Transport interface {
+	// Send sends an ADD, ABORT or UTILITY frame; it fails when the engine
+	// is not ready.
+	Send(kind ipc.Kind, msg any) error
+	// Outputs delivers the engine's batches, one per step.
+	Outputs() <-chan *ipc.Outputs
+	// Events delivers state changes.
+	Events() <-chan Event
+	// Call runs a utility method on the engine and waits for its result.
+	Call(method string, args []byte, timeout time.Duration) (*ipc.UtilityResult, error)
+	// Ready returns the engine's READY facts and whether it is up.
+	Ready() (ipc.Ready, bool)
+	// Close ends the connection.
+	Close()
+}
+
+// Sink receives the outputs of one request. Output and Fail run on the
+// engine's output goroutine (Fail may also run on Close's goroutine); they
+// must not block.
+type Sink interface {
+	// Output handles one engine output. It returns true when the request
+	// must be aborted in the engine (a stop string matched); the request is
+	// then unregistered and an ABORT is sent after the batch.
+	Output(out *ipc.Output) (abort bool)
+	// Fail ends the request because its engine went away or the client is
+	// closing.
+	Fail(reason string)
+}
+
+// Options configure a Client.
+type Options struct {
+	// OnBatch, if set, sees every batch (on the output goroutine, before its
+	// outputs are dispatched); engine is the engine's index.
+	OnBatch func(engine int, b *ipc.Outputs)
+	// OnState, if set, is told when an engine goes up or down.
+	OnState func(engine int, up bool, reason string)
+}
+
+// Client routes requests to engines and outputs back to their sinks.
+type Client struct {
+	opts    Options
+	engines []*engine
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+}
+
+type engine struct {
+	idx int
+	t   Transport
+
+	mu    sync.Mutex
+	sinks map[string]Sink
+	up    bool
+	ready ipc.Ready
+
+	// load accounting
+	inflight   atomic.Int64 // registered requests
+	reported   atomic.Int64 // waiting+running at the last stats
+	atReport   atomic.Int64 // inflight when those stats arrived
+	aborts     []string     // output goroutine only
+	batchSinks []Sink       // output goroutine only
+}
+
+// New returns a Client over ts; call Start to begin reading.
+func New(ts []Transport, opts Options) *Client {
+	c := &Client{opts: opts}
+	for i, t := range ts {
+		e := &engine{idx: i, t: t, sinks: make(map[string]Sink)}
+		e.ready, e.up = t.Ready()
+		c.engines = append(c.engines, e)
+	}
+	return c
+}
+
+// Start starts one output goroutine and one event goroutine per engine.
+func (c *Client) Start() {
+	for _, e := range c.engines {
+		c.wg.Add(2)
+		go c.readOutputs(e)
+		go c.readEvents(e)
+	}
+}
+
+// NumEngines is the number of engine connections.
+func (c *Client) NumEngines() int { return len(c.engines) }
+
+// Healthy reports whether at least one engine is ready.
+func (c *Client) Healthy() bool {
+	for _, e := range c.engines {
+		if e.isUp() {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready returns the READY facts of the first ready engine.
+func (c *Client) Ready() (ipc.Ready, bool) {
+	for _, e := range c.engines {
+		e.mu.Lock()
+		r, up := e.ready, e.up
+		e.mu.Unlock()
+		if up {
+			return r, true
+		}
+	}
+	return ipc.Ready{}, false
+}
+
+func (e *engine) isUp() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.up
+}
+
+// Pick returns the least loaded ready engine.
+func (c *Client) Pick() (int, error) {
+	best, bestLoad := -1, int64(0)
+	for i, e := range c.engines {
+		if !e.isUp() {
+			continue
+		}
+		in := e.inflight.Load()
+		load := e.reported.Load() - e.atReport.Load()
+		if load < 0 {
+			load = 0
+		}
+		load += in
+		if best < 0 || load < bestLoad {
+			best, bestLoad = i, load
+		}
+	}
+	if best < 0 {
+		return -1, ErrNoEngine
+	}
+	return best, nil
+}
+
+// Add registers sink for req and sends req to engine. On error nothing stays
+// registered.
+func (c *Client) Add(engineIdx int, req *ipc.AddRequest, sink Sink) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	e := c.engines[engineIdx]
+	e.mu.Lock()
+	if !e.up {
+		e.mu.Unlock()
+		return ErrNoEngine
+	}
+	if _, dup := e.sinks[req.RequestID]; dup {
+		e.mu.Unlock()
+		return fmt.Errorf("add %s: request id already in use", req.RequestID)
+	}
+	e.sinks[req.RequestID] = sink
+	e.mu.Unlock()
+	e.inflight.Add(1)
+	if err := e.t.Send(ipc.KindAdd, req); err != nil {
+		e.unregister(req.RequestID)
+		return fmt.Errorf("add %s: %w", req.RequestID, err)
+	}
+	return nil
+}
+
+// Abort unregisters ids and asks the engine to stop them. Late outputs for
+// them are ignored.
+func (c *Client) Abort(engineIdx int, ids ...string) {
+	e := c.engines[engineIdx]
+	n := 0
+	for _, id := range ids {
+		if e.unregister(id) {
+			n++
+		}
+	}
+	if n > 0 {
+		_ = e.t.Send(ipc.KindAbort, &ipc.Abort{RequestIDs: ids})
+	}
+}
+
+// unregister removes id, reporting whether it was registered.
+func (e *engine) unregister(id string) bool {
+	e.mu.Lock()
+	_, ok := e.sinks[id]
+	delete(e.sinks, id)
+	e.mu.Unlock()
+	if ok {
+		e.inflight.Add(-1)
+	}
+	return ok
+}
+
+// Utility calls an engine method and waits for its result (up to ctx's
+// deadline, or 10 s).
+func (c *Client) Utility(ctx context.Context, engineIdx int, method string, args []byte) ([]byte, error) {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	r, err := c.engines[engineIdx].t.Call(method, args, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("utility %s: %w", method, err)
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("utility %s: %s", method, r.Error)
+	}
+	return r.Result, nil
+}
+
+// InFlight is the number of registered requests over all engines.
+func (c *Client) InFlight() int {
+	n := int64(0)
+	for _, e := range c.engines {
+		n += e.inflight.Load()
+	}
+	return int(n)
+}
+
+func (c *Client) readOutputs(e *engine) {
+	defer c.wg.Done()
+	for b := range e.t.Outputs() {
+		if b == nil {
+			continue
+		}
+		if b.Stats != nil {
+			e.reported.Store(int64(b.Stats.Waiting + b.Stats.Running))
+			e.atReport.Store(e.inflight.Load())
+		}
+		if c.opts.OnBatch != nil {
+			c.opts.OnBatch(e.idx, b)
+		}
+		c.dispatch(e, b)
+	}
+}
+
+// dispatch hands a batch's outputs to their sinks. The lock is taken once
+// per batch to look sinks up and once to drop finished requests.
+func (c *Client) dispatch(e *engine, b *ipc.Outputs) {
+	outs := b.Outputs
+	sinks := e.batchSinks[:0]
+	e.mu.Lock()
+	for i := range outs {
+		sinks = append(sinks, e.sinks[outs[i].RequestID])
+	}
+	e.mu.Unlock()
+	aborts := e.aborts[:0]
+	done := 0
+	for i := range outs {
+		s := sinks[i]
+		if s == nil {
+			continue
+		}
+		o := &outs[i]
+		if s.Output(o) {
+			aborts = append(aborts, o.RequestID)
+			done++
+		} else if o.FinishReason != ipc.FinishNone {
+			done++
+		}
+	}
+	if done > 0 {
+		removed := int64(0)
+		e.mu.Lock()
+		for i := range outs {
+			o := &outs[i]
+			if sinks[i] == nil {
+				continue
+			}
+			if o.FinishReason != ipc.FinishNone {
+				if cur, ok := e.sinks[o.RequestID]; ok && cur == sinks[i] {
+					delete(e.sinks, o.RequestID)
+					removed++
+				}
+			}
+		}
+		for _, id := range aborts {
+			if _, ok := e.sinks[id]; ok {
+				delete(e.sinks, id)
+				removed++
+			}
+		}
+		e.mu.Unlock()
+		e.inflight.Add(-removed)
+	}
+	if len(aborts) > 0 {
+		_ = e.t.Send(ipc.KindAbort, &ipc.Abort{RequestIDs: append([]string(nil), aborts...)})
+	}
+	clear(sinks)
+	e.batchSinks = sinks[:0]
+	e.aborts = aborts[:0]
+}
+
+func (c *Client) readEvents(e *engine) {
+	defer c.wg.Done()
+	for ev := range e.t.Events() {
+		if ev.Up {
+			e.mu.Lock()
+			e.up, e.ready = true, ev.Ready
+			e.mu.Unlock()
+		} else {
+			e.mu.Lock()
+			e.up = false
+			e.mu.Unlock()
+			e.failAll("engine is down: " + ev.Reason)
+		}
+		if c.opts.OnState != nil {
+			c.opts.OnState(e.idx, ev.Up, ev.Reason)
+		}
+	}
+}
+
+// failAll fails and unregisters every request of e.
+func (e *engine) failAll(reason string) {
+	e.mu.Lock()
+	old := e.sinks
+	e.sinks = make(map[string]Sink)
+	e.mu.Unlock()
+	e.inflight.Add(-int64(len(old)))
+	for _, s := range old {
+		s.Fail(reason)
+	}
+}
+
+// Close fails every open request, closes the transports and waits for the
+// goroutines.
+func (c *Client) Close() {
+	if c.closed.Swap(true) {
+		return
+	}
+	for _, e := range c.engines {
+		e.mu.Lock()
+		e.up = false
+		e.mu.Unlock()
+		e.failAll("frontend is shutting down")
+		e.t.Close()
+	}
+	c.wg.Wait()
+}

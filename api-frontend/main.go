@@ -1,0 +1,305 @@
+// Command api-frontend is Sluice's OpenAI-compatible HTTP frontend. It
+// tokenizes, streams and parses; generation runs in engine-core, which it
+// either starts itself (--engine spawn, the default) or reaches at the
+// addresses given (--engine ADDR[,ADDR2…], data parallel over several).
+//
+// Usage:
+//
+//	api-frontend --model M [--port 8000] [--host 0.0.0.0] [--engine spawn|ADDR[,ADDR2…]]
+//	  [--served-model-name NAME] [--stream-interval N] [--api-key KEY]
+//	  [--enable-auto-tool-choice] [--tool-call-parser NAME] [--reasoning-parser NAME]
+//	  [--max-queued-requests N] [--chat-template FILE] [--tokenizer FILE]
+//	  [--shutdown-timeout DUR] [--log-format text|json] [engine flags when spawning]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/server"
+	"github.com/sluice-llm/sluice/configs"
+	"github.com/sluice-llm/sluice/ipc/zmqtransport"
+	"github.com/sluice-llm/sluice/outputproc/chattemplate"
+	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+)
+
+// Version and Commit are set with -ldflags "-X main.Version=… -X main.Commit=…".
+var (
+	Version = "dev"
+	Commit  = "unknown"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "api-frontend:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := configs.DefaultFrontend()
+	fs := flag.NewFlagSet("api-frontend", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("SLUICE_API_KEY")
+	}
+	if cfg.FrontendID == "" {
+		host, _ := os.Hostname()
+		cfg.FrontendID = fmt.Sprintf("fe-%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()%1e6)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := checkParsers(cfg.ToolCallParser, cfg.ReasoningParser); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	modelPath, err := resolveModel(cfg.Model)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(modelPath, cfg.Tokenizer)
+	if err != nil {
+		return fmt.Errorf("load tokenizer: %w", err)
+	}
+	info := tok.Info()
+	templates := info.ChatTemplates
+	if len(templates) == 0 && info.ChatTemplate != "" {
+		templates = map[string]string{chattemplate.DefaultName: info.ChatTemplate}
+	}
+	if cfg.ChatTemplate != "" {
+		if templates, err = chattemplate.Load(cfg.ChatTemplate); err != nil {
+			return fmt.Errorf("load chat template: %w", err)
+		}
+	}
+	renderer, err := server.NewTemplateRenderer(templates, info.BOSToken, info.EOSToken)
+	if err != nil {
+		return err
+	}
+
+	if cfg.PprofAddr != "" {
+		go func() {
+			// net/http/pprof registers on http.DefaultServeMux.
+			if err := http.ListenAndServe(cfg.PprofAddr, nil); err != nil {
+				log.Warn("pprof server", zap.Error(err))
+			}
+		}()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	addrs := cfg.EngineAddrs()
+	var child *exec.Cmd
+	if addrs == nil {
+		addr, cmd, cleanup, err := spawnEngine(&cfg, log)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		child = cmd
+		addrs = []string{addr}
+	}
+	served := cfg.ServedModelName
+	if served == "" {
+		served = cfg.Model
+	}
+	var transports []engineclient.Transport
+	for _, a := range addrs {
+		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness})
+		if err != nil {
+			return fmt.Errorf("dial engine %s: %w", a, err)
+		}
+		transports = append(transports, engineclient.FromZMQ(conn))
+	}
+	metrics := server.NewMetrics(served)
+	var srv *server.Server
+	client := engineclient.New(transports, engineclient.Options{
+		OnBatch: metrics.Batch,
+		OnState: func(engine int, up bool, reason string) {
+			if srv != nil {
+				srv.EngineState(engine, up, reason)
+			}
+		},
+	})
+	defer client.Close()
+	srv = server.New(server.Config{
+		ServedModelNames:     []string{served},
+		ModelPath:            cfg.Model,
+		StreamInterval:       cfg.StreamInterval,
+		APIKey:               cfg.APIKey,
+		MaxQueuedRequests:    cfg.MaxQueuedRequests,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
+		ToolCallParser:       cfg.ToolCallParser,
+		ReasoningParser:      cfg.ReasoningParser,
+		ReasoningField:       cfg.ReasoningField,
+		FrontendID:           cfg.FrontendID,
+		Version:              Version,
+		Commit:               Commit,
+	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log})
+	client.Start()
+
+	if err := waitReady(ctx, client, child, cfg.EngineStartup); err != nil {
+		return err
+	}
+	ln, err := listen(net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("model", served), zap.Strings("engines", addrs), zap.String("frontend_id", cfg.FrontendID))
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
+	srv.BeginDrain()
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- hs.Shutdown(context.Background()) }()
+	wctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	if !srv.WaitStreams(wctx) {
+		srv.EndStreams()
+	}
+	cancel()
+	fctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	select {
+	case <-shutdownDone:
+	case <-fctx.Done():
+		_ = hs.Close()
+	}
+	return nil
+}
+
+func rendererOrNil(r *server.TemplateRenderer) server.ChatRenderer {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+func newLogger(format string) (*zap.Logger, error) {
+	zc := zap.NewProductionConfig()
+	if format == "text" {
+		zc.Encoding = "console"
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	}
+	zc.Sampling = nil
+	l, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("build logger: %w", err)
+	}
+	return l, nil
+}
+
+// waitReady waits until an engine is ready, the spawned engine exits, or the
+// timeout passes.
+func waitReady(ctx context.Context, c *engineclient.Client, child *exec.Cmd, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !c.Healthy() {
+		if child != nil && child.ProcessState != nil {
+			return fmt.Errorf("engine-core exited: %s", child.ProcessState)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no engine ready within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted while waiting for the engine")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// listen opens the TCP listener with SO_REUSEPORT, so several frontends can
+// share the port.
+func listen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(network, address string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// spawnEngine starts engine-core (next to this executable) on a private
+// ipc:// socket and returns its address; cleanup kills it.
+func spawnEngine(cfg *configs.Frontend, log *zap.Logger) (string, *exec.Cmd, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("find own executable: %w", err)
+	}
+	bin := filepath.Join(filepath.Dir(self), "engine-core")
+	if _, err := os.Stat(bin); err != nil {
+		return "", nil, nil, fmt.Errorf("--engine spawn needs engine-core next to api-frontend: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "sluice-engine-")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("make socket dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", nil, nil, fmt.Errorf("chmod socket dir: %w", err)
+	}
+	addr := "ipc://" + filepath.Join(dir, "engine.sock")
+	args := append([]string{"--model", cfg.Model, "--listen", addr}, cfg.SpawnArgs()...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, fmt.Errorf("start engine-core: %w", err)
+	}
+	log.Info("spawned engine-core", zap.Int("pid", cmd.Process.Pid), zap.String("listen", addr), zap.String("args", strings.Join(args, " ")))
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	cleanup := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = os.RemoveAll(dir)
+	}
+	return addr, cmd, cleanup, nil
+}

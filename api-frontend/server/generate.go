@@ -1,0 +1,581 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc"
+	"github.com/sluice-llm/sluice/outputproc/toolparse"
+)
+
+// bufPool recycles mailbox buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// genRequest is one HTTP generation request and its choices. mu guards the
+// mailbox and the choices' output state; the engine's output goroutine
+// fills the mailbox, the handler goroutine drains it.
+type genRequest struct {
+	s       *Server
+	chat    bool
+	id      string
+	model   string
+	created int64
+	arrival time.Time
+	opts    *openai.Options
+	hdr     openai.StreamHeader
+	engine  int
+
+	// prompt accounting for usage
+	promptTokens int
+
+	wake chan struct{} // one slot: wakes coalesce
+
+	mu        sync.Mutex
+	buf       *[]byte // pending SSE bytes (stream)
+	choices   []*choice
+	remaining int // choices not finished
+	done      bool
+	err       *openai.Error // request failed (stream: error event already queued)
+	firstSeen bool          // a choice produced its first output
+	cached    int
+}
+
+// choice is one completion of a request (one engine request).
+type choice struct {
+	r         *genRequest
+	index     int
+	engineID  string
+	promptIDs []int32
+	prompt    string // prompt text, for echo
+	st        *outputproc.State
+	finished  bool
+
+	// chat parsers
+	reasoning ReasoningParser
+	tools     toolparse.Parser
+	named     string // named tool_choice: the function
+	namedSent bool
+	toolIDGen func() string
+
+	echo       string // text to put before the first delta
+	textOffset int    // characters streamed so far (legacy logprobs)
+	lastOut    time.Time
+
+	// non-streamed accumulation
+	text      strings.Builder
+	reason    strings.Builder
+	calls     []openai.ToolCallDelta
+	ids       []int32
+	logprobs  []ipc.TokenLogprobs
+	numTokens int
+	finish    string
+	stop      openai.StopReason
+}
+
+// Output implements engineclient.Sink; it runs on the engine's output
+// goroutine.
+func (ch *choice) Output(out *ipc.Output) bool {
+	r := ch.r
+	r.mu.Lock()
+	if r.done || ch.finished {
+		r.mu.Unlock()
+		return false
+	}
+	now := time.Now()
+	if !r.firstSeen {
+		r.firstSeen = true
+		r.s.waiting.Add(-1)
+	}
+	if ch.lastOut.IsZero() {
+		r.s.metrics.ttft.Observe(now.Sub(r.arrival).Seconds())
+		recordQueue(r.s.metrics, out.Events)
+	} else if len(out.NewTokenIDs) > 0 {
+		r.s.metrics.itl.Observe(now.Sub(ch.lastOut).Seconds())
+	}
+	ch.lastOut = now
+	hold := r.opts.Stream && len(*r.buf) > 0
+	d, abort := ch.st.Process(out, hold)
+	if d != nil {
+		ch.deliver(d)
+	}
+	r.mu.Unlock()
+	r.signal()
+	return abort
+}
+
+func recordQueue(m *Metrics, evs []ipc.Event) {
+	var q, sch float64
+	for _, e := range evs {
+		switch e.Type {
+		case ipc.EventQueued:
+			q = e.Timestamp
+		case ipc.EventScheduled:
+			if sch == 0 {
+				sch = e.Timestamp
+			}
+		}
+	}
+	if q > 0 && sch >= q {
+		m.queue.Observe(sch - q)
+	}
+}
+
+// Fail implements engineclient.Sink: the engine went away.
+func (ch *choice) Fail(reason string) {
+	r := ch.r
+	r.mu.Lock()
+	if !r.done && !ch.finished {
+		if d := ch.st.Fail(reason); d != nil {
+			ch.deliver(d)
+		}
+	}
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *genRequest) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver handles one emitted delta of ch; r.mu is held.
+func (ch *choice) deliver(d *outputproc.Delta) {
+	r := ch.r
+	ch.numTokens = d.NumTokens
+	if d.CachedTokens > r.cached {
+		r.cached = d.CachedTokens
+	}
+	failed := d.Finished && d.FinishReason == ipc.FinishError
+	finish := ""
+	var stop openai.StopReason
+	if d.Finished && !failed {
+		finish = finishReason(d.FinishReason)
+		stop = openai.StopReason{Token: d.StopReason.Token, Text: d.StopReason.Text, IsToken: d.StopReason.IsToken, IsText: d.StopReason.IsText}
+	}
+	if r.chat {
+		ch.deliverChat(d, finish, stop)
+	} else {
+		ch.deliverCompletion(d, finish, stop)
+	}
+	if len(d.TokenIDs) > 1 {
+		r.s.metrics.CoalescedTokens.Add(float64(len(d.TokenIDs) - 1))
+	}
+	if !d.Finished {
+		return
+	}
+	ch.finished = true
+	r.remaining--
+	reason := finish
+	if failed {
+		reason = "error"
+	}
+	r.s.metrics.Finished(reason, len(ch.promptIDs), d.NumTokens, time.Since(r.arrival).Seconds())
+	if failed {
+		r.fail(&openai.Error{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: d.Error})
+		return
+	}
+	if r.remaining == 0 {
+		r.finishStream()
+	}
+}
+
+// fail ends the request with e; r.mu is held.
+func (r *genRequest) fail(e *openai.Error) {
+	if r.done {
+		return
+	}
+	r.err = e
+	r.done = true
+	if r.opts.Stream {
+		b := openai.AppendErrorEvent(*r.buf, e)
+		*r.buf = append(b, openai.Done...)
+	}
+}
+
+// finishStream queues the usage chunk and [DONE]; r.mu is held.
+func (r *genRequest) finishStream() {
+	r.done = true
+	if !r.opts.Stream {
+		return
+	}
+	b := *r.buf
+	if r.opts.IncludeUsage {
+		u := r.usage()
+		b = openai.AppendUsageChunk(b, &r.hdr, &u)
+	}
+	*r.buf = append(b, openai.Done...)
+}
+
+func (r *genRequest) usage() openai.Usage {
+	u := openai.Usage{PromptTokens: r.promptTokens, CachedTokens: r.cached}
+	for _, c := range r.choices {
+		u.CompletionTokens += c.numTokens
+	}
+	return u
+}
+
+// chatContent runs the reasoning and tool parsers over delta text.
+func (ch *choice) chatContent(text string, final bool) (content, reasoning string, calls []openai.ToolCallDelta) {
+	content = text
+	if ch.reasoning != nil {
+		reasoning, content = ch.reasoning.Add(content)
+		if final {
+			r2, c2 := ch.reasoning.Finish()
+			reasoning += r2
+			content += c2
+		}
+	}
+	switch {
+	case ch.tools != nil:
+		td := ch.tools.Add(content)
+		content = td.Content
+		calls = appendToolDeltas(calls, td.ToolCalls)
+		if final {
+			td = ch.tools.Finish()
+			content += td.Content
+			calls = appendToolDeltas(calls, td.ToolCalls)
+		}
+	case ch.named != "":
+		if content != "" || (final && !ch.namedSent) {
+			c := openai.ToolCallDelta{Index: 0, Arguments: content}
+			if !ch.namedSent {
+				c.ID, c.Name = ch.toolIDGen(), ch.named
+				ch.namedSent = true
+			}
+			calls = append(calls, c)
+		}
+		content = ""
+	}
+	return content, reasoning, calls
+}
+
+func appendToolDeltas(dst []openai.ToolCallDelta, src []toolparse.ToolCallDelta) []openai.ToolCallDelta {
+	for _, t := range src {
+		dst = append(dst, openai.ToolCallDelta{Index: t.Index, ID: t.ID, Name: t.Name, Arguments: t.Arguments})
+	}
+	return dst
+}
+
+func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.StopReason) {
+	r := ch.r
+	text := d.Text
+	if d.First && ch.echo != "" {
+		text = ch.echo + text
+	}
+	content, reasoning, calls := ch.chatContent(text, d.Finished)
+	if finish == "stop" && ch.tools != nil && ch.tools.Called() {
+		finish = "tool_calls"
+	}
+	if !r.opts.Stream {
+		ch.text.WriteString(content)
+		ch.reason.WriteString(reasoning)
+		ch.calls = mergeToolDeltas(ch.calls, calls)
+		ch.ids = append(ch.ids, d.TokenIDs...)
+		ch.logprobs = append(ch.logprobs, d.Logprobs...)
+		if finish != "" {
+			ch.finish, ch.stop = finish, stop
+		}
+		return
+	}
+	hasTokens := len(d.TokenIDs) > 0 && r.opts.Logprobs >= 0
+	if !d.First && content == "" && reasoning == "" && len(calls) == 0 && finish == "" && !hasTokens {
+		return // nothing to send (held back by a parser)
+	}
+	c := openai.ChatChoice{
+		Index:          ch.index,
+		Content:        content,
+		HasContent:     content != "" || (d.First && len(calls) == 0 && reasoning == ""),
+		Reasoning:      reasoning,
+		HasReasoning:   reasoning != "",
+		ReasoningField: r.s.cfg.ReasoningField,
+		ToolCalls:      calls,
+		FinishReason:   finish,
+		StopReason:     stop,
+	}
+	if d.First {
+		c.Role = "assistant"
+	}
+	var lp openai.Logprobs
+	if r.opts.Logprobs >= 0 {
+		lp = openai.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer}
+		c.Logprobs = &lp
+	}
+	var u *openai.Usage
+	var uu openai.Usage
+	if r.opts.ContinuousUsage {
+		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
+		u = &uu
+	}
+	*r.buf = openai.AppendChatChunk(*r.buf, &r.hdr, &c, u)
+}
+
+// mergeToolDeltas folds streamed fragments into whole calls (non-streamed
+// responses).
+func mergeToolDeltas(dst, src []openai.ToolCallDelta) []openai.ToolCallDelta {
+	for _, t := range src {
+		found := false
+		for i := range dst {
+			if dst[i].Index == t.Index {
+				dst[i].Arguments += t.Arguments
+				if t.ID != "" {
+					dst[i].ID = t.ID
+				}
+				if t.Name != "" {
+					dst[i].Name = t.Name
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop openai.StopReason) {
+	r := ch.r
+	text := d.Text
+	if d.First && ch.echo != "" {
+		text = ch.echo + text
+	}
+	if !r.opts.Stream {
+		ch.text.WriteString(text)
+		ch.ids = append(ch.ids, d.TokenIDs...)
+		ch.logprobs = append(ch.logprobs, d.Logprobs...)
+		if finish != "" {
+			ch.finish, ch.stop = finish, stop
+		}
+		return
+	}
+	if text == "" && finish == "" && (r.opts.Logprobs < 0 || len(d.TokenIDs) == 0) {
+		return
+	}
+	c := openai.CompletionChoice{Index: ch.index, Text: text, FinishReason: finish, StopReason: stop}
+	var lp openai.Logprobs
+	if r.opts.Logprobs >= 0 {
+		lp = openai.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer, TextOffset: ch.textOffset}
+		c.Logprobs = &lp
+	}
+	ch.textOffset += utf8.RuneCountInString(text)
+	var u *openai.Usage
+	var uu openai.Usage
+	if r.opts.ContinuousUsage {
+		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
+		u = &uu
+	}
+	*r.buf = openai.AppendCompletionChunk(*r.buf, &r.hdr, &c, u)
+}
+
+// admit checks draining and the queue limit.
+func (s *Server) admit() *openai.Error {
+	if s.draining.Load() {
+		s.metrics.Rejected.WithLabelValues("draining").Inc()
+		return openai.NewError(http.StatusServiceUnavailable, "the server is shutting down")
+	}
+	if s.deps.Engines == nil || !s.deps.Engines.Healthy() {
+		s.metrics.Rejected.WithLabelValues("engine_down").Inc()
+		return openai.NewError(http.StatusServiceUnavailable, "the engine is not available")
+	}
+	if s.cfg.MaxQueuedRequests > 0 && s.waiting.Load() >= int64(s.cfg.MaxQueuedRequests) {
+		s.metrics.Rejected.WithLabelValues("queue_full").Inc()
+		return openai.NewError(http.StatusTooManyRequests, "too many queued requests (limit %d); retry later", s.cfg.MaxQueuedRequests)
+	}
+	return nil
+}
+
+// run registers the request's choices with the engine and serves the
+// response. The choices and options must be filled in.
+func (s *Server) run(c *gin.Context, r *genRequest) {
+	if e := s.admit(); e != nil {
+		if e.Status == http.StatusTooManyRequests {
+			c.Header("Retry-After", "1")
+		}
+		writeError(c, e)
+		return
+	}
+	eng, err := s.deps.Engines.Pick()
+	if err != nil {
+		writeError(c, openai.NewError(http.StatusServiceUnavailable, "the engine is not available"))
+		return
+	}
+	r.engine = eng
+	r.wake = make(chan struct{}, 1)
+	r.buf = bufPool.Get().(*[]byte)
+	r.remaining = len(r.choices)
+	s.streams.Add(1)
+	defer s.streams.Done()
+	s.waiting.Add(1)
+	defer func() {
+		r.mu.Lock()
+		if !r.firstSeen {
+			r.firstSeen = true
+			s.waiting.Add(-1)
+		}
+		r.mu.Unlock()
+	}()
+	arrival := float64(r.arrival.UnixNano()) / 1e9
+	for i, ch := range r.choices {
+		p := r.opts.Params
+		if p.HasSeed {
+			p.Seed += int64(ch.index % r.opts.N)
+		}
+		req := &ipc.AddRequest{RequestID: ch.engineID, PromptTokenIDs: ch.promptIDs, Params: p, ArrivalTime: arrival, Priority: r.opts.Priority}
+		if err := s.deps.Engines.Add(eng, req, ch); err != nil {
+			s.abortChoices(r, r.choices[:i])
+			s.log.Warn("add request", zap.String("id", r.id), zap.Error(err))
+			writeError(c, openai.NewError(http.StatusServiceUnavailable, "the engine is not available: %v", err))
+			return
+		}
+	}
+	defer s.abortChoices(r, r.choices)
+	if r.opts.Stream {
+		s.stream(c, r)
+	} else {
+		s.wait(c, r)
+	}
+}
+
+// abortChoices aborts the unfinished choices in the engine.
+func (s *Server) abortChoices(r *genRequest, chs []*choice) {
+	var ids []string
+	r.mu.Lock()
+	for _, ch := range chs {
+		if !ch.finished {
+			ids = append(ids, ch.engineID)
+		}
+	}
+	r.mu.Unlock()
+	if len(ids) > 0 {
+		s.deps.Engines.Abort(r.engine, ids...)
+	}
+}
+
+// stream serves an SSE response from the request's mailbox.
+func (s *Server) stream(c *gin.Context, r *genRequest) {
+	s.metrics.StreamsOpen.Inc()
+	defer s.metrics.StreamsOpen.Dec()
+	w := c.Writer
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	spare := bufPool.Get().(*[]byte)
+	defer func() {
+		*spare = (*spare)[:0]
+		bufPool.Put(spare)
+	}()
+	ctx := c.Request.Context()
+	end := s.endStreams
+	for {
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return // client gone; run's defer aborts the engine requests
+		case <-end:
+			s.endRequest(r, "the server is shutting down")
+			end = nil
+		}
+		r.mu.Lock()
+		out := r.buf
+		*spare = (*spare)[:0]
+		r.buf = spare
+		done := r.done
+		r.mu.Unlock()
+		spare = out
+		if len(*out) > 0 {
+			n := countEvents(*out)
+			if _, err := w.Write(*out); err != nil {
+				return
+			}
+			w.Flush()
+			s.metrics.Chunks.Add(float64(n))
+			s.metrics.Bytes.Add(float64(len(*out)))
+		}
+		if done {
+			r.mu.Lock()
+			rest := *r.buf
+			r.mu.Unlock()
+			if len(rest) > 0 {
+				_, _ = w.Write(rest)
+				w.Flush()
+			}
+			return
+		}
+	}
+}
+
+// endRequest flushes every choice's pending text and ends the request with
+// an error (shutdown timeout).
+func (s *Server) endRequest(r *genRequest, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	for _, ch := range r.choices {
+		if !ch.finished {
+			if d := ch.st.Pending(); d != nil {
+				d2 := *d
+				d2.Finished = false
+				ch.deliver(&d2)
+			}
+		}
+	}
+	r.fail(openai.NewError(http.StatusServiceUnavailable, "%s", msg))
+}
+
+func countEvents(b []byte) int {
+	n := 0
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '\n' && b[i+1] == '\n' {
+			n++
+			i++
+		}
+	}
+	return n
+}
+
+// wait serves a non-streamed response once every choice has finished.
+func (s *Server) wait(c *gin.Context, r *genRequest) {
+	ctx := c.Request.Context()
+	end := s.endStreams
+	for {
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return
+		case <-end:
+			s.endRequest(r, "the server is shutting down")
+			end = nil
+		}
+		r.mu.Lock()
+		done, e := r.done, r.err
+		r.mu.Unlock()
+		if !done {
+			continue
+		}
+		if e != nil {
+			writeError(c, e)
+			return
+		}
+		r.mu.Lock()
+		body := r.responseJSON()
+		r.mu.Unlock()
+		c.Data(http.StatusOK, "application/json", body)
+		return
+	}
+}

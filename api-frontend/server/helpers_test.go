@@ -1,0 +1,106 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/openai"
+)
+
+// simpleChat renders messages as "role: content\n" lines (a stand-in
+// template for tests).
+type simpleChat struct{}
+
+func (simpleChat) Render(c *openai.Chat) (string, error) {
+	var b strings.Builder
+	for _, m := range c.Messages {
+		var v struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		}
+		if err := json.Unmarshal(m, &v); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s: %v\n", v.Role, v.Content)
+	}
+	if c.AddGenerationPrompt {
+		b.WriteString("assistant: ")
+	}
+	return b.String(), nil
+}
+
+type testEnv struct {
+	t      *testing.T
+	eng    *fakeEngine
+	client *engineclient.Client
+	srv    *Server
+	http   *httptest.Server
+}
+
+func newTestEnv(t *testing.T, cfg Config, script string) *testEnv {
+	t.Helper()
+	if cfg.ServedModelNames == nil {
+		cfg.ServedModelNames = []string{"m"}
+	}
+	eng := newFakeEngine(script, time.Millisecond)
+	var srv *Server
+	client := engineclient.New([]engineclient.Transport{eng}, engineclient.Options{})
+	srv = New(cfg, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
+	client.Start()
+	hs := httptest.NewServer(srv.Handler())
+	env := &testEnv{t: t, eng: eng, client: client, srv: srv, http: hs}
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		client.Close()
+	})
+	return env
+}
+
+func (e *testEnv) post(path, body string, hdr ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// sseEvents splits an SSE body into its data payloads.
+func sseEvents(t *testing.T, body []byte) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("bad SSE line %q", line)
+		}
+		out = append(out, d)
+	}
+	return out
+}

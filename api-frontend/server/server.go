@@ -1,0 +1,404 @@
+// Package server is the frontend's HTTP layer: gin routes for the OpenAI
+// compatible API (/v1/completions, /v1/chat/completions, /v1/models), vLLM's
+// /tokenize and /detokenize, /health, /version and /metrics.
+//
+// A generation request is validated (openai), rendered through the chat
+// template and tokenized, registered with the engine client (one engine
+// request per choice; ids <id>-<i>), and then served by its handler
+// goroutine. The engine's output goroutine runs each choice's outputproc
+// State, the reasoning and tool parsers, and renders ready-to-send SSE bytes
+// into the request's mailbox; it then wakes the handler (a one-slot channel,
+// so wakes coalesce), which writes everything pending with one write and one
+// flush. When the client falls behind, pending tokens stay in the State and
+// merge into the next chunk, so a slow client never stalls the engine loop.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+)
+
+// Config is the server's behaviour.
+type Config struct {
+	// ServedModelNames are the names clients may use; the first is reported.
+	ServedModelNames []string
+	// ModelPath is reported as the model's root in /v1/models.
+	ModelPath string
+	// StreamInterval is the default stream interval (>= 1).
+	StreamInterval int
+	// APIKey, when set, is required as a Bearer token on the API routes.
+	APIKey string
+	// MaxQueuedRequests bounds requests waiting for their first token
+	// (0: unlimited); beyond it requests get 429.
+	MaxQueuedRequests int
+	// MaxBodyBytes bounds request bodies (413 beyond).
+	MaxBodyBytes int64
+	// EnableAutoToolChoice, ToolCallParser, ReasoningParser and
+	// ReasoningField configure tool calling and reasoning output.
+	EnableAutoToolChoice bool
+	ToolCallParser       string
+	ReasoningParser      string
+	ReasoningField       string
+	// FrontendID, Version and Commit are reported by /version.
+	FrontendID string
+	Version    string
+	Commit     string
+	// MaxModelLen overrides the engine's context length when > 0.
+	MaxModelLen int
+}
+
+// ChatRenderer renders a chat request's messages into the prompt text.
+type ChatRenderer interface {
+	Render(c *openai.Chat) (string, error)
+}
+
+// ReasoningParser splits streamed text into reasoning and content.
+type ReasoningParser interface {
+	Add(text string) (reasoning, content string)
+	Finish() (reasoning, content string)
+}
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Engines   *engineclient.Client
+	Tokenizer tokenizer.Tokenizer
+	// Chat renders chat prompts; nil means the model has no chat template
+	// (chat requests then get 400).
+	Chat ChatRenderer
+	// NewReasoning creates a reasoning parser for a chat choice; nil when
+	// no --reasoning-parser is configured.
+	NewReasoning func(c *openai.Chat, prompt string) (ReasoningParser, error)
+	Metrics      *Metrics
+	Log          *zap.Logger
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	log     *zap.Logger
+	metrics *Metrics
+	router  *gin.Engine
+	started time.Time
+
+	draining   atomic.Bool
+	waiting    atomic.Int64 // requests without a first token yet
+	streams    sync.WaitGroup
+	endStreams chan struct{} // closed when open streams must end now
+	endOnce    sync.Once
+}
+
+// New builds the server and its routes.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.StreamInterval < 1 {
+		cfg.StreamInterval = 1
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 32 << 20
+	}
+	if cfg.ReasoningField == "" {
+		cfg.ReasoningField = "reasoning"
+	}
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = NewMetrics(cfg.ServedModelNames[0])
+	}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), endStreams: make(chan struct{})}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(s.recovery)
+	r.GET("/health", s.health)
+	r.GET("/version", s.version)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
+	api := r.Group("/", s.auth)
+	api.GET("/v1/models", s.models)
+	api.POST("/v1/completions", s.completions)
+	api.POST("/v1/chat/completions", s.chatCompletions)
+	api.POST("/tokenize", s.tokenize)
+	api.POST("/detokenize", s.detokenize)
+	r.NoRoute(func(c *gin.Context) {
+		writeError(c, openai.NewError(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		writeError(c, openai.NewError(http.StatusMethodNotAllowed, "method %s not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.HandleMethodNotAllowed = true
+	s.router = r
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// BeginDrain makes /health answer 503 and refuses new generation requests;
+// open streams go on.
+func (s *Server) BeginDrain() { s.draining.Store(true) }
+
+// EndStreams ends every open stream now: what was generated is flushed,
+// then an error event and [DONE]; the engine requests are aborted.
+func (s *Server) EndStreams() { s.endOnce.Do(func() { close(s.endStreams) }) }
+
+// WaitStreams waits until every open generation request has returned, or
+// ctx ends; it reports whether they all returned.
+func (s *Server) WaitStreams(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() { s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// EngineState is called when an engine goes up or down.
+func (s *Server) EngineState(engine int, up bool, reason string) {
+	s.metrics.EngineState(engine, up)
+	if up {
+		s.log.Info("engine ready", zap.Int("engine", engine))
+	} else {
+		s.log.Warn("engine down", zap.Int("engine", engine), zap.String("reason", reason))
+	}
+}
+
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			s.log.Error("handler panic", zap.Any("panic", v), zap.Stack("stack"))
+			if !c.Writer.Written() {
+				writeError(c, openai.NewError(http.StatusInternalServerError, "internal error"))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) auth(c *gin.Context) {
+	if s.cfg.APIKey == "" {
+		return
+	}
+	h := c.GetHeader("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.APIKey)) != 1 {
+		writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: "AuthenticationError", Message: "invalid or missing API key"})
+		c.Abort()
+	}
+}
+
+// writeError sends an OpenAI error body with its status.
+func writeError(c *gin.Context, e *openai.Error) {
+	c.Data(e.Status, "application/json", e.AppendJSON(nil))
+}
+
+func (s *Server) health(c *gin.Context) {
+	switch {
+	case s.draining.Load():
+		c.String(http.StatusServiceUnavailable, "draining")
+	case s.deps.Engines == nil || !s.deps.Engines.Healthy():
+		c.String(http.StatusServiceUnavailable, "engine unavailable")
+	default:
+		c.Status(http.StatusOK)
+	}
+}
+
+func (s *Server) version(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"version": s.cfg.Version, "commit": s.cfg.Commit, "frontend_id": s.cfg.FrontendID, "pid": os.Getpid()})
+}
+
+// maxModelLen is the context length in force.
+func (s *Server) maxModelLen() int {
+	if s.cfg.MaxModelLen > 0 {
+		return s.cfg.MaxModelLen
+	}
+	if s.deps.Engines != nil {
+		if r, ok := s.deps.Engines.Ready(); ok {
+			return r.MaxModelLen
+		}
+	}
+	return 0
+}
+
+func (s *Server) limits() openai.Limits {
+	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen()}
+}
+
+func (s *Server) models(c *gin.Context) {
+	type model struct {
+		ID          string `json:"id"`
+		Object      string `json:"object"`
+		Created     int64  `json:"created"`
+		OwnedBy     string `json:"owned_by"`
+		Root        string `json:"root"`
+		Parent      *int   `json:"parent"`
+		MaxModelLen int    `json:"max_model_len"`
+		Permission  []any  `json:"permission"`
+	}
+	var data []model
+	for _, n := range s.cfg.ServedModelNames {
+		data = append(data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "sluice", Root: s.cfg.ModelPath, MaxModelLen: s.maxModelLen(), Permission: []any{}})
+	}
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+// checkModel returns the served name for a request's model field.
+func (s *Server) checkModel(m string) *openai.Error {
+	if m == "" {
+		return nil
+	}
+	for _, n := range s.cfg.ServedModelNames {
+		if n == m {
+			return nil
+		}
+	}
+	return openai.NotFound("model", "The model `%s` does not exist.", m)
+}
+
+// readBody reads the request body within the size limit.
+func (s *Server) readBody(c *gin.Context) ([]byte, *openai.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, openai.NewError(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", s.cfg.MaxBodyBytes)
+		}
+		return nil, openai.BadRequest("", "read request body: %v", err)
+	}
+	return body, nil
+}
+
+// newID returns a random request id suffix.
+func newID() string {
+	var b [24]byte
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(b); i += 8 {
+		v := rand.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = hex[v&0xf]
+			v >>= 4
+		}
+	}
+	return string(b[:])
+}
+
+func (s *Server) tokenize(c *gin.Context) {
+	body, e := s.readBody(c)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	var req openai.TokenizeRequest
+	if e := openai.Decode(body, &req); e != nil {
+		writeError(c, e)
+		return
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		writeError(c, e)
+		return
+	}
+	var ids []int32
+	switch {
+	case req.Prompt != nil:
+		ids = s.deps.Tokenizer.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	case req.Messages != nil:
+		chatReq := openai.ChatRequest{Messages: req.Messages, AddGenerationPrompt: req.AddGenerationPrompt, ChatTemplateKwargs: req.ChatTemplateKwargs, Tools: req.Tools}
+		chat, e := chatReq.Validate(s.limits(), openai.ToolConfig{AutoEnabled: true, Parser: "any"})
+		if e != nil {
+			writeError(c, e)
+			return
+		}
+		text, e := s.renderChat(chat)
+		if e != nil {
+			writeError(c, e)
+			return
+		}
+		ids = s.deps.Tokenizer.Encode(text, req.AddSpecialTokens != nil && *req.AddSpecialTokens)
+	default:
+		writeError(c, openai.BadRequest("prompt", "either prompt or messages is required"))
+		return
+	}
+	out := gin.H{"count": len(ids), "max_model_len": s.maxModelLen(), "tokens": ids, "token_strs": nil}
+	if ids == nil {
+		out["tokens"] = []int32{}
+	}
+	if req.ReturnTokenStrs {
+		strs := make([]string, len(ids))
+		for i, id := range ids {
+			strs[i] = string(s.deps.Tokenizer.TokenBytes(id))
+		}
+		out["token_strs"] = strs
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) detokenize(c *gin.Context) {
+	body, e := s.readBody(c)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	var req openai.DetokenizeRequest
+	if e := openai.Decode(body, &req); e != nil {
+		writeError(c, e)
+		return
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		writeError(c, e)
+		return
+	}
+	vocab := s.deps.Tokenizer.VocabSize()
+	ids := make([]int32, len(req.Tokens))
+	for i, t := range req.Tokens {
+		if t < 0 || t >= int64(vocab) {
+			writeError(c, openai.BadRequest("tokens", "token id %d is out of vocabulary (size %d)", t, vocab))
+			return
+		}
+		ids[i] = int32(t)
+	}
+	c.JSON(http.StatusOK, gin.H{"prompt": s.deps.Tokenizer.Decode(ids, false)})
+}
+
+func (s *Server) renderChat(chat *openai.Chat) (string, *openai.Error) {
+	if s.deps.Chat == nil {
+		return "", openai.BadRequest("messages", "this model has no chat template; start the server with --chat-template FILE")
+	}
+	text, err := s.deps.Chat.Render(chat)
+	if err != nil {
+		return "", openai.BadRequest("messages", "chat template: %v", err)
+	}
+	return text, nil
+}
+
+// finishReason spells an engine finish reason for the API.
+func finishReason(f ipc.FinishReason) string {
+	if s := f.String(); s != "" {
+		return s
+	}
+	return "stop"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,370 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+type chunk struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Choices []struct {
+		Index int    `json:"index"`
+		Text  string `json:"text"`
+		Delta *struct {
+			Role    *string `json:"role"`
+			Content *string `json:"content"`
+		} `json:"delta"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+		FinishReason *string         `json:"finish_reason"`
+		StopReason   json.RawMessage `json:"stop_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// parseStream checks the SSE framing and returns the chunks before [DONE].
+func parseStream(t *testing.T, body []byte) []chunk {
+	t.Helper()
+	evs := sseEvents(t, body)
+	if len(evs) == 0 || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %q", body)
+	}
+	var out []chunk
+	for _, e := range evs[:len(evs)-1] {
+		if e == "[DONE]" {
+			t.Fatalf("[DONE] before the end: %q", body)
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatalf("chunk %q: %v", e, err)
+		}
+		if !strings.Contains(e, `"finish_reason":`) && c.Error == nil && len(c.Choices) > 0 {
+			t.Fatalf("chunk without finish_reason field: %s", e)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestStreamIntervalsSameText(t *testing.T) {
+	const script = "The quick brown fox jumps over the lazy dog."
+	env := newTestEnv(t, Config{}, script)
+	for _, iv := range []int{1, 3, 10} {
+		body := `{"prompt":"hi","max_tokens":40,"stream":true,"stream_interval":` + itoa(iv) + `,"stream_options":{"include_usage":true}}`
+		resp, raw := env.post("/v1/completions", body)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("interval %d: status %d %s", iv, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		chunks := parseStream(t, raw)
+		var text strings.Builder
+		nChoiceChunks := 0
+		for i, c := range chunks {
+			if len(c.Choices) == 0 {
+				if i != len(chunks)-1 || c.Usage == nil {
+					t.Fatalf("interval %d: usage chunk must be last", iv)
+				}
+				continue
+			}
+			nChoiceChunks++
+			text.WriteString(c.Choices[0].Text)
+		}
+		if got, want := text.String(), script[:40]; got != want {
+			t.Fatalf("interval %d: text %q, want %q", iv, got, want)
+		}
+		u := chunks[len(chunks)-1].Usage
+		if u == nil || u.CompletionTokens != 40 || u.PromptTokens != 2 || u.TotalTokens != 42 || u.PromptTokensDetails == nil {
+			t.Fatalf("interval %d: usage %+v", iv, u)
+		}
+		last := chunks[len(chunks)-2].Choices[0]
+		if last.FinishReason == nil || *last.FinishReason != "length" {
+			t.Fatalf("interval %d: last finish_reason %v", iv, last.FinishReason)
+		}
+		// first token alone, then chunks of >= iv tokens (the last may be shorter)
+		maxChunks := 1 + (40-1+iv-1)/iv
+		if nChoiceChunks > maxChunks+1 {
+			t.Fatalf("interval %d: %d chunks, want at most %d", iv, nChoiceChunks, maxChunks+1)
+		}
+		if len(chunks[0].Choices[0].Text) != 1 {
+			t.Fatalf("interval %d: first chunk %q is not the first token alone", iv, chunks[0].Choices[0].Text)
+		}
+	}
+}
+
+func TestChatStreamShape(t *testing.T) {
+	env := newTestEnv(t, Config{}, "Hi there")
+	resp, raw := env.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hello"}],"max_tokens":5,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	chunks := parseStream(t, raw)
+	first := chunks[0].Choices[0]
+	if first.Delta == nil || first.Delta.Role == nil || *first.Delta.Role != "assistant" || first.Delta.Content == nil || *first.Delta.Content != "H" {
+		t.Fatalf("first chunk must carry the role and the first token: %s", raw)
+	}
+	var text string
+	for i, c := range chunks {
+		if c.Object != "chat.completion.chunk" || !strings.HasPrefix(c.ID, "chatcmpl-") {
+			t.Fatalf("chunk %d: object %q id %q", i, c.Object, c.ID)
+		}
+		if c.Usage == nil {
+			t.Fatalf("chunk %d has no usage with continuous_usage_stats", i)
+		}
+		if len(c.Choices) == 1 {
+			if i > 0 && c.Choices[0].Delta.Role != nil {
+				t.Fatalf("role repeated in chunk %d", i)
+			}
+			if c.Choices[0].Delta.Content != nil {
+				text += *c.Choices[0].Delta.Content
+			}
+		}
+	}
+	if text != "Hi th" {
+		t.Fatalf("text %q", text)
+	}
+	if !strings.Contains(string(raw), `"logprobs":null,"finish_reason":null`) {
+		t.Fatalf("null fields must be written as null: %s", raw)
+	}
+	if !strings.Contains(string(raw), `"finish_reason":"length","stop_reason":null`) {
+		t.Fatalf("final chunk lacks finish_reason/stop_reason: %s", raw)
+	}
+}
+
+func TestStopStringAcrossTokens(t *testing.T) {
+	env := newTestEnv(t, Config{}, "hello world. The end")
+	for _, stream := range []bool{true, false} {
+		body := `{"prompt":"x","max_tokens":30,"stop":["ld. T"],"stream":` + map[bool]string{true: "true", false: "false"}[stream] + `}`
+		resp, raw := env.post("/v1/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d %s", resp.StatusCode, raw)
+		}
+		var text, finish string
+		var stop json.RawMessage
+		if stream {
+			for _, c := range parseStream(t, raw) {
+				text += c.Choices[0].Text
+				if c.Choices[0].FinishReason != nil {
+					finish, stop = *c.Choices[0].FinishReason, c.Choices[0].StopReason
+				}
+			}
+		} else {
+			var r chunk
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			text, finish, stop = r.Choices[0].Text, *r.Choices[0].FinishReason, r.Choices[0].StopReason
+		}
+		if text != "hello wor" || finish != "stop" || string(stop) != `"ld. T"` {
+			t.Fatalf("stream=%v: text %q finish %q stop %s", stream, text, finish, stop)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for env.eng.active() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if env.eng.active() != 0 || len(env.eng.abortedIDs()) < 2 {
+		t.Fatalf("stop string did not abort the engine requests: active %d aborted %v", env.eng.active(), env.eng.abortedIDs())
+	}
+}
+
+func TestNGreaterThanOne(t *testing.T) {
+	env := newTestEnv(t, Config{}, "abcdef")
+	resp, raw := env.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"q"}],"max_tokens":4,"n":3,"stream":true}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	texts := map[int]string{}
+	finished := map[int]bool{}
+	for _, c := range parseStream(t, raw) {
+		if len(c.Choices) != 1 {
+			t.Fatalf("chunk with %d choices", len(c.Choices))
+		}
+		ch := c.Choices[0]
+		if ch.Delta.Content != nil {
+			texts[ch.Index] += *ch.Delta.Content
+		}
+		if ch.FinishReason != nil {
+			finished[ch.Index] = true
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if texts[i] != "abcd" || !finished[i] {
+			t.Fatalf("choice %d: %q finished %v", i, texts[i], finished[i])
+		}
+	}
+	// non-streamed with seed: children get seed+i
+	resp, raw = env.post("/v1/completions", `{"prompt":"q","max_tokens":2,"n":2,"seed":7}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var r chunk
+	_ = json.Unmarshal(raw, &r)
+	if len(r.Choices) != 2 || r.Choices[1].Index != 1 || r.Usage.CompletionTokens != 4 {
+		t.Fatalf("bad n=2 response %s", raw)
+	}
+	env.eng.mu.Lock()
+	added := env.eng.added[len(env.eng.added)-2:]
+	env.eng.mu.Unlock()
+	if !strings.HasSuffix(added[0].RequestID, "-0") || !strings.HasSuffix(added[1].RequestID, "-1") || added[0].Params.Seed != 7 || added[1].Params.Seed != 8 {
+		t.Fatalf("children ids/seeds: %s %d, %s %d", added[0].RequestID, added[0].Params.Seed, added[1].RequestID, added[1].Params.Seed)
+	}
+}
+
+func TestEngineDownMidStream(t *testing.T) {
+	env := newTestEnv(t, Config{StreamInterval: 10}, "0123456789abcdefghijklmnopqrstuvwxyz")
+	req, _ := http.NewRequest("POST", env.http.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":200,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	// read the first event, then let a few more tokens accumulate
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(15 * time.Millisecond)
+	start := time.Now()
+	env.eng.kill()
+	var rest strings.Builder
+	rest.WriteString("data: x\n") // the line already read
+	for {
+		line, err := br.ReadString('\n')
+		rest.WriteString(line)
+		if err != nil {
+			break
+		}
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatalf("stream took %s to end", time.Since(start))
+	}
+	evs := sseEvents(t, []byte(rest.String()))
+	if evs[len(evs)-1] != "[DONE]" || !strings.Contains(evs[len(evs)-2], `"error"`) {
+		t.Fatalf("want error then [DONE], got %q", evs)
+	}
+	if r, _ := http.Get(env.http.URL + "/health"); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/health %d while engine down", r.StatusCode)
+	}
+	if r, _ := env.post("/v1/completions", `{"prompt":"x"}`); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("request while engine down: %d", r.StatusCode)
+	}
+	env.eng.revive()
+	deadline := time.Now().Add(2 * time.Second)
+	for !env.client.Healthy() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r, _ := http.Get(env.http.URL + "/health"); r.StatusCode != http.StatusOK {
+		t.Fatalf("/health %d after revive", r.StatusCode)
+	}
+	if r, b := env.post("/v1/completions", `{"prompt":"x","max_tokens":3}`); r.StatusCode != 200 {
+		t.Fatalf("after revive: %d %s", r.StatusCode, b)
+	}
+}
+
+func TestFlushOnEngineError(t *testing.T) {
+	env := newTestEnv(t, Config{StreamInterval: 100}, "abcdefghij")
+	env.eng.failAt = 5
+	_, raw := env.post("/v1/completions", `{"prompt":"x","max_tokens":50,"stream":true}`)
+	evs := sseEvents(t, raw)
+	var text string
+	for _, e := range evs[:len(evs)-2] {
+		var c chunk
+		_ = json.Unmarshal([]byte(e), &c)
+		text += c.Choices[0].Text
+	}
+	if text != "abcde" || !strings.Contains(evs[len(evs)-2], "simulated failure") || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("want all 5 tokens flushed, then the error, then [DONE]; got %q", evs)
+	}
+}
+
+func TestClientDisconnectAborts(t *testing.T) {
+	env := newTestEnv(t, Config{}, "abcdefghij")
+	for _, stream := range []string{"true", "false"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "POST", env.http.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":250,"stream":`+stream+`}`))
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			cancel()
+		}()
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = bufio.NewReader(resp.Body).ReadString(0)
+			resp.Body.Close()
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for env.eng.active() != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if env.eng.active() != 0 {
+			t.Fatalf("stream=%s: request still running in the engine after disconnect", stream)
+		}
+		if env.client.InFlight() != 0 {
+			t.Fatalf("stream=%s: %d requests still registered", stream, env.client.InFlight())
+		}
+	}
+}
+
+func TestQueueLimitAndAuth(t *testing.T) {
+	env := newTestEnv(t, Config{APIKey: "sekret", MaxQueuedRequests: 1}, "abc")
+	if r, _ := env.post("/v1/completions", `{"prompt":"x"}`); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", r.StatusCode)
+	}
+	if r, _ := env.post("/v1/completions", `{"prompt":"x"}`, "Authorization", "Bearer wrong"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong key: %d", r.StatusCode)
+	}
+	if r, b := env.post("/v1/completions", `{"prompt":"x","max_tokens":2}`, "Authorization", "Bearer sekret"); r.StatusCode != 200 {
+		t.Fatalf("right key: %d %s", r.StatusCode, b)
+	}
+	for _, p := range []string{"/health", "/metrics", "/version"} {
+		if r, err := http.Get(env.http.URL + p); err != nil || r.StatusCode != 200 {
+			t.Fatalf("%s must be open", p)
+		}
+	}
+	env.srv.waiting.Add(1) // a request waiting for its first token
+	r, _ := env.post("/v1/completions", `{"prompt":"x"}`, "Authorization", "Bearer sekret")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("queue full: %d retry-after %q", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+	env.srv.waiting.Add(-1)
+}
+
+func TestDrain(t *testing.T) {
+	env := newTestEnv(t, Config{}, "abcdefghij")
+	done := make(chan []byte)
+	go func() {
+		_, raw := env.post("/v1/completions", `{"prompt":"x","max_tokens":250,"stream":true}`)
+		done <- raw
+	}()
+	time.Sleep(20 * time.Millisecond)
+	env.srv.BeginDrain()
+	if r, _ := http.Get(env.http.URL + "/health"); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/health %d while draining", r.StatusCode)
+	}
+	if r, _ := env.post("/v1/completions", `{"prompt":"x"}`); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("new request while draining: %d", r.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if env.srv.WaitStreams(ctx) {
+		t.Fatal("endless stream finished by itself")
+	}
+	env.srv.EndStreams()
+	raw := <-done
+	evs := sseEvents(t, raw)
+	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" || !strings.Contains(evs[len(evs)-2], "shutting down") {
+		t.Fatalf("stream not ended with error+[DONE]: %q", evs[max(0, len(evs)-3):])
+	}
+}

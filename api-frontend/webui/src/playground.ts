@@ -1,0 +1,431 @@
+// The playground page (/ui/): chat and raw completions streamed over the
+// server's own OpenAI endpoints, with live per-request figures.
+import "uplot/dist/uPlot.min.css";
+import "./style.css";
+import { Chart, el, fmtMs, fmtNum, make, type UIConfig } from "./common";
+import { APIError, errorFromBody, streamEvents } from "./sse";
+
+type Mode = "chat" | "completion";
+
+interface ChatMessage {
+  role: string;
+  content: string | null;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+}
+
+/** ToolCallView is one streamed tool call as it assembles. */
+interface ToolCallView {
+  id: string;
+  name: string;
+  args: string;
+  box: HTMLElement;
+  nameEl: HTMLElement;
+  argsEl: HTMLElement;
+}
+
+/** Figures are the live per-request measurements. */
+class Figures {
+  t0 = 0;
+  tFirst: number | null = null;
+  tLast: number | null = null;
+  chunks = 0;
+  tokens: number | null = null;
+  finish: string | null = null;
+  gaps: number[] = [];
+  private timer = 0;
+
+  constructor(private chart: Chart) {}
+
+  start(): void {
+    this.t0 = performance.now();
+    this.tFirst = this.tLast = null;
+    this.chunks = 0;
+    this.tokens = null;
+    this.finish = null;
+    this.gaps = [];
+    this.chart.set([[], []]);
+    this.status("waiting for first token…");
+    this.render();
+    window.clearInterval(this.timer);
+    this.timer = window.setInterval(() => this.render(), 100);
+  }
+
+  chunk(hasOutput: boolean): void {
+    const now = performance.now();
+    this.chunks++;
+    if (hasOutput && this.tFirst === null) {
+      this.tFirst = now;
+      this.status("streaming");
+    }
+    if (this.tLast !== null) this.gaps.push(now - this.tLast);
+    this.tLast = now;
+  }
+
+  stop(status: string): void {
+    window.clearInterval(this.timer);
+    this.status(status);
+    this.render();
+  }
+
+  status(s: string): void {
+    el("m-status").textContent = s;
+  }
+
+  render(): void {
+    const now = performance.now();
+    el("m-ttft").textContent = this.tFirst === null ? "–" : fmtMs(this.tFirst - this.t0);
+    el("m-chunks").textContent = String(this.chunks);
+    el("m-tokens").textContent = this.tokens === null ? "–" : String(this.tokens);
+    el("m-finish").textContent = this.finish ?? "–";
+    el("m-elapsed").textContent = fmtMs((this.tLast ?? now) - this.t0);
+    let tps: number | null = null;
+    if (this.tokens !== null && this.tokens > 1 && this.tFirst !== null && this.tLast !== null && this.tLast > this.tFirst) {
+      tps = ((this.tokens - 1) * 1000) / (this.tLast - this.tFirst); // decode rate after the first token
+    }
+    el("m-tps").textContent = fmtNum(tps);
+    el("m-tpc").textContent = this.tokens !== null && this.chunks > 0 ? fmtNum(this.tokens / this.chunks, 2) : "–";
+    el("m-tps").title = "(completion tokens − 1) / (last chunk − first chunk)";
+    this.chart.set([this.gaps.map((_, i) => i + 2), this.gaps]);
+  }
+}
+
+class Playground {
+  private mode: Mode = "chat";
+  private history: ChatMessage[] = [];
+  private abort: AbortController | null = null;
+  private figures = new Figures(new Chart(el("gap-chart"), [{ label: "gap ms" }], { height: 120, xTime: false, legend: false }));
+
+  async init(): Promise<void> {
+    for (const r of document.querySelectorAll<HTMLInputElement>('input[name="mode"]')) {
+      r.addEventListener("change", () => r.checked && this.setMode(r.value as Mode));
+    }
+    el("composer").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      void this.send();
+    });
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+        ev.preventDefault();
+        if (!this.abort) void this.send();
+      } else if (ev.key === "Escape" && this.abort) {
+        ev.preventDefault();
+        this.stop();
+      }
+    });
+    el("abort").addEventListener("click", () => this.stop());
+    el("clear").addEventListener("click", () => this.clear());
+    el("tools-example").addEventListener("click", () => {
+      el<HTMLTextAreaElement>("tools").value = JSON.stringify(exampleTools, null, 2);
+    });
+    el("apikey").addEventListener("change", () => void this.loadModels());
+    if (navigator.platform.toLowerCase().includes("mac")) el("send").querySelector("kbd")!.textContent = "⌘+Enter";
+
+    try {
+      const r = await fetch("api/config");
+      const cfg = (await r.json()) as UIConfig;
+      el("apikey-row").hidden = !cfg.api_key_required;
+    } catch (e) {
+      this.showError(`cannot read the UI's configuration: ${String(e)}`);
+    }
+    await this.loadModels();
+  }
+
+  private headers(): Record<string, string> {
+    const key = el<HTMLInputElement>("apikey").value.trim();
+    return key ? { Authorization: `Bearer ${key}` } : {};
+  }
+
+  async loadModels(): Promise<void> {
+    const sel = el<HTMLSelectElement>("model");
+    try {
+      const r = await fetch("/v1/models", { headers: this.headers() });
+      const body = await r.text();
+      if (!r.ok) {
+        const err = errorFromBody(r.status, body, false);
+        sel.replaceChildren(new Option("(no models: see the error)", ""));
+        if (r.status === 401) el("apikey-row").hidden = false;
+        this.showError(`listing models: ${err.message}`);
+        return;
+      }
+      const ids: string[] = (JSON.parse(body).data ?? []).map((m: { id: string }) => m.id);
+      const prev = sel.value;
+      sel.replaceChildren(...ids.map((id) => new Option(id, id)));
+      if (ids.includes(prev)) sel.value = prev;
+      el("server-model").textContent = ids.length ? `serving ${ids.join(", ")}` : "no models";
+      this.hideError();
+    } catch (e) {
+      this.showError(`listing models: ${String(e)}`);
+    }
+  }
+
+  private setMode(m: Mode): void {
+    this.mode = m;
+    el("chat-only").hidden = m !== "chat";
+    el("input-label").textContent = m === "chat" ? "Message" : "Prompt";
+    this.clear();
+  }
+
+  private clear(): void {
+    if (this.abort) this.stop();
+    this.history = [];
+    el("transcript").replaceChildren();
+    this.hideError();
+  }
+
+  private stop(): void {
+    this.abort?.abort();
+  }
+
+  private showError(msg: string): void {
+    const e = el("error");
+    e.textContent = msg;
+    e.hidden = false;
+  }
+
+  private hideError(): void {
+    el("error").hidden = true;
+    el("error").textContent = "";
+  }
+
+  private num(id: string): number | undefined {
+    const v = el<HTMLInputElement>(id).value.trim();
+    if (v === "") return undefined;
+    const n = Number(v);
+    return Number.isFinite(n) ? n : undefined;
+  }
+
+  /** body builds the request; it throws a message for bad input. */
+  private body(input: string): { url: string; body: Record<string, unknown> } {
+    const b: Record<string, unknown> = {
+      model: el<HTMLSelectElement>("model").value || undefined,
+      stream: true,
+      stream_options: { include_usage: true, continuous_usage_stats: el<HTMLInputElement>("continuous_usage").checked },
+      temperature: this.num("temperature"),
+      top_p: this.num("top_p"),
+      max_tokens: this.num("max_tokens"),
+      seed: this.num("seed"),
+      stream_interval: this.num("stream_interval"),
+    };
+    const stops = el<HTMLTextAreaElement>("stop").value.split("\n").filter((s) => s !== "");
+    if (stops.length) b.stop = stops;
+    if (this.mode === "completion") return { url: "/v1/completions", body: { ...b, prompt: input } };
+
+    const msgs: ChatMessage[] = [];
+    const sys = el<HTMLTextAreaElement>("system").value.trim();
+    if (sys) msgs.push({ role: "system", content: sys });
+    msgs.push(...this.history, { role: "user", content: input });
+    b.messages = msgs;
+    const toolsText = el<HTMLTextAreaElement>("tools").value.trim();
+    const te = el("tools-error");
+    te.hidden = true;
+    if (toolsText) {
+      let tools: unknown;
+      try {
+        tools = JSON.parse(toolsText);
+      } catch (e) {
+        te.textContent = `Tools are not valid JSON: ${(e as Error).message}`;
+        te.hidden = false;
+        (el("tools-box") as HTMLDetailsElement).open = true;
+        throw new Error("fix the tools JSON first");
+      }
+      if (!Array.isArray(tools)) {
+        te.textContent = "Tools must be a JSON array of tool definitions.";
+        te.hidden = false;
+        throw new Error("fix the tools JSON first");
+      }
+      if (tools.length) {
+        b.tools = tools;
+        b.tool_choice = el<HTMLSelectElement>("tool_choice").value;
+      }
+    }
+    return { url: "/v1/chat/completions", body: b };
+  }
+
+  async send(): Promise<void> {
+    if (this.abort) return;
+    const inputEl = el<HTMLTextAreaElement>("input");
+    const input = inputEl.value;
+    if (input.trim() === "") {
+      inputEl.focus();
+      return;
+    }
+    this.hideError();
+    let req: { url: string; body: Record<string, unknown> };
+    try {
+      req = this.body(input);
+    } catch (e) {
+      this.showError((e as Error).message);
+      return;
+    }
+    const transcript = el("transcript");
+    if (this.mode === "chat") {
+      transcript.append(messageView("user", input).box);
+      inputEl.value = "";
+    } else {
+      transcript.replaceChildren();
+    }
+    const view = messageView("assistant", "");
+    if (this.mode === "completion") view.content.prepend(make("span", "prompt", input));
+    transcript.append(view.box);
+    view.box.dataset.state = "streaming";
+
+    const ctl = new AbortController();
+    this.abort = ctl;
+    el<HTMLButtonElement>("abort").disabled = false;
+    el<HTMLButtonElement>("send").disabled = true;
+    const fig = this.figures;
+    fig.start();
+
+    let content = "";
+    let reasoning = "";
+    const calls = new Map<number, ToolCallView>();
+    let state = "done";
+    try {
+      for await (const ev of streamEvents(req.url, req.body, this.headers(), ctl.signal)) {
+        if (ev.usage && typeof ev.usage.completion_tokens === "number") fig.tokens = ev.usage.completion_tokens;
+        const choices = Array.isArray(ev.choices) ? ev.choices : [];
+        if (choices.length === 0) continue; // the usage chunk
+        let out = false;
+        for (const ch of choices) {
+          if (ch.finish_reason) fig.finish = ch.finish_reason;
+          if (this.mode === "completion") {
+            if (typeof ch.text === "string" && ch.text !== "") {
+              content += ch.text;
+              view.text.textContent = content;
+              out = true;
+            }
+            continue;
+          }
+          const d = ch.delta ?? {};
+          const r = d.reasoning ?? d.reasoning_content;
+          if (typeof r === "string" && r !== "") {
+            reasoning += r;
+            view.reasoningText.textContent = reasoning;
+            if (view.reasoning.hidden) {
+              view.reasoning.hidden = false;
+              view.reasoning.open = true;
+            }
+            out = true;
+          }
+          if (typeof d.content === "string" && d.content !== "") {
+            content += d.content;
+            view.text.textContent = content;
+            out = true;
+          }
+          for (const tc of Array.isArray(d.tool_calls) ? d.tool_calls : []) {
+            out = true;
+            const idx = typeof tc.index === "number" ? tc.index : 0;
+            let c = calls.get(idx);
+            if (!c) {
+              c = toolCallView(idx);
+              calls.set(idx, c);
+              view.tools.append(c.box);
+            }
+            if (tc.id) c.id = tc.id;
+            if (tc.function?.name) {
+              c.name += tc.function.name;
+              c.nameEl.textContent = c.name;
+            }
+            if (typeof tc.function?.arguments === "string") {
+              c.args += tc.function.arguments;
+              c.argsEl.textContent = c.args;
+              c.box.dataset.fragments = String(Number(c.box.dataset.fragments ?? "0") + 1);
+            }
+          }
+        }
+        fig.chunk(out);
+      }
+      if (view.reasoning.open && content !== "") view.reasoning.open = false;
+    } catch (e) {
+      if (ctl.signal.aborted) {
+        state = "aborted";
+      } else {
+        state = "error";
+        const msg = e instanceof APIError ? apiErrorText(e) : `request failed: ${String(e)}`;
+        this.showError(msg);
+        view.box.append(make("p", "error inline", msg));
+      }
+    } finally {
+      this.abort = null;
+      el<HTMLButtonElement>("abort").disabled = true;
+      el<HTMLButtonElement>("send").disabled = false;
+    }
+    for (const c of calls.values()) {
+      try {
+        c.argsEl.textContent = JSON.stringify(JSON.parse(c.args), null, 2);
+        c.box.dataset.valid = "true";
+      } catch {
+        c.box.dataset.valid = "false";
+      }
+    }
+    view.box.dataset.state = state;
+    if (state === "aborted") view.box.append(make("p", "muted inline", "(aborted)"));
+    fig.stop(state);
+    if (this.mode === "chat") {
+      const m: ChatMessage = { role: "assistant", content: content || null };
+      if (calls.size) {
+        m.tool_calls = [...calls.values()].map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }));
+      }
+      this.history.push({ role: "user", content: input }, m);
+    }
+  }
+}
+
+function apiErrorText(e: APIError): string {
+  const where = e.midStream ? "Error during the stream" : `HTTP ${e.status}`;
+  const extra = [e.type, e.param ? `param: ${e.param}` : ""].filter(Boolean).join(", ");
+  return `${where}: ${e.message}${extra ? ` (${extra})` : ""}`;
+}
+
+interface MessageView {
+  box: HTMLElement;
+  content: HTMLElement;
+  text: HTMLElement;
+  reasoning: HTMLDetailsElement;
+  reasoningText: HTMLElement;
+  tools: HTMLElement;
+}
+
+function messageView(role: string, text: string): MessageView {
+  const box = make("article", `msg ${role}`);
+  box.append(make("h3", "role", role === "user" ? "You" : "Assistant"));
+  const reasoning = make("details", "reasoning");
+  reasoning.hidden = true;
+  reasoning.append(make("summary", "", "Reasoning"));
+  const reasoningText = make("div", "reasoning-text");
+  reasoning.append(reasoningText);
+  const content = make("div", "content");
+  const t = make("span", "text", text);
+  content.append(t);
+  const tools = make("div", "tool-calls");
+  box.append(reasoning, content, tools);
+  return { box, content, text: t, reasoning, reasoningText, tools };
+}
+
+function toolCallView(index: number): ToolCallView {
+  const box = make("section", "tool-call");
+  box.dataset.index = String(index);
+  const head = make("h4", "", "Tool call ");
+  const nameEl = make("code", "tool-name");
+  head.append(nameEl);
+  const argsEl = make("pre", "tool-args");
+  box.append(head, argsEl);
+  return { id: "", name: "", args: "", box, nameEl, argsEl };
+}
+
+const exampleTools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Current weather in a city",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+        required: ["city"],
+      },
+    },
+  },
+];
+
+void new Playground().init();

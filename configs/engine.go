@@ -1,0 +1,134 @@
+package configs
+
+import (
+	"errors"
+	"time"
+)
+
+// Engine is the configuration of one engine-core process. Field tags name
+// the command-line flag, the YAML key and the help text; environment
+// variables are SLUICE_ plus the flag name upper-cased with '-' → '_'.
+type Engine struct {
+	Model           string `flag:"model" yaml:"model" usage:"model: HF directory, .gguf, llama2.c .bin (with --tokenizer), or demo"`
+	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file or directory (for llama2.c checkpoints; overrides the model's)"`
+	ServedModelName string `flag:"served-model-name" yaml:"served_model_name" usage:"model name announced to frontends (default: --model)"`
+	Listen          string `flag:"listen" yaml:"listen" usage:"endpoint to bind: ipc:///path or tcp://host:port"`
+	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model) or sim (simulated accelerator for capacity tests)"`
+	EngineID        string `flag:"engine-id" yaml:"engine_id" usage:"engine identity in READY and outputs (default: hostname-pid)"`
+
+	MaxNumSeqs           int   `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
+	MaxNumBatchedTokens  int   `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"most tokens computed per step (prefill chunks + decodes)"`
+	MaxModelLen          int   `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
+	BlockSize            int   `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
+	KVCacheMemory        int64 `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks or a default)"`
+	NumKVBlocks          int   `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
+	DisablePrefixCaching bool  `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
+	Threads              int   `flag:"threads" yaml:"threads" usage:"compute threads for --executor cpu (0: all cores)"`
+	Seed                 int64 `flag:"seed" yaml:"seed" usage:"seed of the per-request seeds drawn for requests without one"`
+
+	SimStepMS            float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"simulator: fixed time per step in milliseconds"`
+	SimPrefillUSPerToken float64 `flag:"sim-prefill-us-per-token" yaml:"sim_prefill_us_per_token" usage:"simulator: microseconds per prompt token computed"`
+	SimDecodeUSPerToken  float64 `flag:"sim-decode-us-per-token" yaml:"sim_decode_us_per_token" usage:"simulator: microseconds per generated token computed"`
+	SimEOSProb           float64 `flag:"sim-eos-prob" yaml:"sim_eos_prob" usage:"simulator: probability of EOS per generated token (0: never)"`
+	SimScript            string  `flag:"sim-script" yaml:"sim_script" usage:"simulator: JSON-lines file of {\"match\", \"output\"} scripted replies"`
+	SimTokenMin          int     `flag:"sim-token-min" yaml:"sim_token_min" usage:"simulator: lowest generated token id (special ids are always skipped)"`
+	SimTokenMax          int     `flag:"sim-token-max" yaml:"sim_token_max" usage:"simulator: highest generated token id (0: vocabulary size - 1)"`
+	SimVocabSize         int     `flag:"sim-vocab-size" yaml:"sim_vocab_size" usage:"simulator: vocabulary size when no tokenizer can be loaded"`
+
+	ConstraintTimeout time.Duration `flag:"constraint-timeout" yaml:"constraint_timeout" usage:"longest a structured-output grammar may take to compile before the request is refused"`
+	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long running requests may finish"`
+	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: json or console"`
+	LogLevel          string        `flag:"log-level" yaml:"log_level" usage:"log level: debug, info, warn or error"`
+}
+
+// DefaultEngine returns the defaults of every engine setting.
+func DefaultEngine() Engine {
+	return Engine{
+		Listen:              "ipc:///tmp/sluice-engine.sock",
+		Executor:            "cpu",
+		MaxNumSeqs:          256,
+		MaxNumBatchedTokens: 2048,
+		BlockSize:           16,
+		SimVocabSize:        32000,
+		ShutdownTimeout:     30 * time.Second,
+		ConstraintTimeout:   10 * time.Second,
+		LogFormat:           "json",
+		LogLevel:            "info",
+	}
+}
+
+// Validate checks the settings, naming the offending flag.
+func (e *Engine) Validate() error {
+	var errs []error
+	if e.Model == "" {
+		errs = append(errs, Errorf("model", "is required"))
+	}
+	if e.Listen == "" {
+		errs = append(errs, Errorf("listen", "is required (ipc:///path or tcp://host:port)"))
+	}
+	if e.Executor != "cpu" && e.Executor != "sim" {
+		errs = append(errs, Errorf("executor", "must be cpu or sim, got %q", e.Executor))
+	}
+	if e.MaxNumSeqs < 1 {
+		errs = append(errs, Errorf("max-num-seqs", "must be >= 1, got %d", e.MaxNumSeqs))
+	}
+	if e.MaxNumBatchedTokens < 1 {
+		errs = append(errs, Errorf("max-num-batched-tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens))
+	}
+	if e.MaxModelLen < 0 || e.MaxModelLen == 1 {
+		errs = append(errs, Errorf("max-model-len", "must be 0 (the model's) or >= 2, got %d", e.MaxModelLen))
+	}
+	if e.BlockSize < 1 || e.BlockSize > 1024 {
+		errs = append(errs, Errorf("block-size", "must be in 1..1024, got %d", e.BlockSize))
+	}
+	if e.KVCacheMemory < 0 {
+		errs = append(errs, Errorf("kv-cache-memory", "must be >= 0, got %d", e.KVCacheMemory))
+	}
+	if e.NumKVBlocks < 0 {
+		errs = append(errs, Errorf("num-kv-blocks", "must be >= 0, got %d", e.NumKVBlocks))
+	}
+	if e.Threads < 0 {
+		errs = append(errs, Errorf("threads", "must be >= 0, got %d", e.Threads))
+	}
+	if e.SimStepMS < 0 {
+		errs = append(errs, Errorf("sim-step-ms", "must be >= 0, got %g", e.SimStepMS))
+	}
+	if e.SimPrefillUSPerToken < 0 {
+		errs = append(errs, Errorf("sim-prefill-us-per-token", "must be >= 0, got %g", e.SimPrefillUSPerToken))
+	}
+	if e.SimDecodeUSPerToken < 0 {
+		errs = append(errs, Errorf("sim-decode-us-per-token", "must be >= 0, got %g", e.SimDecodeUSPerToken))
+	}
+	if e.SimEOSProb < 0 || e.SimEOSProb > 1 {
+		errs = append(errs, Errorf("sim-eos-prob", "must be in [0, 1], got %g", e.SimEOSProb))
+	}
+	if e.SimTokenMin < 0 || e.SimTokenMax < 0 || (e.SimTokenMax > 0 && e.SimTokenMin > e.SimTokenMax) {
+		errs = append(errs, Errorf("sim-token-min", "and --sim-token-max must satisfy 0 <= min <= max, got %d and %d", e.SimTokenMin, e.SimTokenMax))
+	}
+	if e.SimVocabSize < 1 {
+		errs = append(errs, Errorf("sim-vocab-size", "must be >= 1, got %d", e.SimVocabSize))
+	}
+	if e.SimScript != "" && e.Executor != "sim" {
+		errs = append(errs, Errorf("sim-script", "needs --executor sim"))
+	}
+	if e.ConstraintTimeout <= 0 {
+		errs = append(errs, Errorf("constraint-timeout", "must be > 0, got %s", e.ConstraintTimeout))
+	}
+	if e.ShutdownTimeout < 0 {
+		errs = append(errs, Errorf("shutdown-timeout", "must be >= 0, got %s", e.ShutdownTimeout))
+	}
+	if e.LogFormat != "json" && e.LogFormat != "console" {
+		errs = append(errs, Errorf("log-format", "must be json or console, got %q", e.LogFormat))
+	}
+	switch e.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, Errorf("log-level", "must be debug, info, warn or error, got %q", e.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+// SimStep returns the simulator's fixed step time.
+func (e *Engine) SimStep() time.Duration {
+	return time.Duration(e.SimStepMS * float64(time.Millisecond))
+}

@@ -1,0 +1,68 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEngineDefaultsValid(t *testing.T) {
+	e := DefaultEngine()
+	e.Model = "demo"
+	if err := e.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+}
+
+func TestEngineValidateNamesField(t *testing.T) {
+	cases := []struct {
+		flag string
+		mod  func(e *Engine)
+	}{
+		{"--model", func(e *Engine) { e.Model = "" }},
+		{"--executor", func(e *Engine) { e.Executor = "gpu" }},
+		{"--max-num-seqs", func(e *Engine) { e.MaxNumSeqs = 0 }},
+		{"--max-num-batched-tokens", func(e *Engine) { e.MaxNumBatchedTokens = -1 }},
+		{"--max-model-len", func(e *Engine) { e.MaxModelLen = 1 }},
+		{"--block-size", func(e *Engine) { e.BlockSize = 0 }},
+		{"--kv-cache-memory", func(e *Engine) { e.KVCacheMemory = -5 }},
+		{"--num-kv-blocks", func(e *Engine) { e.NumKVBlocks = -1 }},
+		{"--sim-step-ms", func(e *Engine) { e.SimStepMS = -1 }},
+		{"--sim-eos-prob", func(e *Engine) { e.SimEOSProb = 2 }},
+		{"--sim-script", func(e *Engine) { e.SimScript = "x.jsonl" }},
+		{"--sim-token-min", func(e *Engine) { e.SimTokenMin, e.SimTokenMax = 9, 3 }},
+		{"--log-format", func(e *Engine) { e.LogFormat = "text" }},
+		{"--log-level", func(e *Engine) { e.LogLevel = "loud" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.flag, func(t *testing.T) {
+			e := DefaultEngine()
+			e.Model = "demo"
+			tc.mod(&e)
+			err := e.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("error %v, want one naming %s", err, tc.flag)
+			}
+		})
+	}
+}
+
+func TestEngineLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "engine.yaml")
+	if err := os.WriteFile(path, []byte("model: demo\nexecutor: sim\nmax_num_seqs: 8\nkv_cache_memory: 1GiB\nsim_step_ms: 2.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_MAX_NUM_SEQS", "16")
+	e := DefaultEngine()
+	rest, err := Load("engine-core", []string{"--config", path, "--block-size", "32", "--shutdown-timeout", "5s"}, &e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 0 || e.Model != "demo" || e.Executor != "sim" || e.MaxNumSeqs != 16 || e.KVCacheMemory != 1<<30 ||
+		e.BlockSize != 32 || e.ShutdownTimeout != 5*time.Second || e.SimStep() != 2500*time.Microsecond {
+		t.Fatalf("loaded %+v", e)
+	}
+}

@@ -1,0 +1,189 @@
+package configs
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Frontend is the configuration of one api-frontend process. Field tags name
+// the command-line flag, the YAML key and the help text; environment
+// variables are SLUICE_ plus the flag name upper-cased with '-' → '_'.
+type Frontend struct {
+	Model           string `flag:"model" yaml:"model" usage:"model: HF directory, .gguf, llama2.c .bin, or demo"`
+	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file (for llama2.c checkpoints)"`
+	Host            string `flag:"host" yaml:"host" usage:"address to listen on"`
+	Port            int    `flag:"port" yaml:"port" usage:"TCP port to listen on"`
+	Engine          string `flag:"engine" yaml:"engine" usage:"spawn (start engine-core as a child) or ADDR[,ADDR2…] of running engines"`
+	ServedModelName string `flag:"served-model-name" yaml:"served_model_name" usage:"model name clients use (default: --model)"`
+	StreamInterval  int    `flag:"stream-interval" yaml:"stream_interval" usage:"tokens per streamed chunk after the first (per-request override: stream_interval)"`
+	APIKey          string `flag:"api-key" yaml:"api_key" usage:"require this Bearer key on /v1 endpoints (also SLUICE_API_KEY)"`
+
+	EnableAutoToolChoice bool   `flag:"enable-auto-tool-choice" yaml:"enable_auto_tool_choice" usage:"allow tool_choice auto (needs --tool-call-parser)"`
+	ToolCallParser       string `flag:"tool-call-parser" yaml:"tool_call_parser" usage:"tool call parser name (hermes, llama3_json, …)"`
+	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, …)"`
+	ReasoningField       string `flag:"reasoning-field" yaml:"reasoning_field" usage:"name of the reasoning field in chat messages: reasoning or reasoning_content"`
+
+	MaxQueuedRequests int           `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
+	MaxBodyBytes      int64         `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
+	ChatTemplate      string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
+	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
+	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
+	PprofAddr         string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
+	FrontendID        string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
+	EngineStartup     time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
+	EngineLiveness    time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+
+	// Engine flags passed through to engine-core when spawning.
+	Executor            string  `flag:"executor" yaml:"executor" usage:"engine executor when spawning: cpu or sim"`
+	MaxNumSeqs          int     `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"engine --max-num-seqs when spawning"`
+	MaxNumBatchedTokens int     `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"engine --max-num-batched-tokens when spawning"`
+	MaxModelLen         int     `flag:"max-model-len" yaml:"max_model_len" usage:"engine --max-model-len when spawning"`
+	BlockSize           int     `flag:"block-size" yaml:"block_size" usage:"engine --block-size when spawning"`
+	KVCacheMemory       string  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"engine --kv-cache-memory when spawning"`
+	SimStepMS           float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"engine --sim-step-ms when spawning"`
+	SimScript           string  `flag:"sim-script" yaml:"sim_script" usage:"engine --sim-script when spawning"`
+}
+
+// DefaultFrontend returns the defaults of every frontend setting.
+func DefaultFrontend() Frontend {
+	return Frontend{
+		Host:              "0.0.0.0",
+		Port:              8000,
+		Engine:            "spawn",
+		StreamInterval:    1,
+		ReasoningField:    "reasoning",
+		MaxBodyBytes:      32 << 20,
+		ShutdownTimeout:   30 * time.Second,
+		LogFormat:         "text",
+		EngineStartup:     5 * time.Minute,
+		EngineLiveness:    3 * time.Second,
+		SimStepMS:         -1,
+		MaxNumSeqs:        0,
+		MaxQueuedRequests: 0,
+	}
+}
+
+// Validate checks the settings, naming the offending flag.
+func (f *Frontend) Validate() error {
+	var errs []error
+	if f.Model == "" {
+		errs = append(errs, errors.New("--model is required"))
+	}
+	if f.Port < 0 || f.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d out of range", f.Port))
+	}
+	if f.StreamInterval < 1 {
+		errs = append(errs, fmt.Errorf("--stream-interval must be >= 1, got %d", f.StreamInterval))
+	}
+	if f.Engine == "" {
+		errs = append(errs, errors.New("--engine must be spawn or a list of addresses"))
+	}
+	if f.ReasoningField != "reasoning" && f.ReasoningField != "reasoning_content" {
+		errs = append(errs, fmt.Errorf("--reasoning-field must be reasoning or reasoning_content, got %q", f.ReasoningField))
+	}
+	if f.EnableAutoToolChoice && f.ToolCallParser == "" {
+		errs = append(errs, errors.New("--enable-auto-tool-choice needs --tool-call-parser"))
+	}
+	if f.MaxQueuedRequests < 0 {
+		errs = append(errs, fmt.Errorf("--max-queued-requests must be >= 0, got %d", f.MaxQueuedRequests))
+	}
+	if f.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-body-bytes must be > 0, got %d", f.MaxBodyBytes))
+	}
+	if f.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must be >= 0, got %s", f.ShutdownTimeout))
+	}
+	if f.EngineLiveness < 0 {
+		errs = append(errs, fmt.Errorf("--engine-liveness-timeout must be >= 0, got %s", f.EngineLiveness))
+	}
+	if f.LogFormat != "text" && f.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format must be text or json, got %q", f.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// EngineAddrs returns the engine addresses of --engine, or nil for spawn.
+func (f *Frontend) EngineAddrs() []string {
+	if f.Engine == "spawn" {
+		return nil
+	}
+	var out []string
+	for _, a := range strings.Split(f.Engine, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// SpawnArgs returns the engine-core arguments for the pass-through engine
+// flags that were set (listen address and model are added by the caller).
+func (f *Frontend) SpawnArgs() []string {
+	var a []string
+	add := func(name, v string) { a = append(a, "--"+name, v) }
+	if f.Tokenizer != "" {
+		add("tokenizer", f.Tokenizer)
+	}
+	if f.Executor != "" {
+		add("executor", f.Executor)
+	}
+	if f.MaxNumSeqs > 0 {
+		add("max-num-seqs", fmt.Sprint(f.MaxNumSeqs))
+	}
+	if f.MaxNumBatchedTokens > 0 {
+		add("max-num-batched-tokens", fmt.Sprint(f.MaxNumBatchedTokens))
+	}
+	if f.MaxModelLen > 0 {
+		add("max-model-len", fmt.Sprint(f.MaxModelLen))
+	}
+	if f.BlockSize > 0 {
+		add("block-size", fmt.Sprint(f.BlockSize))
+	}
+	if f.KVCacheMemory != "" {
+		add("kv-cache-memory", f.KVCacheMemory)
+	}
+	if f.SimStepMS >= 0 {
+		add("sim-step-ms", fmt.Sprint(f.SimStepMS))
+	}
+	if f.SimScript != "" {
+		add("sim-script", f.SimScript)
+	}
+	return a
+}
+
+// RegisterFlags binds every setting to fs with the current values as
+// defaults. It is used until configs.Load covers YAML and the environment.
+func (f *Frontend) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&f.Model, "model", f.Model, "model: HF directory, .gguf, llama2.c .bin, or demo")
+	fs.StringVar(&f.Tokenizer, "tokenizer", f.Tokenizer, "tokenizer file (for llama2.c checkpoints)")
+	fs.StringVar(&f.Host, "host", f.Host, "address to listen on")
+	fs.IntVar(&f.Port, "port", f.Port, "TCP port to listen on")
+	fs.StringVar(&f.Engine, "engine", f.Engine, "spawn or ADDR[,ADDR2…]")
+	fs.StringVar(&f.ServedModelName, "served-model-name", f.ServedModelName, "model name clients use")
+	fs.IntVar(&f.StreamInterval, "stream-interval", f.StreamInterval, "tokens per streamed chunk after the first")
+	fs.StringVar(&f.APIKey, "api-key", f.APIKey, "required Bearer key")
+	fs.BoolVar(&f.EnableAutoToolChoice, "enable-auto-tool-choice", f.EnableAutoToolChoice, "allow tool_choice auto")
+	fs.StringVar(&f.ToolCallParser, "tool-call-parser", f.ToolCallParser, "tool call parser name")
+	fs.StringVar(&f.ReasoningParser, "reasoning-parser", f.ReasoningParser, "reasoning parser name")
+	fs.StringVar(&f.ReasoningField, "reasoning-field", f.ReasoningField, "reasoning or reasoning_content")
+	fs.IntVar(&f.MaxQueuedRequests, "max-queued-requests", f.MaxQueuedRequests, "queue limit (0: unlimited)")
+	fs.Int64Var(&f.MaxBodyBytes, "max-body-bytes", f.MaxBodyBytes, "largest request body accepted")
+	fs.StringVar(&f.ChatTemplate, "chat-template", f.ChatTemplate, "Jinja chat template file")
+	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "drain time on SIGTERM")
+	fs.StringVar(&f.LogFormat, "log-format", f.LogFormat, "text or json")
+	fs.StringVar(&f.PprofAddr, "pprof-addr", f.PprofAddr, "serve net/http/pprof on this address")
+	fs.StringVar(&f.FrontendID, "frontend-id", f.FrontendID, "identity towards the engine")
+	fs.DurationVar(&f.EngineStartup, "engine-startup-timeout", f.EngineStartup, "wait for READY")
+	fs.DurationVar(&f.EngineLiveness, "engine-liveness-timeout", f.EngineLiveness, "an engine silent this long is down")
+	fs.StringVar(&f.Executor, "executor", f.Executor, "engine executor when spawning")
+	fs.IntVar(&f.MaxNumSeqs, "max-num-seqs", f.MaxNumSeqs, "engine --max-num-seqs")
+	fs.IntVar(&f.MaxNumBatchedTokens, "max-num-batched-tokens", f.MaxNumBatchedTokens, "engine --max-num-batched-tokens")
+	fs.IntVar(&f.MaxModelLen, "max-model-len", f.MaxModelLen, "engine --max-model-len")
+	fs.IntVar(&f.BlockSize, "block-size", f.BlockSize, "engine --block-size")
+	fs.StringVar(&f.KVCacheMemory, "kv-cache-memory", f.KVCacheMemory, "engine --kv-cache-memory")
+	fs.Float64Var(&f.SimStepMS, "sim-step-ms", f.SimStepMS, "engine --sim-step-ms")
+	fs.StringVar(&f.SimScript, "sim-script", f.SimScript, "engine --sim-script")
+}

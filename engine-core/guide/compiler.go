@@ -1,0 +1,244 @@
+// Package guide is the engine side of structured outputs: it matches a
+// constraint (lowered by outputproc/constraint to a grammar IR) against a
+// model's vocabulary token by token and computes, at each step, the mask of
+// tokens that keep the output inside the constraint.
+//
+// Design (after llguidance): the vocabulary is a flattened token trie built
+// once per model; each grammar terminal is a regex run by a lazily
+// determinised byte automaton; the grammar runs as a nondeterministic
+// pushdown automaton (a set of threads, each a terminal position, an
+// automaton state and an interned return stack); a mask is a walk of the
+// trie with checkpoints per depth. Two caches make it cheap: per terminal
+// state, the tokens that stay inside the terminal (computed once, shared by
+// every grammar using that regex, e.g. "inside a JSON string"), so only the
+// subtrees where a terminal can end mid-token need the parser; and per
+// grammar, finished masks keyed by the full matcher state.
+//
+// Use: NewVocab (or FromTokenizer) once per model; NewCompiler once; per
+// request Compiler.Matcher (or CompileAsync then Grammar.NewMatcher); per
+// step Matcher.Mask then Matcher.Accept.
+package guide
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc/constraint"
+)
+
+// ErrCompileTimeout is returned when a grammar is not ready by the
+// request's deadline (compilation goes on and its result is cached).
+var ErrCompileTimeout = errors.New("guide: grammar compilation timed out")
+
+// Options tune a Compiler. Zero values select the defaults.
+type Options struct {
+	// CacheSize is how many compiled grammars (and compile failures) are
+	// kept, least recently used evicted first. Default 64.
+	CacheSize int
+	// MaskCacheBytes bounds each grammar's state→mask cache. Default 8 MiB.
+	MaskCacheBytes int
+	// MaxDFAStates caps each terminal's lazy automaton. Default 32768.
+	MaxDFAStates int
+	// MaxTerminals bounds the shared terminal cache. Default 4096.
+	MaxTerminals int
+	// ReasoningEnd is the text after which AfterReasoning constraints
+	// start. Default "</think>".
+	ReasoningEnd string
+}
+
+// Compiler compiles constraints against one vocabulary and caches the
+// results. It is safe for concurrent use.
+type Compiler struct {
+	vocab *Vocab
+	opts  Options
+
+	mu      sync.Mutex
+	lru     *list.List // of *entry, most recent first
+	entries map[string]*list.Element
+	terms   map[string]*terminal
+}
+
+type entry struct {
+	key   string
+	ready chan struct{}
+	g     *Grammar
+	err   error
+}
+
+// NewCompiler returns a compiler for vocab keeping cacheSize grammars.
+func NewCompiler(vocab *Vocab, cacheSize int) *Compiler {
+	return NewCompilerWithOptions(vocab, Options{CacheSize: cacheSize})
+}
+
+// NewCompilerWithOptions returns a compiler with explicit options.
+func NewCompilerWithOptions(vocab *Vocab, o Options) *Compiler {
+	if o.CacheSize <= 0 {
+		o.CacheSize = 64
+	}
+	if o.MaskCacheBytes <= 0 {
+		o.MaskCacheBytes = 8 << 20
+	}
+	if o.MaxTerminals <= 0 {
+		o.MaxTerminals = 4096
+	}
+	if o.ReasoningEnd == "" {
+		o.ReasoningEnd = "</think>"
+	}
+	return &Compiler{vocab: vocab, opts: o, lru: list.New(), entries: map[string]*list.Element{}, terms: map[string]*terminal{}}
+}
+
+// Vocab returns the compiler's vocabulary.
+func (c *Compiler) Vocab() *Vocab { return c.vocab }
+
+// CompileResult is what CompileAsync delivers.
+type CompileResult struct {
+	Grammar *Grammar
+	Err     error
+}
+
+func key(ct ipc.Constraint) string {
+	if ct.Hash != "" {
+		return ct.Kind + ":" + ct.Hash
+	}
+	return ct.Kind + "\x00" + ct.Spec
+}
+
+// CompileAsync starts compiling ct off the caller's goroutine (or finds it
+// cached) and delivers the result on the returned channel: the grammar, the
+// compile error, or ErrCompileTimeout if it is not ready by deadline (zero:
+// no deadline). Failures are cached like successes.
+func (c *Compiler) CompileAsync(ct ipc.Constraint, deadline time.Time) <-chan CompileResult {
+	out := make(chan CompileResult, 1)
+	e := c.lookup(ct)
+	select {
+	case <-e.ready:
+		out <- CompileResult{e.g, e.err}
+		return out
+	default:
+	}
+	go func() {
+		var timeout <-chan time.Time
+		if !deadline.IsZero() {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-e.ready:
+			out <- CompileResult{e.g, e.err}
+		case <-timeout:
+			out <- CompileResult{nil, fmt.Errorf("%s constraint %.12s: %w", ct.Kind, ct.Hash, ErrCompileTimeout)}
+		}
+	}()
+	return out
+}
+
+// Compile compiles ct (or returns it cached), waiting until deadline.
+func (c *Compiler) Compile(ct ipc.Constraint, deadline time.Time) (*Grammar, error) {
+	r := <-c.CompileAsync(ct, deadline)
+	return r.Grammar, r.Err
+}
+
+// Matcher compiles ct (cached) and returns a fresh matcher for it,
+// honouring ct.AfterReasoning.
+func (c *Compiler) Matcher(ct ipc.Constraint, deadline time.Time) (*Matcher, error) {
+	g, err := c.Compile(ct, deadline)
+	if err != nil {
+		return nil, err
+	}
+	return g.NewMatcher(ct.AfterReasoning), nil
+}
+
+// lookup returns the cache entry of ct, starting its compilation when new.
+func (c *Compiler) lookup(ct ipc.Constraint) *entry {
+	k := key(ct)
+	c.mu.Lock()
+	if el, ok := c.entries[k]; ok {
+		c.lru.MoveToFront(el)
+		c.mu.Unlock()
+		return el.Value.(*entry)
+	}
+	e := &entry{key: k, ready: make(chan struct{})}
+	c.entries[k] = c.lru.PushFront(e)
+	for c.lru.Len() > c.opts.CacheSize {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.entries, old.Value.(*entry).key)
+	}
+	c.mu.Unlock()
+	go func() {
+		e.g, e.err = c.build(ct)
+		close(e.ready)
+	}()
+	return e
+}
+
+// build compiles a constraint synchronously, without the grammar cache.
+func (c *Compiler) build(ct ipc.Constraint) (*Grammar, error) {
+	ir, err := constraint.Compile(ct)
+	if err != nil {
+		return nil, err
+	}
+	g, err := build(ir, c.vocab, c.terminal)
+	if err != nil {
+		return nil, fmt.Errorf("%s constraint: %w", ct.Kind, err)
+	}
+	g.hash = ct.Hash
+	g.masks = newMaskCache(c.opts.MaskCacheBytes)
+	g.reasoningEnd = []byte(c.opts.ReasoningEnd)
+	return g, nil
+}
+
+// terminal returns the shared automaton of a pattern.
+func (c *Compiler) terminal(pattern string) (*terminal, error) {
+	c.mu.Lock()
+	t := c.terms[pattern]
+	c.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	t, err := newTerminal(pattern, c.opts.MaxDFAStates)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.terms[pattern]; old != nil {
+		return old, nil
+	}
+	if len(c.terms) >= c.opts.MaxTerminals {
+		c.terms = map[string]*terminal{} // grammars keep their own pointers
+	}
+	c.terms[pattern] = t
+	return t, nil
+}
+
+// warmText is a JSON object touching the common lexeme states (strings,
+// escapes, numbers, literals, nesting).
+const warmText = `{"key": "value with spaces, \\ \"quotes\" and \u00e9", "n": -12.5e3, "i": 0, "b": [true, false, null], "o": {"x": {}}}`
+
+// Warm precomputes the shared lexeme caches of generic JSON (the states
+// every JSON schema and json_object use), so the first constrained request
+// does not pay for them. It walks warmText with masks computed at every
+// byte; it takes tens of milliseconds at 150k tokens.
+func (c *Compiler) Warm() error {
+	g, err := c.build(constraint.JSONObject())
+	if err != nil {
+		return err
+	}
+	m := g.NewMatcher(false)
+	mask := NewBitmask(c.vocab.Size())
+	for i := 0; i < len(warmText); i++ {
+		m.Mask(mask)
+		set, done, ok := m.feed([]byte{warmText[i]})
+		if !ok {
+			return fmt.Errorf("guide: warm-up text rejected at %d", i)
+		}
+		m.commit(set, done, false)
+	}
+	return nil
+}

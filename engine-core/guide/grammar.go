@@ -1,0 +1,307 @@
+package guide
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluice-llm/sluice/outputproc/constraint"
+)
+
+// reasoningGap is the whitespace allowed between the reasoning end marker
+// and a constrained answer.
+const reasoningGap = `[ \t\r\n]{0,20}`
+
+// symEnd marks the end of an alternative in Grammar.syms.
+const symEnd int32 = -1
+
+// ruleOf decodes a rule reference in Grammar.syms.
+func ruleOf(v int32) int32 { return -v - 2 }
+
+// Grammar is a constraint compiled against one vocabulary: the grammar IR
+// flattened into positions, a lazy automaton per terminal, and a cache of
+// masks by matcher state. It is immutable apart from its caches and safe
+// for concurrent use by many Matchers.
+type Grammar struct {
+	vocab *Vocab
+	// syms holds every alternative, each followed by symEnd: a value >= 0
+	// is a terminal, symEnd ends the alternative, <= -2 calls rule -v-2.
+	syms  []int32
+	rules [][]int32 // alternative start positions per rule
+	terms []*terminal
+	stub  int32 // position of [start rule, END]
+	// stubWS is [whitespace, start rule, END]: after reasoning, models put
+	// blank lines before the answer whatever its format.
+	stubWS int32
+	hash   string
+	masks  *maskCache
+	// reasoningEnd is the marker after which an AfterReasoning matcher
+	// starts constraining.
+	reasoningEnd []byte
+}
+
+// terminal is one regex terminal's automaton plus, per automaton state,
+// the set of tokens that stay inside it. Shared by every grammar of a
+// Compiler that uses the same pattern.
+type terminal struct {
+	pattern string
+	d       *dfa
+	mu      sync.Mutex
+	inner   map[int32]*innerMask
+}
+
+// innerMask is, for one terminal state q, the tokens whose bytes all keep
+// the terminal alive from q, and the trie nodes below which a token may end
+// the terminal mid-token (the automaton accepts there and the node has
+// children): those subtrees need the parser.
+type innerMask struct {
+	set    tokenSet
+	bounds []int32
+	tr     *trie // the trie bounds index into
+}
+
+func newTerminal(pattern string, maxStates int) (*terminal, error) {
+	n, err := compileNFA(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &terminal{pattern: pattern, d: newDFA(n, maxStates), inner: map[int32]*innerMask{}}, nil
+}
+
+// innerFor returns the inner mask of state q, computing it on first use
+// by walking the token trie with the terminal automaton alone.
+func (t *terminal) innerFor(q int32, v *Vocab) *innerMask {
+	t.mu.Lock()
+	im := t.inner[q]
+	t.mu.Unlock()
+	if im != nil {
+		return im
+	}
+	im = t.computeInner(q, v)
+	t.mu.Lock()
+	if old := t.inner[q]; old != nil {
+		im = old
+	} else {
+		t.inner[q] = im
+	}
+	t.mu.Unlock()
+	return im
+}
+
+func (t *terminal) computeInner(q int32, v *Vocab) *innerMask {
+	for _, sl := range v.slices {
+		if subsumes(sl, t, q) {
+			im := t.walkInner(q, v, sl.rest)
+			sl.set.orInto(im.words)
+			return im.finish()
+		}
+	}
+	return t.walkInner(q, v, v.trie).finish()
+}
+
+// innerWalk is an inner mask under construction.
+type innerWalk struct {
+	words []uint64
+	im    *innerMask
+}
+
+func (w innerWalk) finish() *innerMask {
+	w.im.set = newTokenSet(w.words)
+	return w.im
+}
+
+// walkInner walks trie tr with the terminal automaton alone from q.
+func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
+	states := make([]int32, tr.maxDepth+1)
+	states[0] = q
+	words := make([]uint64, (len(v.toks)+63)/64)
+	var bounds []int32
+	nodes := tr.nodes
+	for i := int32(1); i < int32(len(nodes)); {
+		nd := &nodes[i]
+		s := t.d.next(states[nd.depth-1], nd.b)
+		if s == deadState {
+			i = nd.end
+			continue
+		}
+		states[nd.depth] = s
+		for id := nd.tok; id >= 0; id = tr.same[id] {
+			words[id>>6] |= 1 << (uint(id) & 63)
+		}
+		if accepting(s) && nd.end > i+1 {
+			bounds = append(bounds, i)
+		}
+		i++
+	}
+	return innerWalk{words: words, im: &innerMask{bounds: bounds, tr: tr}}
+}
+
+// subsumes reports whether every string of the slice keeps terminal
+// state q alive and never accepting (so no slice token can end the
+// terminal): a search of the product of the two automata.
+func subsumes(sl *slice, t *terminal, q int32) bool {
+	// Bytes that the two automata may tell apart: one per class pair.
+	var reps []byte
+	var seenClass [256][256]bool
+	for b := 0; b < 256; b++ {
+		cs, ct := sl.d.class[b], t.d.class[b]
+		if !seenClass[cs][ct] {
+			seenClass[cs][ct] = true
+			reps = append(reps, byte(b))
+		}
+	}
+	type pair struct{ s, t int32 }
+	start := pair{sl.d.start, q}
+	seen := map[pair]bool{start: true}
+	stack := []pair{start}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range reps {
+			s2 := sl.d.next(p.s, b)
+			if s2 == deadState {
+				continue
+			}
+			t2 := t.d.next(p.t, b)
+			if t2 == deadState || accepting(t2) {
+				return false
+			}
+			np := pair{s2, t2}
+			if !seen[np] {
+				if len(seen) >= 1<<14 {
+					return false
+				}
+				seen[np] = true
+				stack = append(stack, np)
+			}
+		}
+	}
+	return true
+}
+
+// build flattens the IR against a vocabulary.
+func build(ir *constraint.Grammar, v *Vocab, term func(string) (*terminal, error)) (*Grammar, error) {
+	g := &Grammar{vocab: v}
+	for _, p := range ir.Terminals {
+		t, err := term(p)
+		if err != nil {
+			return nil, err
+		}
+		g.terms = append(g.terms, t)
+	}
+	g.rules = make([][]int32, len(ir.Rules))
+	for i, r := range ir.Rules {
+		for _, alt := range r.Alts {
+			g.rules[i] = append(g.rules[i], int32(len(g.syms)))
+			for _, s := range alt {
+				if s.IsTerminal() {
+					g.syms = append(g.syms, int32(s.Index()))
+				} else {
+					g.syms = append(g.syms, -int32(s.Index())-2)
+				}
+			}
+			g.syms = append(g.syms, symEnd)
+		}
+	}
+	if ir.Start < 0 || ir.Start >= len(ir.Rules) {
+		return nil, fmt.Errorf("guide: start rule out of range")
+	}
+	g.stub = int32(len(g.syms))
+	g.syms = append(g.syms, -int32(ir.Start)-2, symEnd)
+	ws, err := term(reasoningGap)
+	if err != nil {
+		return nil, err
+	}
+	g.terms = append(g.terms, ws)
+	g.stubWS = int32(len(g.syms))
+	g.syms = append(g.syms, int32(len(g.terms)-1), -int32(ir.Start)-2, symEnd)
+	return g, nil
+}
+
+// Hash returns the constraint hash the grammar was compiled from.
+func (g *Grammar) Hash() string { return g.hash }
+
+// CacheStats returns the mask cache's hits and misses so far.
+func (g *Grammar) CacheStats() (hits, misses int64) {
+	return g.masks.hits.Load(), g.masks.misses.Load()
+}
+
+// maskCache maps a matcher state key to its finished mask, bounded in
+// bytes; when full, random entries are evicted.
+type maskCache struct {
+	mu     sync.Mutex
+	m      map[string]*cachedMask
+	bytes  int
+	limit  int
+	hits   atomic.Int64
+	misses atomic.Int64
+}
+
+type cachedMask struct {
+	words  []uint64
+	ids    []int32
+	sparse bool
+}
+
+func (e *cachedMask) size() int { return 8*len(e.words) + 4*len(e.ids) + 64 }
+
+func newMaskCache(limit int) *maskCache {
+	return &maskCache{m: map[string]*cachedMask{}, limit: limit}
+}
+
+// get fills dst from the cache, reporting whether the key was present.
+func (c *maskCache) get(key []byte, dst *Bitmask) bool {
+	c.mu.Lock()
+	e := c.m[string(key)]
+	c.mu.Unlock()
+	if e == nil {
+		c.misses.Add(1)
+		return false
+	}
+	c.hits.Add(1)
+	if e.sparse {
+		clear(dst.words)
+		for _, id := range e.ids {
+			dst.set(id)
+		}
+		dst.ids = append(dst.ids[:0], e.ids...)
+		dst.sparse = true
+		return true
+	}
+	copy(dst.words, e.words)
+	dst.ids = dst.ids[:0]
+	dst.sparse = false
+	return true
+}
+
+func (c *maskCache) put(key []byte, m *Bitmask) {
+	e := &cachedMask{sparse: m.sparse}
+	if m.sparse {
+		e.ids = append([]int32(nil), m.ids...)
+	} else {
+		e.words = append([]uint64(nil), m.words...)
+	}
+	if e.size() > c.limit {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(key)]; ok {
+		return
+	}
+	for c.bytes+e.size() > c.limit && len(c.m) > 0 {
+		// Map iteration order is random: evict an arbitrary entry.
+		skip := rand.IntN(len(c.m))
+		for k, old := range c.m {
+			if skip == 0 {
+				c.bytes -= old.size()
+				delete(c.m, k)
+				break
+			}
+			skip--
+		}
+	}
+	c.m[string(key)] = e
+	c.bytes += e.size()
+}

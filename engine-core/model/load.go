@@ -1,0 +1,480 @@
+package model
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/modelfile/gguf"
+	"github.com/sluice-llm/sluice/modelfile/hfconfig"
+	"github.com/sluice-llm/sluice/modelfile/llama2c"
+	"github.com/sluice-llm/sluice/modelfile/safetensors"
+)
+
+// LoadOptions tune Load.
+type LoadOptions struct {
+	// MaxPos caps the context length (and the RoPE table); 0 keeps the
+	// model's own.
+	MaxPos int
+}
+
+// rawTensor is a tensor as a file stores it: its encoding ("F32", "F16",
+// "BF16", "Q8_0"), its shape as [rows, cols] (rows = output features),
+// and its bytes.
+type rawTensor struct {
+	enc        string
+	rows, cols int
+	data       []byte
+}
+
+// source is one weight file format, addressed by Hugging Face tensor names.
+type source interface {
+	// get returns the tensor; ok is false when the file has no such tensor.
+	get(name string) (t rawTensor, ok bool, err error)
+	path() string
+	close() error
+}
+
+// Format names a weight file format.
+type Format string
+
+// The weight formats Load understands.
+const (
+	FormatHF      Format = "hf"
+	FormatGGUF    Format = "gguf"
+	FormatLlama2C Format = "llama2c"
+)
+
+// DetectFormat says which format path is: a directory with config.json is
+// a Hugging Face model, a file starting with "GGUF" is GGUF, any other
+// file is taken for a llama2.c checkpoint.
+func DetectFormat(path string) (Format, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	if st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			return "", fmt.Errorf("model: %s is a directory without config.json", path)
+		}
+		return FormatHF, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := f.Read(magic[:]); err == nil && string(magic[:]) == gguf.Magic {
+		return FormatGGUF, nil
+	}
+	return FormatLlama2C, nil
+}
+
+// Load reads a model (Hugging Face directory, .gguf file or llama2.c .bin)
+// and uploads its weights to be. F32 weights are used in place from the
+// file's memory map where the backend allows; F16 and BF16 are converted
+// to F32; Q8_0 stays quantized; Q4_0 becomes Q8_0 (losslessly); Q4_K and
+// Q6_K are dequantized and re-quantized to Q8_0.
+func Load(path string, be kernels.Backend, opts LoadOptions) (*Model, error) {
+	format, err := DetectFormat(path)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		cfg *Config
+		src source
+	)
+	switch format {
+	case FormatHF:
+		cfg, src, err = openHF(path)
+	case FormatGGUF:
+		cfg, src, err = openGGUF(path)
+	default:
+		cfg, src, err = openLlama2C(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxPos > 0 && opts.MaxPos < cfg.MaxPos {
+		cfg.MaxPos = opts.MaxPos
+	}
+	if err := cfg.validate(); err != nil {
+		src.close()
+		return nil, fmt.Errorf("model: %s: %w", path, err)
+	}
+	m, err := build(cfg, src, be)
+	if err != nil {
+		src.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// ---- Hugging Face ----
+
+type hfSource struct{ m *safetensors.Model }
+
+func openHF(dir string) (*Config, source, error) {
+	hc, err := hfconfig.Load(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	arch, err := archFromHF(hc.Architectures, hc.ModelType)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %s: %w", dir, err)
+	}
+	c := &Config{
+		Arch: arch, Name: filepath.Base(filepath.Clean(dir)),
+		Dim: hc.HiddenSize, Hidden: hc.IntermediateSize, Layers: hc.NumHiddenLayers,
+		Heads: hc.NumAttentionHeads, KVHeads: hc.NumKeyValueHeads, HeadDim: hc.HeadDim, Vocab: hc.VocabSize,
+		NormEps: float32(hc.RMSNormEps), RopeTheta: hc.RopeTheta, RopeStyle: kernels.RoPEHalf,
+		MaxPos: hc.MaxPositionEmbeddings, Tied: hc.TieWordEmbeddings,
+		QKVBias: arch == "qwen2" || hc.AttentionBias, OBias: arch == "llama" && hc.AttentionBias,
+		QKNorm: arch == "qwen3", BOS: -1, EOS: hc.EOSTokenIDs,
+	}
+	if hc.BOSTokenID != nil {
+		c.BOS = *hc.BOSTokenID
+	}
+	if c.MaxPos == 0 {
+		c.MaxPos = 2048
+	}
+	if rs := hc.RopeScaling; rs != nil && rs.Type != "" && rs.Type != "default" {
+		c.RopeScaling = &RopeScaling{Type: rs.Type, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
+			HighFreqFactor: rs.HighFreqFactor, OriginalMaxPos: rs.OriginalMaxPositionEmbeddings}
+	}
+	st, err := safetensors.OpenModel(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	return c, &hfSource{m: st}, nil
+}
+
+func (s *hfSource) get(name string) (rawTensor, bool, error) {
+	if _, ok := s.m.Tensor(name); !ok {
+		return rawTensor{}, false, nil
+	}
+	b, ti, _, err := s.m.TensorData(name)
+	if err != nil {
+		return rawTensor{}, true, err
+	}
+	t := rawTensor{enc: ti.DType, data: b}
+	switch len(ti.Shape) {
+	case 1:
+		t.rows, t.cols = 1, ti.Shape[0]
+	case 2:
+		t.rows, t.cols = ti.Shape[0], ti.Shape[1]
+	default:
+		return rawTensor{}, true, fmt.Errorf("tensor %s has shape %v, want 1 or 2 dimensions", name, ti.Shape)
+	}
+	return t, true, nil
+}
+
+func (s *hfSource) path() string { return s.m.Dir }
+func (s *hfSource) close() error { return s.m.Close() }
+
+// ---- GGUF ----
+
+type ggufSource struct{ f *gguf.File }
+
+// ggufName maps a Hugging Face tensor name to llama.cpp's.
+func ggufName(name string) string {
+	switch name {
+	case "model.embed_tokens.weight":
+		return "token_embd.weight"
+	case "model.norm.weight":
+		return "output_norm.weight"
+	case "lm_head.weight":
+		return "output.weight"
+	}
+	var layer int
+	var rest string
+	if n, _ := fmt.Sscanf(name, "model.layers.%d.%s", &layer, &rest); n != 2 {
+		return name
+	}
+	for hf, gg := range map[string]string{
+		"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+		"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+		"self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+		"mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+	} {
+		if suffix, ok := strings.CutPrefix(rest, hf+"."); ok {
+			return fmt.Sprintf("blk.%d.%s.%s", layer, gg, suffix)
+		}
+	}
+	return name
+}
+
+func openGGUF(path string) (*Config, source, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	arch := f.Arch()
+	c := &Config{Arch: arch, BOS: -1}
+	switch arch {
+	case "llama":
+		c.RopeStyle = kernels.RoPEInterleaved // llama.cpp's converter permuted q/k
+	case "qwen2", "qwen3":
+		c.RopeStyle = kernels.RoPEHalf
+		c.QKVBias = arch == "qwen2"
+		c.QKNorm = arch == "qwen3"
+	default:
+		f.Close()
+		return nil, nil, fmt.Errorf("model: %s: unsupported GGUF architecture %q; supported: llama, qwen2, qwen3 (%s)",
+			path, arch, strings.Join(SupportedArchitectures, ", "))
+	}
+	u := func(key string) int {
+		v, _ := f.Meta.Uint(arch + "." + key)
+		return int(v)
+	}
+	c.Dim, c.Hidden, c.Layers = u("embedding_length"), u("feed_forward_length"), u("block_count")
+	c.Heads, c.KVHeads, c.MaxPos = u("attention.head_count"), u("attention.head_count_kv"), u("context_length")
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads
+	}
+	if c.HeadDim = u("attention.key_length"); c.HeadDim == 0 && c.Heads > 0 {
+		c.HeadDim = c.Dim / c.Heads
+	}
+	eps, _ := f.Meta.Float(arch + ".attention.layer_norm_rms_epsilon")
+	c.NormEps = float32(eps)
+	if c.RopeTheta, _ = f.Meta.Float(arch + ".rope.freq_base"); c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if st, ok := f.Meta.String(arch + ".rope.scaling.type"); ok && st == "linear" {
+		fac, _ := f.Meta.Float(arch + ".rope.scaling.factor")
+		c.RopeScaling = &RopeScaling{Type: "linear", Factor: fac}
+	}
+	if toks, ok := f.Meta.Strings("tokenizer.ggml.tokens"); ok {
+		c.Vocab = len(toks)
+	}
+	if v := u("vocab_size"); v > 0 {
+		c.Vocab = v
+	}
+	if ti, ok := f.Tensor("token_embd.weight"); ok && len(ti.Dims) == 2 {
+		c.Vocab = int(ti.Dims[1])
+	}
+	if v, ok := f.Meta.Uint("tokenizer.ggml.bos_token_id"); ok {
+		c.BOS = int32(v)
+	}
+	if v, ok := f.Meta.Uint("tokenizer.ggml.eos_token_id"); ok {
+		c.EOS = []int32{int32(v)}
+	}
+	if v, ok := f.Meta.Uint("tokenizer.ggml.eot_token_id"); ok && (len(c.EOS) == 0 || int32(v) != c.EOS[0]) {
+		c.EOS = append(c.EOS, int32(v))
+	}
+	if name, ok := f.Meta.String("general.name"); ok && name != "" {
+		c.Name = name
+	} else {
+		c.Name = strings.TrimSuffix(filepath.Base(path), ".gguf")
+	}
+	_, hasOut := f.Tensor("output.weight")
+	c.Tied = !hasOut
+	src := &ggufSource{f: f}
+	if t, ok, err := src.get("rope_freqs.weight"); ok && err == nil && t.enc == "F32" {
+		c.RopeFreqFactors = append([]float32(nil), kernels.BytesToF32(t.data)...)
+	}
+	return c, src, nil
+}
+
+func (s *ggufSource) get(name string) (rawTensor, bool, error) {
+	gn := ggufName(name)
+	if _, ok := s.f.Tensor(gn); !ok {
+		return rawTensor{}, false, nil
+	}
+	b, ti, err := s.f.TensorData(gn)
+	if err != nil {
+		return rawTensor{}, true, err
+	}
+	t := rawTensor{enc: ti.Type.String(), data: b}
+	switch len(ti.Dims) {
+	case 1:
+		t.rows, t.cols = 1, int(ti.Dims[0])
+	case 2:
+		t.rows, t.cols = int(ti.Dims[1]), int(ti.Dims[0])
+	default:
+		return rawTensor{}, true, fmt.Errorf("tensor %s has dims %v, want 1 or 2", gn, ti.Dims)
+	}
+	return t, true, nil
+}
+
+func (s *ggufSource) path() string { return s.f.Path }
+func (s *ggufSource) close() error { return s.f.Close() }
+
+// ---- llama2.c ----
+
+type l2cSource struct{ f *llama2c.File }
+
+func openLlama2C(path string) (*Config, source, error) {
+	f, err := llama2c.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	lc := f.Config
+	c := &Config{
+		Arch: "llama", Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)),
+		Dim: lc.Dim, Hidden: lc.HiddenDim, Layers: lc.Layers, Heads: lc.Heads, KVHeads: lc.KVHeads,
+		HeadDim: lc.HeadDim(), Vocab: lc.VocabSize, NormEps: 1e-5, RopeTheta: 10000,
+		RopeStyle: kernels.RoPEInterleaved, MaxPos: lc.SeqLen, Tied: lc.SharedClassifier,
+		// run.c's generate() stops when BOS (1) is predicted; 2 is </s>.
+		BOS: 1, EOS: []int32{1, 2},
+	}
+	return c, &l2cSource{f: f}, nil
+}
+
+func (s *l2cSource) get(name string) (rawTensor, bool, error) {
+	t, err := s.f.Tensor(name)
+	if err != nil {
+		return rawTensor{}, false, nil
+	}
+	return rawTensor{enc: "F32", rows: t.Rows, cols: t.Cols, data: t.Data}, true, nil
+}
+
+func (s *l2cSource) path() string { return s.f.Path }
+func (s *l2cSource) close() error { return s.f.Close() }
+
+// ---- upload ----
+
+var errMissing = errors.New("missing")
+
+// loadTensor fetches name, checks its shape and uploads it. Small vectors
+// (norms, biases) are always converted to F32.
+func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (kernels.Tensor, error) {
+	t, ok, err := src.get(name)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, err)
+	}
+	if !ok {
+		if optional {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
+	}
+	if t.rows != rows || t.cols != cols {
+		return nil, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
+	}
+	wrap := func(err error) error {
+		return fmt.Errorf("model: %s: tensor %s [%d × %d] %s: %w", src.path(), name, rows, cols, t.enc, err)
+	}
+	var out kernels.Tensor
+	switch t.enc {
+	case "F32":
+		out, err = be.Weight(kernels.F32, rows, cols, t.data)
+	case "F16", "BF16":
+		if len(t.data) != 2*rows*cols {
+			return nil, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), 2*rows*cols))
+		}
+		f := make([]float32, rows*cols)
+		for i := range f {
+			h := binary.LittleEndian.Uint16(t.data[2*i:])
+			if t.enc == "F16" {
+				f[i] = kernels.F16ToF32(h)
+			} else {
+				f[i] = kernels.BF16ToF32(h)
+			}
+		}
+		out, err = be.WeightF32(rows, cols, f)
+	case "Q8_0":
+		if rows == 1 {
+			f := make([]float32, cols)
+			kernels.DequantizeQ8_0(f, t.data)
+			out, err = be.WeightF32(rows, cols, f)
+		} else {
+			out, err = be.Weight(kernels.Q8_0, rows, cols, t.data)
+		}
+	case "Q4_0":
+		if len(t.data) != rows*cols/kernels.Q8Block*kernels.Q4_0BlockBytes || cols%kernels.Q8Block != 0 {
+			return nil, wrap(fmt.Errorf("%d bytes do not hold Q4_0 blocks of this shape", len(t.data)))
+		}
+		if rows == 1 {
+			f := make([]float32, cols)
+			kernels.DequantizeQ4_0(f, t.data)
+			out, err = be.WeightF32(rows, cols, f)
+		} else {
+			// lossless: same scale per 32 values, integers -8..7
+			out, err = be.Weight(kernels.Q8_0, rows, cols, kernels.Q4_0ToQ8_0(t.data))
+		}
+	case "Q4_K", "Q6_K":
+		bb, dq := kernels.Q4KBlockBytes, kernels.DequantizeQ4K
+		if t.enc == "Q6_K" {
+			bb, dq = kernels.Q6KBlockBytes, kernels.DequantizeQ6K
+		}
+		if cols%kernels.QKBlock != 0 || len(t.data) != rows*cols/kernels.QKBlock*bb {
+			return nil, wrap(fmt.Errorf("%d bytes do not hold %s super-blocks of this shape", len(t.data), t.enc))
+		}
+		f := make([]float32, rows*cols)
+		dq(f, t.data)
+		if rows == 1 {
+			out, err = be.WeightF32(rows, cols, f)
+		} else {
+			// re-quantized to Q8_0 for the matmul kernels: per 32 values
+			// the error is at most half a step of max|x|/127
+			out, err = be.Weight(kernels.Q8_0, rows, cols, kernels.QuantizeQ8_0(f))
+		}
+	default:
+		return nil, wrap(fmt.Errorf("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"))
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return out, nil
+}
+
+// build uploads every weight the config calls for.
+func build(c *Config, src source, be kernels.Backend) (*Model, error) {
+	m := &Model{Cfg: *c, be: be, src: src}
+	var err error
+	get := func(name string, rows, cols int, optional bool) kernels.Tensor {
+		if err != nil {
+			return nil
+		}
+		var t kernels.Tensor
+		t, err = loadTensor(src, be, name, rows, cols, optional)
+		return t
+	}
+	m.Embed = get("model.embed_tokens.weight", c.Vocab, c.Dim, false)
+	m.Norm = get("model.norm.weight", 1, c.Dim, false)
+	if c.Tied {
+		m.LMHead = m.Embed
+	} else {
+		m.LMHead = get("lm_head.weight", c.Vocab, c.Dim, false)
+	}
+	m.Layers = make([]Layer, c.Layers)
+	for i := range m.Layers {
+		L := &m.Layers[i]
+		p := fmt.Sprintf("model.layers.%d.", i)
+		L.AttnNorm = get(p+"input_layernorm.weight", 1, c.Dim, false)
+		L.Wq = get(p+"self_attn.q_proj.weight", c.QDim(), c.Dim, false)
+		L.Wk = get(p+"self_attn.k_proj.weight", c.KVDim(), c.Dim, false)
+		L.Wv = get(p+"self_attn.v_proj.weight", c.KVDim(), c.Dim, false)
+		L.Wo = get(p+"self_attn.o_proj.weight", c.Dim, c.QDim(), false)
+		if c.QKVBias {
+			L.Bq = get(p+"self_attn.q_proj.bias", 1, c.QDim(), false)
+			L.Bk = get(p+"self_attn.k_proj.bias", 1, c.KVDim(), false)
+			L.Bv = get(p+"self_attn.v_proj.bias", 1, c.KVDim(), false)
+		}
+		if c.OBias {
+			L.Bo = get(p+"self_attn.o_proj.bias", 1, c.Dim, false)
+		}
+		if c.QKNorm {
+			L.QNorm = get(p+"self_attn.q_norm.weight", 1, c.HeadDim, false)
+			L.KNorm = get(p+"self_attn.k_norm.weight", 1, c.HeadDim, false)
+		}
+		L.FFNNorm = get(p+"post_attention_layernorm.weight", 1, c.Dim, false)
+		L.Gate = get(p+"mlp.gate_proj.weight", c.Hidden, c.Dim, false)
+		L.Up = get(p+"mlp.up_proj.weight", c.Hidden, c.Dim, false)
+		L.Down = get(p+"mlp.down_proj.weight", c.Dim, c.Hidden, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
+	if m.rope, err = be.WeightF32(c.MaxPos, c.HeadDim, table); err != nil {
+		return nil, fmt.Errorf("model: rope table: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,172 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// Layer holds one transformer block's weights. Optional tensors are nil
+// when the architecture has none.
+type Layer struct {
+	AttnNorm       kernels.Tensor // [1 × dim]
+	Wq, Wk, Wv, Wo kernels.Tensor // [qdim × dim], [kvdim × dim] ×2, [dim × qdim]
+	Bq, Bk, Bv, Bo kernels.Tensor // biases (Qwen2; Llama attention_bias)
+	QNorm, KNorm   kernels.Tensor // [1 × headDim] (Qwen3)
+	FFNNorm        kernels.Tensor // [1 × dim]
+	Gate, Up, Down kernels.Tensor // [hidden × dim] ×2, [dim × hidden]
+}
+
+// Model is a loaded model: its config and its weights on a backend.
+type Model struct {
+	Cfg    Config
+	Embed  kernels.Tensor // [vocab × dim]
+	Norm   kernels.Tensor // [1 × dim]
+	LMHead kernels.Tensor // [vocab × dim]; Embed when tied
+	Layers []Layer
+
+	be   kernels.Backend
+	rope kernels.Tensor // [maxPos × headDim]: cos | sin
+	src  source
+}
+
+// Backend returns the backend the weights live on.
+func (m *Model) Backend() kernels.Backend { return m.be }
+
+// Close releases the weight file mappings. The backend is the caller's.
+func (m *Model) Close() error {
+	if m.src == nil {
+		return nil
+	}
+	err := m.src.close()
+	m.src = nil
+	return err
+}
+
+// KVCache is the paged key/value cache: per layer, one K and one V tensor of
+// [numBlocks*blockSize × kvDim] rows; slot s = block*blockSize + offset.
+type KVCache struct {
+	K, V      []kernels.Tensor
+	NumBlocks int
+	BlockSize int
+}
+
+// NewKVCache allocates a cache of numBlocks blocks of blockSize positions.
+func (m *Model) NewKVCache(numBlocks, blockSize int) *KVCache {
+	kv := &KVCache{NumBlocks: numBlocks, BlockSize: blockSize}
+	for range m.Cfg.Layers {
+		kv.K = append(kv.K, m.be.Alloc(numBlocks*blockSize, m.Cfg.KVDim()))
+		kv.V = append(kv.V, m.be.Alloc(numBlocks*blockSize, m.Cfg.KVDim()))
+	}
+	return kv
+}
+
+// KVBytesPerBlock is the cache memory one block takes (F32 K and V over all
+// layers).
+func (c *Config) KVBytesPerBlock(blockSize int) int64 {
+	return 2 * int64(c.Layers) * int64(blockSize) * int64(c.KVDim()) * 4
+}
+
+// Scratch holds the activations of one forward pass, sized for up to
+// MaxTokens rows in and MaxOut rows of logits out.
+type Scratch struct {
+	MaxTokens, MaxOut int
+
+	x, xb, q, k, v, att, gate, up kernels.Tensor
+	last, logits                  kernels.Tensor
+}
+
+// NewScratch allocates activations for batches of up to maxTokens tokens of
+// which up to maxOut need logits.
+func (m *Model) NewScratch(maxTokens, maxOut int) *Scratch {
+	c, be := &m.Cfg, m.be
+	return &Scratch{
+		MaxTokens: maxTokens, MaxOut: maxOut,
+		x: be.Alloc(maxTokens, c.Dim), xb: be.Alloc(maxTokens, c.Dim),
+		q: be.Alloc(maxTokens, c.QDim()), k: be.Alloc(maxTokens, c.KVDim()), v: be.Alloc(maxTokens, c.KVDim()),
+		att: be.Alloc(maxTokens, c.QDim()), gate: be.Alloc(maxTokens, c.Hidden), up: be.Alloc(maxTokens, c.Hidden),
+		last: be.Alloc(maxOut, c.Dim), logits: be.Alloc(maxOut, c.Vocab),
+	}
+}
+
+// Batch is one varlen forward pass: the tokens of several sequences back
+// to back, each at its position, with the paged-attention description.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32
+	Attn   kernels.AttnBatch
+	// OutRows lists the rows (indexes into Tokens) whose logits are wanted.
+	OutRows []int32
+}
+
+// Forward runs the batch through the model, writing this step's keys and
+// values into kv, and returns the logits of b.OutRows as host floats
+// [len(OutRows) × vocab]. The slice is reused by the next call.
+func (m *Model) Forward(s *Scratch, kv *KVCache, b *Batch) ([]float32, error) {
+	c, be := &m.Cfg, m.be
+	n := len(b.Tokens)
+	if n > s.MaxTokens || len(b.OutRows) > s.MaxOut {
+		return nil, fmt.Errorf("model: batch of %d tokens / %d outputs exceeds scratch %d / %d", n, len(b.OutRows), s.MaxTokens, s.MaxOut)
+	}
+	for _, p := range b.Pos {
+		if int(p) >= c.MaxPos || p < 0 {
+			return nil, fmt.Errorf("model: position %d outside [0, %d)", p, c.MaxPos)
+		}
+	}
+	for _, t := range b.Tokens {
+		if t < 0 || int(t) >= c.Vocab {
+			return nil, fmt.Errorf("model: token %d outside vocabulary of %d", t, c.Vocab)
+		}
+	}
+	shape := kernels.AttnShape{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
+
+	// token embeddings
+	be.Embed(s.x, m.Embed, b.Tokens)
+	for l := range m.Layers {
+		L := &m.Layers[l]
+
+		// attention: norm, q/k/v projections (+ bias), q/k norm, RoPE
+		be.RMSNorm(s.xb, s.x, L.AttnNorm, n, c.NormEps)
+		be.MatMul(s.q, s.xb, L.Wq, n)
+		be.MatMul(s.k, s.xb, L.Wk, n)
+		be.MatMul(s.v, s.xb, L.Wv, n)
+		if L.Bq != nil {
+			be.AddRow(s.q, L.Bq, n)
+			be.AddRow(s.k, L.Bk, n)
+			be.AddRow(s.v, L.Bv, n)
+		}
+		if L.QNorm != nil {
+			be.RMSNorm(s.q, s.q, L.QNorm, n, c.NormEps)
+			be.RMSNorm(s.k, s.k, L.KNorm, n, c.NormEps)
+		}
+		be.RoPE(s.q, b.Pos, m.rope, c.HeadDim, c.RopeStyle)
+		be.RoPE(s.k, b.Pos, m.rope, c.HeadDim, c.RopeStyle)
+
+		// store this step's keys and values, attend over the paged cache
+		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, &b.Attn)
+		be.Attention(s.att, s.q, kv.K[l], kv.V[l], &b.Attn, shape)
+
+		// output projection and residual
+		be.MatMul(s.xb, s.att, L.Wo, n)
+		if L.Bo != nil {
+			be.AddRow(s.xb, L.Bo, n)
+		}
+		be.Add(s.x, s.x, s.xb, n)
+
+		// SwiGLU feed-forward and residual
+		be.RMSNorm(s.xb, s.x, L.FFNNorm, n, c.NormEps)
+		be.MatMul(s.gate, s.xb, L.Gate, n)
+		be.MatMul(s.up, s.xb, L.Up, n)
+		be.SiLUMul(s.gate, s.gate, s.up, n)
+		be.MatMul(s.xb, s.gate, L.Down, n)
+		be.Add(s.x, s.x, s.xb, n)
+	}
+
+	// final norm and classifier, only for the rows that need logits
+	k := len(b.OutRows)
+	be.Gather(s.last, s.x, b.OutRows)
+	be.RMSNorm(s.last, s.last, m.Norm, k, c.NormEps)
+	be.MatMul(s.logits, s.last, m.LMHead, k)
+	return be.ToHost(s.logits, k), nil
+}

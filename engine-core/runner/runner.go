@@ -1,0 +1,280 @@
+// Package runner is the real-model executor of engine-core: it implements
+// sched.Executor over a model.Model. It owns the physical KV cache (per
+// layer, K and V tensors of numBlocks*blockSize rows of kvHeads*headDim
+// values; the scheduler's kvcache hands out the block ids), turns each
+// scheduled step into one varlen batch (prefill chunks and decode tokens
+// together, with positions, block tables and slot mapping), runs the
+// forward pass, keeps only the logits rows that must be sampled, and calls
+// the sampler.
+//
+// Steady-state steps allocate nothing: the batch-description slices and the
+// activations are reused, and grow only when a step is larger than any
+// before it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-llm/sluice/engine-core/model"
+	"github.com/sluice-llm/sluice/engine-core/sample"
+	"github.com/sluice-llm/sluice/engine-core/sched"
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/kernels/cpu"
+	"github.com/sluice-llm/sluice/modelfile/demo"
+	"github.com/sluice-llm/sluice/modelfile/hub"
+)
+
+// Sampler picks tokens from rows of logits; *sample.Sampler satisfies it.
+type Sampler interface {
+	Sample(logits []float32, in []sample.Input, out []sample.Result) error
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Model is a Hugging Face directory, a .gguf file, a llama2.c .bin
+	// checkpoint, "demo" / "demo-tiny" / "demo-15m" / "demo-110m" (a
+	// generated random-weight model, cached under $XDG_CACHE_HOME/sluice),
+	// or a Hugging Face Hub id "org/name" (downloaded; see ResolveModel).
+	Model string
+	// NumBlocks is the number of KV blocks. When 0, KVCacheBytes decides
+	// (KVCacheBytes / KVBytesPerBlock); when both are 0, enough blocks for
+	// 8 sequences of MaxModelLen.
+	NumBlocks    int
+	KVCacheBytes int64
+	// BlockSize is the number of positions per KV block (default 16).
+	BlockSize int
+	// Threads is the number of compute threads (default GOMAXPROCS).
+	Threads int
+	// MaxModelLen caps the context length (default: the model's).
+	MaxModelLen int
+	// MaxBatchTokens and MaxSeqs size the activations up front (defaults
+	// 512 and 64); bigger steps grow them.
+	MaxBatchTokens, MaxSeqs int
+	// Sampler overrides the default sample.New(vocab).
+	Sampler Sampler
+	// Backend overrides the default CPU backend; the runner does not close
+	// a backend it was given.
+	Backend kernels.Backend
+}
+
+// Info is what the engine announces in READY.
+type Info struct {
+	// Name is the model's display name.
+	Name string
+	// Arch is "llama", "qwen2" or "qwen3".
+	Arch        string
+	VocabSize   int
+	BOS         int32 // -1 when none
+	EOS         []int32
+	MaxModelLen int
+	NumBlocks   int
+	BlockSize   int
+}
+
+// Runner executes scheduled batches on a real model.
+type Runner struct {
+	m       *model.Model
+	be      kernels.Backend
+	ownBE   bool
+	kv      *model.KVCache
+	scratch *model.Scratch
+	sampler Sampler
+	info    Info
+
+	// per-step buffers, reused
+	batch     model.Batch
+	sampleSeq []int
+	in        []sample.Input
+	res       []sample.Result
+}
+
+var _ sched.Executor = (*Runner)(nil)
+
+// ResolveModel turns a Config.Model value into a local path: the demo
+// model is generated into the cache when asked for, and a Hugging Face Hub
+// id ("org/name", not an existing path) is downloaded into the Hugging Face
+// cache (HF_TOKEN, HF_HOME, HF_HUB_OFFLINE apply).
+func ResolveModel(name string) (string, error) {
+	if hub.IsRepoID(name) {
+		dir, err := hub.Download(context.Background(), name, hub.OptionsFromEnv())
+		if err != nil {
+			return "", fmt.Errorf("runner: %w", err)
+		}
+		return dir, nil
+	}
+	dir, ok, err := demo.Resolve(name)
+	if err != nil {
+		return "", fmt.Errorf("runner: demo model: %w", err)
+	}
+	if ok {
+		return dir, nil
+	}
+	return name, nil
+}
+
+// New loads the model and allocates the KV cache.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("runner: no model given")
+	}
+	path, err := ResolveModel(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 16
+	}
+	if cfg.MaxBatchTokens <= 0 {
+		cfg.MaxBatchTokens = 512
+	}
+	if cfg.MaxSeqs <= 0 {
+		cfg.MaxSeqs = 64
+	}
+	r := &Runner{be: cfg.Backend}
+	if r.be == nil {
+		r.be = cpu.New(cpu.Options{Threads: cfg.Threads})
+		r.ownBE = true
+	}
+	r.m, err = model.Load(path, r.be, model.LoadOptions{MaxPos: cfg.MaxModelLen})
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	c := &r.m.Cfg
+	nb := cfg.NumBlocks
+	if nb <= 0 && cfg.KVCacheBytes > 0 {
+		nb = int(cfg.KVCacheBytes / c.KVBytesPerBlock(cfg.BlockSize))
+	}
+	if nb <= 0 {
+		nb = 8 * ((c.MaxPos + cfg.BlockSize - 1) / cfg.BlockSize)
+	}
+	r.kv = r.m.NewKVCache(nb, cfg.BlockSize)
+	r.scratch = r.m.NewScratch(cfg.MaxBatchTokens, cfg.MaxSeqs)
+	r.sampler = cfg.Sampler
+	if r.sampler == nil {
+		r.sampler = sample.New(c.Vocab)
+	}
+	r.info = Info{Name: c.Name, Arch: c.Arch, VocabSize: c.Vocab, BOS: c.BOS, EOS: c.EOS,
+		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize}
+	return r, nil
+}
+
+// Info returns the model facts the engine announces.
+func (r *Runner) Info() Info { return r.info }
+
+// Model returns the loaded model.
+func (r *Runner) Model() *model.Model { return r.m }
+
+// KVBytesPerBlock is the cache memory of one block of this model.
+func (r *Runner) KVBytesPerBlock() int64 { return r.m.Cfg.KVBytesPerBlock(r.info.BlockSize) }
+
+// Close releases the model files and, if the runner made it, the backend.
+func (r *Runner) Close() error {
+	var err error
+	if r.m != nil {
+		err = r.m.Close()
+		r.m = nil
+	}
+	if r.ownBE && r.be != nil {
+		r.be.Close()
+		r.be = nil
+	}
+	return err
+}
+
+// Release implements sched.Executor. The runner keeps no per-request
+// state between steps (the scheduler sends full block tables each step),
+// so there is nothing to drop.
+func (r *Runner) Release(reqID string) {}
+
+// Execute implements sched.Executor: one forward pass over every SeqWork
+// of b, then one sampled token per SeqWork with Sample set.
+func (r *Runner) Execute(b *sched.Batch, out []sample.Result) error {
+	if len(out) < len(b.Seqs) {
+		return fmt.Errorf("runner: %d results for %d seqs", len(out), len(b.Seqs))
+	}
+	logits, err := r.Forward(b)
+	if err != nil || len(r.sampleSeq) == 0 {
+		return err
+	}
+	r.in = r.in[:0]
+	for _, i := range r.sampleSeq {
+		r.in = append(r.in, b.Seqs[i].In)
+	}
+	if cap(r.res) < len(r.in) {
+		r.res = make([]sample.Result, len(r.in))
+	}
+	res := r.res[:len(r.in)]
+	if err := r.sampler.Sample(logits, r.in, res); err != nil {
+		return fmt.Errorf("runner: step %d: %w", b.Step, err)
+	}
+	for k, i := range r.sampleSeq {
+		out[i] = res[k]
+	}
+	return nil
+}
+
+// Forward builds the varlen batch of b, runs the model and returns the
+// logits of the seqs that sample, in order ([k × vocab]; a view reused by
+// the next call). SampledSeqs tells which seq each row belongs to.
+func (r *Runner) Forward(b *sched.Batch) ([]float32, error) {
+	bt := &r.batch
+	a := &bt.Attn
+	bs := r.info.BlockSize
+	bt.Tokens, bt.Pos, bt.OutRows = bt.Tokens[:0], bt.Pos[:0], bt.OutRows[:0]
+	a.QStart, a.CtxLen, a.Tables, a.TableStart, a.Slots = append(a.QStart[:0], 0), a.CtxLen[:0], a.Tables[:0], append(a.TableStart[:0], 0), a.Slots[:0]
+	a.BlockSize = bs
+	r.sampleSeq = r.sampleSeq[:0]
+	for i := range b.Seqs {
+		sw := &b.Seqs[i]
+		if len(sw.Tokens) == 0 {
+			if sw.Sample {
+				return nil, fmt.Errorf("runner: step %d: request %s asks to sample with no tokens", b.Step, sw.ReqID)
+			}
+			continue
+		}
+		end := sw.StartPos + len(sw.Tokens)
+		if sw.StartPos < 0 || end > r.info.MaxModelLen {
+			return nil, fmt.Errorf("runner: step %d: request %s positions [%d, %d) outside [0, %d)", b.Step, sw.ReqID, sw.StartPos, end, r.info.MaxModelLen)
+		}
+		if need := (end + bs - 1) / bs; len(sw.BlockTable) < need {
+			return nil, fmt.Errorf("runner: step %d: request %s has %d blocks for %d positions (block size %d)", b.Step, sw.ReqID, len(sw.BlockTable), end, bs)
+		}
+		for _, blk := range sw.BlockTable {
+			if blk < 0 || int(blk) >= r.info.NumBlocks {
+				return nil, fmt.Errorf("runner: step %d: request %s uses block %d of %d", b.Step, sw.ReqID, blk, r.info.NumBlocks)
+			}
+		}
+		for j, t := range sw.Tokens {
+			p := sw.StartPos + j
+			bt.Tokens = append(bt.Tokens, t)
+			bt.Pos = append(bt.Pos, int32(p))
+			a.Slots = append(a.Slots, sw.BlockTable[p/bs]*int32(bs)+int32(p%bs))
+		}
+		a.QStart = append(a.QStart, int32(len(bt.Tokens)))
+		a.CtxLen = append(a.CtxLen, int32(end))
+		a.Tables = append(a.Tables, sw.BlockTable...)
+		a.TableStart = append(a.TableStart, int32(len(a.Tables)))
+		if sw.Sample {
+			bt.OutRows = append(bt.OutRows, int32(len(bt.Tokens)-1))
+			r.sampleSeq = append(r.sampleSeq, i)
+		}
+	}
+	if len(bt.Tokens) == 0 {
+		return nil, nil
+	}
+	if len(bt.Tokens) > r.scratch.MaxTokens || len(bt.OutRows) > r.scratch.MaxOut {
+		r.scratch = r.m.NewScratch(max(len(bt.Tokens), r.scratch.MaxTokens), max(len(bt.OutRows), r.scratch.MaxOut))
+	}
+	logits, err := r.m.Forward(r.scratch, r.kv, bt)
+	if err != nil {
+		return nil, fmt.Errorf("runner: step %d: %w", b.Step, err)
+	}
+	return logits, nil
+}
+
+// SampledSeqs returns, for the last Forward, the index in Batch.Seqs of
+// each logits row.
+func (r *Runner) SampledSeqs() []int { return r.sampleSeq }

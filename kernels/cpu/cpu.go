@@ -1,0 +1,415 @@
+// Package cpu is the fast CPU backend: kernels.Backend over host tensors,
+// with AVX-512 assembly for the dot-product kernels (dot_amd64.s, used when
+// golang.org/x/sys/cpu reports AVX512F/BW/VL) and plain-Go twins used
+// elsewhere. Work is split over a small persistent worker pool (one worker
+// per thread, woken per op through a channel; no goroutine per op), and the
+// steady state allocates nothing: per-worker scratch grows on first use.
+//
+// Matrix products are computed as dot products along the weights' rows
+// (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
+// weight rows for batches (prefill and batched decode), a 1×4 tile for a
+// single row, and for Q8_0 weights a fused dequantize-and-dot for small
+// batches or a dequantized 4-row weight tile fed to the F32 tile otherwise.
+package cpu
+
+import (
+	"math"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// Options configure a Backend.
+type Options struct {
+	// Threads is the number of threads (workers including the caller);
+	// 0 means GOMAXPROCS.
+	Threads int
+	// Plain disables the assembly kernels (for tests and comparison).
+	Plain bool
+}
+
+// Backend is the CPU implementation of kernels.Backend. Its methods must be
+// called from one goroutine at a time.
+type Backend struct {
+	k    kern
+	pool *pool
+
+	mm   matmulTask
+	att  attnTask
+	norm normTask
+	silu siluTask
+	rope ropeTask
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+// New starts a CPU backend and its workers; Close stops them.
+func New(o Options) *Backend {
+	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain}}
+	b.pool = newPool(o.Threads)
+	n := b.pool.n
+	b.mm.scratch = make([][]float32, n)
+	b.att.scores = make([][]float32, n)
+	return b
+}
+
+// Threads returns the number of threads the backend uses.
+func (b *Backend) Threads() int { return b.pool.n }
+
+// SIMD reports whether the assembly kernels are in use.
+func (b *Backend) SIMD() bool { return b.k.simd }
+
+// Name returns "cpu".
+func (b *Backend) Name() string { return "cpu" }
+
+// Close stops the workers.
+func (b *Backend) Close() { b.pool.close() }
+
+// Weight makes a host tensor over data (F32 aligned data is not copied).
+func (b *Backend) Weight(dt kernels.DType, rows, cols int, data []byte) (kernels.Tensor, error) {
+	return kernels.NewHostWeight(dt, rows, cols, data)
+}
+
+// WeightF32 makes a host tensor over data.
+func (b *Backend) WeightF32(rows, cols int, data []float32) (kernels.Tensor, error) {
+	return &kernels.Host{R: rows, C: cols, DT: kernels.F32, F: data}, nil
+}
+
+// Alloc makes a zeroed F32 tensor.
+func (b *Backend) Alloc(rows, cols int) kernels.Tensor {
+	return &kernels.Host{R: rows, C: cols, DT: kernels.F32, F: make([]float32, rows*cols)}
+}
+
+// ToHost returns the first n rows of t (a view, not a copy).
+func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
+	h := t.(*kernels.Host)
+	return h.F[:n*h.C]
+}
+
+// MatMul sets out[:n] = x[:n] · wᵀ.
+func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
+	t := &b.mm
+	t.k, t.out, t.x, t.w, t.n = b.k, out.(*kernels.Host), x.(*kernels.Host), w.(*kernels.Host), n
+	work := n * t.w.R * t.w.C
+	if work < 1<<15 {
+		t.run(0, t.w.R, 0)
+	} else {
+		b.pool.parallel(t.w.R, 16, 0, t)
+	}
+	t.out, t.x, t.w = nil, nil, nil
+}
+
+// matmulTask computes a range of output columns (weight rows).
+type matmulTask struct {
+	k         kern
+	out, x, w *kernels.Host
+	n         int
+	scratch   [][]float32
+}
+
+// mChunk bounds the activation rows one pass keeps hot in cache.
+const mChunk = 256
+
+func (t *matmulTask) run(lo, hi, wk int) {
+	x, w, out := t.x, t.w, t.out
+	K := w.C
+	xs, os := x.C, out.C
+	q8 := w.DT == kernels.Q8_0
+	ws := w.DT.RowBytes(K)
+	var acc16 [16]float32
+	var acc4 [4]float32
+	for m0 := 0; m0 < t.n; m0 += mChunk {
+		mEnd := min(t.n, m0+mChunk)
+		o := lo
+		for ; o+4 <= hi; o += 4 {
+			var wf []float32
+			wstride := K
+			if q8 {
+				if mEnd-m0 >= 4 {
+					if cap(t.scratch[wk]) < 4*K {
+						t.scratch[wk] = make([]float32, 4*K)
+					}
+					wf = t.scratch[wk][:4*K]
+					t.k.dequantRows(wf, w.Q[o*ws:], ws, 4, K)
+				}
+			} else {
+				wf = w.F[o*K:]
+			}
+			m := m0
+			if wf != nil {
+				for ; m+4 <= mEnd; m += 4 {
+					t.k.dot4x4(x.F[m*xs:], xs, wf, wstride, K, &acc16)
+					for r := 0; r < 4; r++ {
+						copy(out.F[(m+r)*os+o:(m+r)*os+o+4], acc16[r*4:r*4+4])
+					}
+				}
+			}
+			for ; m < mEnd; m++ {
+				if q8 {
+					t.k.dotq8x4(x.F[m*xs:m*xs+K], w.Q[o*ws:], ws, K, &acc4)
+				} else {
+					t.k.dot1x4(x.F[m*xs:m*xs+K], wf, wstride, K, &acc4)
+				}
+				copy(out.F[m*os+o:m*os+o+4], acc4[:])
+			}
+		}
+		for ; o < hi; o++ {
+			for m := m0; m < mEnd; m++ {
+				xr := x.F[m*xs : m*xs+K]
+				if q8 {
+					out.F[m*os+o] = dotQ8Go(xr, w.Q[o*ws:(o+1)*ws])
+				} else {
+					out.F[m*os+o] = t.k.dot(xr, w.F[o*K:(o+1)*K])
+				}
+			}
+		}
+	}
+}
+
+// AddRow adds the one-row tensor bias to each of the first n rows of x.
+func (b *Backend) AddRow(x, bias kernels.Tensor, n int) {
+	xh, bh := x.(*kernels.Host), bias.(*kernels.Host)
+	for i := 0; i < n; i++ {
+		row := xh.F[i*xh.C : (i+1)*xh.C]
+		for j, v := range bh.F[:len(row)] {
+			row[j] += v
+		}
+	}
+}
+
+// Add sets out[:n] = a[:n] + b[:n].
+func (b *Backend) Add(out, a, c kernels.Tensor, n int) {
+	oh, ah, ch := out.(*kernels.Host), a.(*kernels.Host), c.(*kernels.Host)
+	m := n * oh.C
+	of, af, cf := oh.F[:m], ah.F[:m], ch.F[:m]
+	for i := range of {
+		of[i] = af[i] + cf[i]
+	}
+}
+
+// RMSNorm normalizes each w.Cols()-long chunk of the first n rows of x.
+func (b *Backend) RMSNorm(out, x, w kernels.Tensor, n int, eps float32) {
+	t := &b.norm
+	t.k, t.out, t.x, t.w, t.eps = b.k, out.(*kernels.Host), x.(*kernels.Host), w.(*kernels.Host), eps
+	chunks := n * t.x.C / t.w.C
+	b.pool.parallel(chunks, 1, 64, t)
+	t.out, t.x, t.w = nil, nil, nil
+}
+
+type normTask struct {
+	k         kern
+	out, x, w *kernels.Host
+	eps       float32
+}
+
+func (t *normTask) run(lo, hi, _ int) {
+	c := t.w.C
+	for i := lo; i < hi; i++ {
+		xr := t.x.F[i*c : (i+1)*c]
+		or := t.out.F[i*c : (i+1)*c]
+		ss := t.k.dot(xr, xr)
+		inv := float32(1 / math.Sqrt(float64(ss/float32(c)+t.eps)))
+		for j, v := range xr {
+			or[j] = v * inv * t.w.F[j]
+		}
+	}
+}
+
+// SiLUMul sets out[:n] = silu(gate[:n]) * up[:n].
+func (b *Backend) SiLUMul(out, gate, up kernels.Tensor, n int) {
+	t := &b.silu
+	t.out, t.gate, t.up = out.(*kernels.Host), gate.(*kernels.Host), up.(*kernels.Host)
+	b.pool.parallel(n*t.out.C, 1024, 8192, t)
+	t.out, t.gate, t.up = nil, nil, nil
+}
+
+type siluTask struct{ out, gate, up *kernels.Host }
+
+func (t *siluTask) run(lo, hi, _ int) {
+	o, g, u := t.out.F[lo:hi], t.gate.F[lo:hi], t.up.F[lo:hi]
+	for i, v := range g {
+		o[i] = v / (1 + expf(-v)) * u[i]
+	}
+}
+
+// RoPE rotates each headDim-long head of the first len(pos) rows of x.
+func (b *Backend) RoPE(x kernels.Tensor, pos []int32, table kernels.Tensor, headDim int, style kernels.RoPEStyle) {
+	t := &b.rope
+	t.x, t.pos, t.table, t.headDim, t.style = x.(*kernels.Host), pos, table.(*kernels.Host), headDim, style
+	b.pool.parallel(len(pos), 1, 32, t)
+	t.x, t.pos, t.table = nil, nil, nil
+}
+
+type ropeTask struct {
+	x       *kernels.Host
+	pos     []int32
+	table   *kernels.Host
+	headDim int
+	style   kernels.RoPEStyle
+}
+
+func (t *ropeTask) run(lo, hi, _ int) {
+	hd := t.headDim
+	half := hd / 2
+	for i := lo; i < hi; i++ {
+		row := t.x.F[i*t.x.C : (i+1)*t.x.C]
+		cs := t.table.F[int(t.pos[i])*t.table.C:]
+		cos, sin := cs[:half], cs[half:2*half]
+		for h := 0; h+hd <= len(row); h += hd {
+			head := row[h : h+hd]
+			if t.style == kernels.RoPEHalf {
+				lo, hi := head[:half], head[half:hd]
+				for j := range lo {
+					x0, x1 := lo[j], hi[j]
+					lo[j] = x0*cos[j] - x1*sin[j]
+					hi[j] = x0*sin[j] + x1*cos[j]
+				}
+			} else {
+				for j := 0; j < half; j++ {
+					x0, x1 := head[2*j], head[2*j+1]
+					head[2*j] = x0*cos[j] - x1*sin[j]
+					head[2*j+1] = x0*sin[j] + x1*cos[j]
+				}
+			}
+		}
+	}
+}
+
+// Embed sets out row i to row tokens[i] of table.
+func (b *Backend) Embed(out, table kernels.Tensor, tokens []int32) {
+	oh, th := out.(*kernels.Host), table.(*kernels.Host)
+	for i, tok := range tokens {
+		dst := oh.F[i*oh.C : i*oh.C+th.C]
+		if th.DT == kernels.Q8_0 {
+			rb := th.DT.RowBytes(th.C)
+			kernels.DequantizeQ8_0(dst, th.Q[int(tok)*rb:(int(tok)+1)*rb])
+		} else {
+			copy(dst, th.F[int(tok)*th.C:(int(tok)+1)*th.C])
+		}
+	}
+}
+
+// Gather sets out row i to row rows[i] of x.
+func (b *Backend) Gather(out, x kernels.Tensor, rows []int32) {
+	oh, xh := out.(*kernels.Host), x.(*kernels.Host)
+	for i, r := range rows {
+		copy(oh.F[i*oh.C:(i+1)*oh.C], xh.F[int(r)*xh.C:(int(r)+1)*xh.C])
+	}
+}
+
+// WriteKV stores the batch's keys and values into their cache slots.
+func (b *Backend) WriteKV(kCache, vCache, k, v kernels.Tensor, a *kernels.AttnBatch) {
+	kc, vc, kh, vh := kCache.(*kernels.Host), vCache.(*kernels.Host), k.(*kernels.Host), v.(*kernels.Host)
+	c := kc.C
+	for i, slot := range a.Slots {
+		s := int(slot)
+		copy(kc.F[s*c:(s+1)*c], kh.F[i*kh.C:i*kh.C+c])
+		copy(vc.F[s*c:(s+1)*c], vh.F[i*vh.C:i*vh.C+c])
+	}
+}
+
+// Attention computes paged causal attention for every row and head.
+func (b *Backend) Attention(out, q, kCache, vCache kernels.Tensor, a *kernels.AttnBatch, s kernels.AttnShape) {
+	t := &b.att
+	t.k = b.k
+	t.out, t.q, t.kc, t.vc, t.a, t.s = out.(*kernels.Host), q.(*kernels.Host), kCache.(*kernels.Host), vCache.(*kernels.Host), a, s
+	rows := int(a.QStart[len(a.QStart)-1])
+	if cap(t.rowSeq) < rows {
+		t.rowSeq = make([]int32, rows)
+	}
+	t.rowSeq = t.rowSeq[:rows]
+	for sq := 0; sq+1 < len(a.QStart); sq++ {
+		for i := a.QStart[sq]; i < a.QStart[sq+1]; i++ {
+			t.rowSeq[i] = int32(sq)
+		}
+	}
+	b.pool.parallel(rows*s.Heads, 1, 2, t)
+	t.out, t.q, t.kc, t.vc, t.a = nil, nil, nil, nil, nil
+}
+
+type attnTask struct {
+	k              kern
+	out, q, kc, vc *kernels.Host
+	a              *kernels.AttnBatch
+	s              kernels.AttnShape
+	rowSeq         []int32
+	scores         [][]float32
+}
+
+func (t *attnTask) run(lo, hi, wk int) {
+	s, a := t.s, t.a
+	hd := s.HeadDim
+	kvDim := t.kc.C
+	group := s.Heads / s.KVHeads
+	bs := a.BlockSize
+	for u := lo; u < hi; u++ {
+		i, h := u/s.Heads, u%s.Heads
+		sq := int(t.rowSeq[i])
+		q1 := int(a.QStart[sq+1])
+		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
+		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+		if cap(t.scores[wk]) < ctx {
+			t.scores[wk] = make([]float32, ctx+256)
+		}
+		sc := t.scores[wk][:ctx]
+		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
+		off := (h / group) * hd
+		// scores block by block: a block's keys for this kv head are kvDim
+		// apart
+		for p0 := 0; p0 < ctx; p0 += bs {
+			base := int(table[p0/bs]) * bs * kvDim
+			t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+		}
+		mx := float32(math.Inf(-1))
+		for p, v := range sc {
+			v *= s.Scale
+			sc[p] = v
+			mx = max(mx, v)
+		}
+		var sum float32
+		for p, v := range sc {
+			e := expf(v - mx)
+			sc[p] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for p := range sc {
+			sc[p] *= inv
+		}
+		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
+		clear(oh)
+		for p0 := 0; p0 < ctx; p0 += bs {
+			base := int(table[p0/bs]) * bs * kvDim
+			t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+		}
+	}
+}
+
+// expf is a float32 exp accurate to about 2 ulp (Cephes-style range
+// reduction and a degree-6 polynomial), several times faster than math.Exp.
+func expf(x float32) float32 {
+	const (
+		ln2Hi = 0.693359375
+		ln2Lo = -2.12194440e-4
+		log2e = 1.44269504088896341
+	)
+	if x > 88.3762626647949 {
+		return float32(math.Inf(1))
+	}
+	if x < -103.9 {
+		return 0
+	}
+	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - n*ln2Hi - n*ln2Lo
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	p = p*r*r + r + 1
+	e := int32(n)
+	if e < -126 {
+		return p * math.Float32frombits(uint32(e+126+127)<<23) * math.Float32frombits(1<<23)
+	}
+	return p * math.Float32frombits(uint32(e+127)<<23)
+}

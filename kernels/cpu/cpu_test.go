@@ -1,0 +1,240 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+func randF(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+func close32(a, b, tol float32) bool {
+	d := float32(math.Abs(float64(a - b)))
+	return d <= tol*(1+float32(math.Abs(float64(b))))
+}
+
+// kerns returns the kernel variants this machine can run.
+func kerns() map[string]kern {
+	m := map[string]kern{"go": {simd: false}}
+	if hasAVX512 {
+		m["avx512"] = kern{simd: true}
+	}
+	return m
+}
+
+// checkMatMul compares Backend.MatMul with the reference on one shape.
+func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads int) {
+	t.Helper()
+	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+	wf := randF(r, out*in)
+	var w *kernels.Host
+	if q8 {
+		w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+	} else {
+		w = &kernels.Host{R: out, C: in, F: wf}
+	}
+	want := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
+	kernels.MatMulRef(want, x, w, n)
+	for _, plain := range []bool{false, true} {
+		b := New(Options{Threads: threads, Plain: plain})
+		got := b.Alloc(n, out).(*kernels.Host)
+		b.MatMul(got, x, w, n)
+		b.Close()
+		for i := range want.F {
+			if !close32(got.F[i], want.F[i], 1e-4) {
+				t.Fatalf("n=%d out=%d in=%d q8=%v plain=%v: [%d] got %v want %v", n, out, in, q8, plain, i, got.F[i], want.F[i])
+			}
+		}
+	}
+}
+
+func TestMatMulShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ n, out, in int }{
+		{1, 4, 16}, {1, 7, 64}, {3, 13, 32}, {4, 16, 64}, {5, 17, 172}, {9, 64, 288}, {33, 100, 96}, {70, 36, 64}, {1, 512, 64}, {2, 3, 5},
+	} {
+		for _, th := range []int{1, 2, 3} {
+			checkMatMul(t, r, c.n, c.out, c.in, false, th)
+			if c.in%32 == 0 {
+				checkMatMul(t, r, c.n, c.out, c.in, true, th)
+			}
+		}
+	}
+}
+
+// FuzzMatMul checks the fast matmul against the reference on random shapes.
+func FuzzMatMul(f *testing.F) {
+	f.Add(uint8(1), uint8(4), uint8(2), false, uint64(1))
+	f.Add(uint8(7), uint8(9), uint8(3), true, uint64(2))
+	f.Fuzz(func(t *testing.T, n, out, in32 uint8, q8 bool, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		nn, oo, ii := int(n%80)+1, int(out%70)+1, (int(in32%12)+1)*32
+		if !q8 {
+			ii -= int(seed % 31)
+		}
+		checkMatMul(t, r, nn, oo, ii, q8, 2)
+	})
+}
+
+func TestDotAxpy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for name, k := range kerns() {
+		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 64, 100, 2048} {
+			a, b := randF(r, n), randF(r, n)
+			want := kernels.Dot(a, b)
+			if got := k.dot(a, b); !close32(got, want, 1e-4) {
+				t.Errorf("%s dot n=%d: got %v want %v", name, n, got, want)
+			}
+			y := randF(r, n)
+			y2 := append([]float32(nil), y...)
+			k.axpy(0.5, a, y)
+			for i := range y2 {
+				y2[i] += 0.5 * a[i]
+				if !close32(y[i], y2[i], 1e-5) {
+					t.Fatalf("%s axpy n=%d [%d]: got %v want %v", name, n, i, y[i], y2[i])
+				}
+			}
+		}
+	}
+}
+
+func TestExpf(t *testing.T) {
+	for x := float32(-87); x < 88; x += 0.037 {
+		want := math.Exp(float64(x))
+		got := float64(expf(x))
+		if math.Abs(got-want) > 3e-7*want {
+			t.Fatalf("expf(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if expf(-200) != 0 || !math.IsInf(float64(expf(100)), 1) {
+		t.Fatal("expf limits")
+	}
+}
+
+// TestBackendOps runs every Backend op on the CPU backend and on the
+// reference backend and compares the results.
+func TestBackendOps(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	ref := kernels.NewRef()
+	for _, plain := range []bool{false, true} {
+		cb := New(Options{Threads: 2, Plain: plain})
+		bes := []kernels.Backend{ref, cb}
+		const (
+			heads, kvHeads, hd = 4, 2, 16
+			bs, nblocks        = 4, 16
+		)
+		// three sequences: a prefill chunk over a cached prefix, a fresh
+		// prefill, a decode.
+		a := &kernels.AttnBatch{
+			QStart:     []int32{0, 3, 8, 9},
+			CtxLen:     []int32{6, 5, 11},
+			Tables:     []int32{3, 1, 0, 2, 9, 8, 7},
+			TableStart: []int32{0, 2, 4, 7},
+			BlockSize:  bs,
+		}
+		pos := []int32{3, 4, 5, 0, 1, 2, 3, 4, 10}
+		for i, p := range pos {
+			sq := 0
+			for a.QStart[sq+1] <= int32(i) {
+				sq++
+			}
+			tb := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+			a.Slots = append(a.Slots, tb[p/bs]*bs+p%bs)
+		}
+		rows := len(pos)
+		q0 := randF(r, rows*heads*hd)
+		k0 := randF(r, rows*kvHeads*hd)
+		v0 := randF(r, rows*kvHeads*hd)
+		cache0 := randF(r, nblocks*bs*kvHeads*hd)
+		w0 := randF(r, hd)
+		inv := make([]float64, hd/2)
+		for j := range inv {
+			inv[j] = math.Pow(10000, -2*float64(j)/hd)
+		}
+		table := kernels.RoPETable(16, inv)
+		var outs [2][]float32
+		for bi, be := range bes {
+			mk := func(rows, cols int, src []float32) kernels.Tensor {
+				tt := be.Alloc(rows, cols)
+				copy(be.ToHost(tt, rows), src)
+				return tt
+			}
+			q, k, v := mk(rows, heads*hd, q0), mk(rows, kvHeads*hd, k0), mk(rows, kvHeads*hd, v0)
+			kc, vc := mk(nblocks*bs, kvHeads*hd, cache0), mk(nblocks*bs, kvHeads*hd, cache0)
+			w, _ := be.WeightF32(1, hd, w0)
+			tab, _ := be.WeightF32(16, hd, table)
+			be.RMSNorm(q, q, w, rows, 1e-5)
+			for _, st := range []kernels.RoPEStyle{kernels.RoPEInterleaved, kernels.RoPEHalf} {
+				be.RoPE(q, pos, tab, hd, st)
+				be.RoPE(k, pos, tab, hd, st)
+			}
+			be.WriteKV(kc, vc, k, v, a)
+			o := be.Alloc(rows, heads*hd)
+			be.Attention(o, q, kc, vc, a, kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.25})
+			g, u := mk(rows, 8, q0[:rows*8]), mk(rows, 8, k0[:rows*8])
+			be.SiLUMul(g, g, u, rows)
+			be.Add(o, o, q, rows)
+			outs[bi] = append(append([]float32(nil), be.ToHost(o, rows)...), be.ToHost(g, rows)...)
+		}
+		for i := range outs[0] {
+			if !close32(outs[1][i], outs[0][i], 1e-4) {
+				t.Fatalf("plain=%v: [%d] cpu %v ref %v", plain, i, outs[1][i], outs[0][i])
+			}
+		}
+		cb.Close()
+	}
+}
+
+func BenchmarkMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct {
+		name       string
+		n, out, in int
+		q8         bool
+	}{{"gemv768x768", 1, 768, 768, false}, {"gemm128x768x768", 128, 768, 768, false}, {"gemm16x2048x768", 16, 2048, 768, false}, {"gemvQ8_768x768", 1, 768, 768, true}, {"gemv32000x768", 1, 32000, 768, false}, {"gemvQ8_32000x768", 1, 32000, 768, true}, {"gemmQ8_128x768x768", 128, 768, 768, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			be := New(Options{})
+			defer be.Close()
+			x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
+			wf := randF(r, c.out*c.in)
+			var w kernels.Tensor = &kernels.Host{R: c.out, C: c.in, F: wf}
+			if c.q8 {
+				w = &kernels.Host{R: c.out, C: c.in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+			}
+			o := be.Alloc(c.n, c.out)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				be.MatMul(o, x, w, c.n)
+			}
+			b.ReportMetric(float64(2*c.n*c.out*c.in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+func TestDequant(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for name, k := range kerns() {
+		for _, n := range []int{32, 64, 288, 768} {
+			q := kernels.QuantizeQ8_0(randF(r, 3*n))
+			want := make([]float32, 3*n)
+			for row := 0; row < 3; row++ {
+				kernels.DequantizeQ8_0(want[row*n:(row+1)*n], q[row*n/32*34:])
+			}
+			got := make([]float32, 3*n)
+			k.dequantRows(got, q, n/32*34, 3, n)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s n=%d [%d]: got %v want %v", name, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

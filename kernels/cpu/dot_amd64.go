@@ -1,0 +1,31 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// hasAVX512 reports whether the AVX-512 kernels of dot_amd64.s may run:
+// they use AVX512F, BW (word broadcast) and VL (narrow EVEX forms) and F16C.
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasFMA
+
+//go:noescape
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32)
+
+//go:noescape
+func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32)
+
+//go:noescape
+func dotq8x4AVX512(x *float32, w *byte, ws int, nblk int, out *[4]float32)
+
+//go:noescape
+func dotAVX512(a, b *float32, k int) float32
+
+//go:noescape
+func axpyAVX512(a float32, x, y *float32, k int)
+
+//go:noescape
+func dequantQ8AVX512(dst *float32, src *byte, nblk int)
+
+//go:noescape
+func scoresAVX512(q *float32, k *float32, stride int, n int, hd int, out *float32)
+
+//go:noescape
+func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)

@@ -1,0 +1,24 @@
+//go:build !amd64
+
+package cpu
+
+const hasAVX512 = false
+
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32) {
+	panic("unreachable")
+}
+func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32) { panic("unreachable") }
+func dotq8x4AVX512(x *float32, w *byte, ws int, nblk int, out *[4]float32) {
+	panic("unreachable")
+}
+func dotAVX512(a, b *float32, k int) float32     { panic("unreachable") }
+func axpyAVX512(a float32, x, y *float32, k int) { panic("unreachable") }
+
+func dequantQ8AVX512(dst *float32, src *byte, nblk int) { panic("unreachable") }
+
+func scoresAVX512(q *float32, k *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}

@@ -1,0 +1,186 @@
+package cpu
+
+import (
+	"encoding/binary"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// kern picks, per call, the AVX-512 kernel or its plain-Go twin. The Go
+// versions are the fallback on other CPUs and in builds for other
+// architectures; tests run both and compare them with the reference.
+type kern struct{ simd bool }
+
+// dot returns a·b[:len(a)].
+func (k kern) dot(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s float32
+	i := 0
+	if k.simd && n >= 16 {
+		i = n &^ 15
+		s = dotAVX512(&a[0], &b[0], i)
+	} else {
+		var s0, s1, s2, s3 float32
+		for ; i+4 <= n; i += 4 {
+			s0 += a[i] * b[i]
+			s1 += a[i+1] * b[i+1]
+			s2 += a[i+2] * b[i+2]
+			s3 += a[i+3] * b[i+3]
+		}
+		s = s0 + s1 + s2 + s3
+	}
+	for ; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// axpy sets y += a*x.
+func (k kern) axpy(a float32, x, y []float32) {
+	n := len(x)
+	y = y[:n]
+	i := 0
+	if k.simd && n >= 16 {
+		i = n &^ 15
+		axpyAVX512(a, &x[0], &y[0], i)
+	}
+	for ; i < n; i++ {
+		y[i] += a * x[i]
+	}
+}
+
+// dot4x4 sets out[i*4+j] = x row i · w row j for 4 rows each, over the
+// first n columns (rows are xs and ws floats apart).
+func (k kern) dot4x4(x []float32, xs int, w []float32, ws int, n int, out *[16]float32) {
+	i := 0
+	if k.simd && n >= 16 {
+		i = n &^ 15
+		_ = x[3*xs+i-1]
+		_ = w[3*ws+i-1]
+		dot4x4AVX512(&x[0], xs, &w[0], ws, i, out)
+	} else {
+		*out = [16]float32{}
+	}
+	if i == n {
+		return
+	}
+	for r := 0; r < 4; r++ {
+		xr := x[r*xs+i : r*xs+n]
+		for c := 0; c < 4; c++ {
+			wr := w[c*ws+i : c*ws+n]
+			var s float32
+			for j, v := range xr {
+				s += v * wr[j]
+			}
+			out[r*4+c] += s
+		}
+	}
+}
+
+// dot1x4 sets out[j] = x · w row j for 4 rows of w over n columns.
+func (k kern) dot1x4(x []float32, w []float32, ws int, n int, out *[4]float32) {
+	i := 0
+	if k.simd && n >= 16 {
+		i = n &^ 15
+		_ = w[3*ws+i-1]
+		dot1x4AVX512(&x[0], &w[0], ws, i, out)
+	} else {
+		*out = [4]float32{}
+	}
+	if i == n {
+		return
+	}
+	xr := x[i:n]
+	for c := 0; c < 4; c++ {
+		wr := w[c*ws+i : c*ws+n]
+		var s float32
+		for j, v := range xr {
+			s += v * wr[j]
+		}
+		out[c] += s
+	}
+}
+
+// dotq8x4 sets out[j] = x · (Q8_0 row j of w) for 4 rows ws bytes apart,
+// over n columns (a multiple of 32).
+func (k kern) dotq8x4(x []float32, w []byte, ws int, n int, out *[4]float32) {
+	nb := n / kernels.Q8Block
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	if k.simd {
+		_ = x[n-1]
+		_ = w[3*ws+nb*kernels.Q8BlockBytes-1]
+		dotq8x4AVX512(&x[0], &w[0], ws, nb, out)
+		return
+	}
+	for c := 0; c < 4; c++ {
+		out[c] = dotQ8Go(x[:n], w[c*ws:])
+	}
+}
+
+// dotQ8Go is the plain dot product of x with one Q8_0 row.
+func dotQ8Go(x []float32, q []byte) float32 {
+	var s float32
+	for b := 0; b < len(x)/kernels.Q8Block; b++ {
+		blk := q[b*kernels.Q8BlockBytes : (b+1)*kernels.Q8BlockBytes]
+		d := kernels.F16ToF32(binary.LittleEndian.Uint16(blk))
+		xb := x[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
+		var s0, s1 float32
+		for j := 0; j < kernels.Q8Block; j += 2 {
+			s0 += xb[j] * float32(int8(blk[2+j]))
+			s1 += xb[j+1] * float32(int8(blk[3+j]))
+		}
+		s += d * (s0 + s1)
+	}
+	return s
+}
+
+// dequantRows decodes rows Q8_0 rows (ws bytes apart, n columns, n a
+// multiple of 32) into dst (n floats per row).
+func (k kern) dequantRows(dst []float32, w []byte, ws, rows, n int) {
+	nb := n / kernels.Q8Block
+	for r := 0; r < rows; r++ {
+		d := dst[r*n : (r+1)*n]
+		if k.simd && nb > 0 {
+			_ = w[r*ws+nb*kernels.Q8BlockBytes-1]
+			dequantQ8AVX512(&d[0], &w[r*ws], nb)
+		} else {
+			kernels.DequantizeQ8_0(d, w[r*ws:])
+		}
+	}
+}
+
+// scores sets out[p] = q · k[p*stride:p*stride+len(q)] for p < len(out).
+func (k kern) scores(q, kc []float32, stride int, out []float32) {
+	hd, n := len(q), len(out)
+	if n == 0 {
+		return
+	}
+	_ = kc[(n-1)*stride+hd-1]
+	if k.simd && hd%16 == 0 {
+		scoresAVX512(&q[0], &kc[0], stride, n, hd, &out[0])
+		return
+	}
+	for p := range out {
+		out[p] = k.dot(q, kc[p*stride:p*stride+hd])
+	}
+}
+
+// wsum adds sum_p w[p] * v[p*stride : p*stride+len(out)] to out.
+func (k kern) wsum(w, v []float32, stride int, out []float32) {
+	hd, n := len(out), len(w)
+	if n == 0 {
+		return
+	}
+	_ = v[(n-1)*stride+hd-1]
+	if k.simd && hd%16 == 0 {
+		wsumAVX512(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	for p, wp := range w {
+		k.axpy(wp, v[p*stride:p*stride+hd], out)
+	}
+}

@@ -1,0 +1,158 @@
+// Package kernels is the compute vocabulary of the engine: a small Backend
+// interface over device-resident tensors (what a transformer forward pass
+// needs, no more), the host tensor type that CPU backends share, and plain,
+// obviously-correct reference kernels on Go slices.
+//
+// The reference kernels are the specification. Fast backends (kernels/cpu,
+// a CUDA backend later) are cross-checked against them in tests. The Ref
+// backend runs the reference kernels on one goroutine; it is slow and exists
+// to check the fast backends end to end.
+//
+// Shapes: every tensor is 2-D and row-major, rows × cols. Weight matrices
+// are stored as PyTorch stores nn.Linear weights: [out × in], so MatMul
+// computes out = x · wᵀ. Activations are allocated once for the largest
+// batch and the ops take n, the number of rows in use.
+package kernels
+
+import "fmt"
+
+// DType is a tensor element encoding.
+type DType uint8
+
+// The element encodings.
+const (
+	// F32 is IEEE float32.
+	F32 DType = iota
+	// Q8_0 is ggml's 8-bit block quantization: blocks of 32 values stored
+	// as a float16 scale followed by 32 int8 (34 bytes).
+	Q8_0
+)
+
+// Q8Block is the number of values in one Q8_0 block, Q8BlockBytes its size.
+const (
+	Q8Block      = 32
+	Q8BlockBytes = 34
+)
+
+// String returns the name of the encoding.
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "F32"
+	case Q8_0:
+		return "Q8_0"
+	}
+	return fmt.Sprintf("DType(%d)", d)
+}
+
+// RowBytes is the byte size of one row of cols elements.
+func (d DType) RowBytes(cols int) int {
+	if d == Q8_0 {
+		return cols / Q8Block * Q8BlockBytes
+	}
+	return 4 * cols
+}
+
+// Tensor is a 2-D array held by a Backend. Only the backend that made it may
+// read or write it.
+type Tensor interface {
+	Rows() int
+	Cols() int
+	DType() DType
+}
+
+// RoPEStyle says which elements of a head form a rotary pair.
+type RoPEStyle uint8
+
+const (
+	// RoPEInterleaved rotates pairs (2j, 2j+1): Meta's original Llama code,
+	// llama2.c checkpoints and llama.cpp's GGUF llama weights.
+	RoPEInterleaved RoPEStyle = iota
+	// RoPEHalf rotates pairs (j, j+headDim/2): Hugging Face's rotate_half
+	// (and llama.cpp's NEOX mode).
+	RoPEHalf
+)
+
+// AttnBatch describes a varlen batch of sequences to the attention kernels.
+// The rows of q (and of this step's k and v) are grouped by sequence:
+// sequence s owns rows [QStart[s], QStart[s+1]). Its rows are its last
+// QStart[s+1]-QStart[s] positions, ending at CtxLen[s]-1, and each row
+// attends causally to every cached position up to its own.
+type AttnBatch struct {
+	// QStart has one entry per sequence plus one.
+	QStart []int32
+	// CtxLen is, per sequence, the number of positions in the KV cache once
+	// this step's keys and values are written.
+	CtxLen []int32
+	// Tables holds the block tables of all sequences back to back; sequence
+	// s's table is Tables[TableStart[s]:TableStart[s+1]].
+	Tables     []int32
+	TableStart []int32
+	// BlockSize is the number of positions per KV block.
+	BlockSize int
+	// Slots is, per row, the cache slot (block*BlockSize + offset) that
+	// receives the row's key and value.
+	Slots []int32
+}
+
+// NumSeqs returns the number of sequences in the batch.
+func (a *AttnBatch) NumSeqs() int { return len(a.QStart) - 1 }
+
+// AttnShape gives the attention geometry.
+type AttnShape struct {
+	Heads, KVHeads, HeadDim int
+	// Scale multiplies q·k, usually 1/sqrt(HeadDim).
+	Scale float32
+}
+
+// Backend runs tensor ops. Ops are issued in program order from one
+// goroutine; a backend may run them asynchronously as long as ToHost sees
+// the results of every earlier op. Host slices passed to ops (tokens,
+// positions, block tables) are read before the op returns or copied.
+type Backend interface {
+	// Name identifies the backend ("ref", "cpu").
+	Name() string
+	// Weight makes a read-only tensor from encoded host bytes (F32 little
+	// endian, or Q8_0 blocks). The backend may keep referring to data (for
+	// example a memory-mapped file) instead of copying it, so data must stay
+	// valid and unchanged for the tensor's life.
+	Weight(dt DType, rows, cols int, data []byte) (Tensor, error)
+	// WeightF32 makes a read-only F32 tensor from host floats, which the
+	// backend may keep referring to.
+	WeightF32(rows, cols int, data []float32) (Tensor, error)
+	// Alloc makes a zeroed F32 tensor.
+	Alloc(rows, cols int) Tensor
+
+	// MatMul sets out[:n] = x[:n] · wᵀ for w of shape [outDim × inDim].
+	MatMul(out, x, w Tensor, n int)
+	// AddRow adds the one-row tensor b to each of the first n rows of x.
+	AddRow(x, b Tensor, n int)
+	// Add sets out[:n] = a[:n] + b[:n] (out may alias a or b).
+	Add(out, a, b Tensor, n int)
+	// RMSNorm normalizes each w.Cols()-long chunk of the first n rows of x
+	// and scales it by w: out = x / sqrt(mean(x²) + eps) * w. With w as wide
+	// as a row this is the usual per-token norm; with w one head wide it is
+	// the per-head q/k norm of Qwen3. out may alias x.
+	RMSNorm(out, x, w Tensor, n int, eps float32)
+	// RoPE rotates, in place, each headDim-long head of the first len(pos)
+	// rows of x, row i being at position pos[i]. table holds, per position,
+	// headDim/2 cosines followed by headDim/2 sines (see RoPETable).
+	RoPE(x Tensor, pos []int32, table Tensor, headDim int, style RoPEStyle)
+	// SiLUMul sets out[:n] = silu(gate[:n]) * up[:n] (out may alias gate).
+	SiLUMul(out, gate, up Tensor, n int)
+	// Embed sets out row i to row tokens[i] of table.
+	Embed(out, table Tensor, tokens []int32)
+	// Gather sets out row i to row rows[i] of x.
+	Gather(out, x Tensor, rows []int32)
+	// WriteKV stores row i of k and v into slot a.Slots[i] of the caches,
+	// for the first len(a.Slots) rows.
+	WriteKV(kCache, vCache, k, v Tensor, a *AttnBatch)
+	// Attention computes causal attention of q's rows over the paged cache
+	// (after WriteKV) and writes [rows × Heads*HeadDim] into out.
+	Attention(out, q, kCache, vCache Tensor, a *AttnBatch, s AttnShape)
+	// ToHost returns the first n rows of t as host floats. The slice may be
+	// a view that later ops overwrite.
+	ToHost(t Tensor, n int) []float32
+	// Close releases the backend's workers and memory.
+	Close()
+}

@@ -1,0 +1,245 @@
+package outputproc
+
+import (
+	"unsafe"
+
+	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc/detok"
+	"github.com/sluice-llm/sluice/outputproc/stopstr"
+	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+)
+
+// Params configure the output state of one completion.
+type Params struct {
+	// StreamInterval is the number of tokens per delta after the first
+	// (values below 1 mean 1). FinalOnly overrides it.
+	StreamInterval int
+	// FinalOnly emits one delta at the end (non-streamed requests).
+	FinalOnly bool
+	// Stops are the stop strings; IncludeStop keeps the matched one.
+	Stops       []string
+	IncludeStop bool
+	// SkipSpecial drops special tokens from the text.
+	SkipSpecial bool
+	// PromptIDs are the prompt's tokens (detokenization context).
+	PromptIDs []int32
+	// MinTokens: stop strings are not searched in the text of the first
+	// MinTokens tokens.
+	MinTokens int
+	// Logprobs keeps each token's logprobs in the deltas.
+	Logprobs bool
+}
+
+// StopReason says which stop condition ended a completion: a stop token
+// id, a stop string, or neither (EOS, length).
+type StopReason struct {
+	Token   int32
+	Text    string
+	IsToken bool
+	IsText  bool
+}
+
+// Delta is what a State emits: the text and tokens since the previous delta.
+// Its slices and Text are valid until the next call on the State.
+type Delta struct {
+	Text     string
+	TokenIDs []int32
+	Logprobs []ipc.TokenLogprobs // one per token id when Params.Logprobs
+	// Finished is set on the last delta of the completion.
+	Finished     bool
+	FinishReason ipc.FinishReason
+	StopReason   StopReason
+	// Error is the engine's error text when FinishReason is FinishError.
+	Error string
+	// NumTokens counts all output tokens of the completion so far, and
+	// CachedTokens the prompt tokens the engine found in its prefix cache.
+	NumTokens    int
+	CachedTokens int
+	// First marks the first delta of the completion.
+	First bool
+}
+
+// State is the output state of one completion.
+type State struct {
+	p        Params
+	dec      *detok.Decoder
+	stop     *stopstr.Matcher
+	interval int
+
+	text      []byte // pending text
+	ids       []int32
+	logprobs  []ipc.TokenLogprobs
+	numTokens int
+	cached    int
+	sent      bool // a delta has been emitted
+	finished  bool
+	emitted   bool // delta holds views of text/ids/logprobs
+	delta     Delta
+}
+
+// New returns the state of one completion decoded with tok.
+func New(tok tokenizer.Tokenizer, p Params) *State {
+	s := &State{
+		p:        p,
+		dec:      detok.New(tok, detok.Options{SkipSpecial: p.SkipSpecial, PromptIDs: p.PromptIDs}),
+		interval: p.StreamInterval,
+	}
+	if s.interval < 1 {
+		s.interval = 1
+	}
+	if len(p.Stops) > 0 {
+		s.stop = stopstr.New(p.Stops, p.IncludeStop)
+	}
+	return s
+}
+
+// Finished reports whether the completion has ended.
+func (s *State) Finished() bool { return s.finished }
+
+// NumTokens is the number of output tokens so far.
+func (s *State) NumTokens() int { return s.numTokens }
+
+// Process applies one engine output. It returns the delta to emit now, or
+// nil when the stream interval (or hold, set by a caller whose client has
+// not yet taken the previous delta) keeps the tokens pending. abort reports
+// that a stop string ended the completion while the engine still runs it:
+// the caller must send ABORT. Outputs after the finish are ignored.
+func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
+	if s.finished {
+		return nil, false
+	}
+	s.reset()
+	if out.NumCachedTokens > 0 {
+		s.cached = int(out.NumCachedTokens)
+	}
+	ids := out.NewTokenIDs
+	before := s.numTokens
+	s.numTokens += len(ids)
+	s.ids = append(s.ids, ids...)
+	if s.p.Logprobs {
+		s.logprobs = append(s.logprobs, out.Logprobs...)
+	}
+	engineFinished := out.FinishReason != ipc.FinishNone
+	textIDs := ids
+	if out.FinishReason == ipc.FinishStop {
+		textIDs = detok.DetokenizableIDs(ids, true, s.p.IncludeStop)
+	}
+	txt := s.dec.Add(textIDs)
+	if engineFinished {
+		txt += s.dec.Flush()
+	}
+	if s.stop != nil {
+		if before+len(ids) <= s.p.MinTokens {
+			txt = s.stop.Pass(txt)
+		} else {
+			emit, stopped, matched := s.stop.Add(txt)
+			txt = emit
+			if stopped {
+				s.text = append(s.text, txt...)
+				abort = !engineFinished
+				return s.finish(ipc.FinishStop, StopReason{Text: matched, IsText: true}, ""), abort
+			}
+		}
+		if engineFinished {
+			txt += s.stop.Flush()
+		}
+	}
+	s.text = append(s.text, txt...)
+	if engineFinished {
+		var sr StopReason
+		if out.FinishReason == ipc.FinishStop && out.StopReason >= 0 {
+			sr = StopReason{Token: out.StopReason, IsToken: true}
+		}
+		return s.finish(out.FinishReason, sr, out.Error), false
+	}
+	if s.p.FinalOnly || hold {
+		return nil, false
+	}
+	if !s.sent || len(s.ids) >= s.interval {
+		if len(s.ids) == 0 {
+			return nil, false
+		}
+		return s.emit(), false
+	}
+	return nil, false
+}
+
+// Fail ends the completion with an error (engine down, internal failure),
+// flushing everything generated so far: the returned delta carries the
+// pending text (including held-back partial text) and FinishError with msg.
+// It returns nil when the completion had already finished.
+func (s *State) Fail(msg string) *Delta {
+	if s.finished {
+		return nil
+	}
+	txt := s.dec.Flush()
+	s.reset()
+	if s.stop != nil {
+		emit, stopped, _ := s.stop.Add(txt)
+		txt = emit
+		if !stopped {
+			txt += s.stop.Flush()
+		}
+	}
+	s.text = append(s.text, txt...)
+	return s.finish(ipc.FinishError, StopReason{}, msg)
+}
+
+// Pending returns the delta of everything not yet emitted (nil when there
+// is nothing), for a caller that stopped holding and wants the rest now.
+func (s *State) Pending() *Delta {
+	s.reset()
+	if s.finished || (len(s.ids) == 0 && len(s.text) == 0) {
+		return nil
+	}
+	return s.emit()
+}
+
+func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *Delta {
+	s.finished = true
+	d := s.emit()
+	d.Finished = true
+	d.FinishReason = fr
+	d.StopReason = sr
+	d.Error = errMsg
+	return d
+}
+
+// emit moves the pending text and tokens into s.delta. The previous
+// delta's storage is reused, so the caller must be done with it.
+func (s *State) emit() *Delta {
+	d := &s.delta
+	*d = Delta{
+		Text:         unsafeString(s.text),
+		TokenIDs:     s.ids,
+		NumTokens:    s.numTokens,
+		CachedTokens: s.cached,
+		First:        !s.sent,
+	}
+	if s.p.Logprobs {
+		d.Logprobs = s.logprobs
+	}
+	s.sent = true
+	s.emitted = true
+	return d
+}
+
+// reset drops what the previous delta carried; it runs at the start of the
+// next call so that delta's views stay valid until then.
+func (s *State) reset() {
+	if !s.emitted {
+		return
+	}
+	s.emitted = false
+	s.text = s.text[:0]
+	s.ids = s.ids[:0]
+	clear(s.logprobs)
+	s.logprobs = s.logprobs[:0]
+}
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

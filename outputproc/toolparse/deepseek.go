@@ -1,0 +1,283 @@
+package toolparse
+
+import "bytes"
+
+// deepseek parses DeepSeek-V3 tool calls:
+//
+//	<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+//	```json
+//	{…}
+//	```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
+//
+// It also accepts the V3.1 form, <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>,
+// and a call block that starts at <｜tool▁call▁begin｜> without the outer tag.
+type deepseek struct {
+	base
+	st      uint8
+	scan    jsonScanner
+	region  int
+	fenced  bool
+	emitted int
+	name    string // the current call's function
+	argsAt  int    // where its arguments start
+	open    bool   // the current call was committed
+}
+
+const (
+	dsCallsBegin = "<｜tool▁calls▁begin｜>"
+	dsCallsEnd   = "<｜tool▁calls▁end｜>"
+	dsCallBegin  = "<｜tool▁call▁begin｜>"
+	dsCallEnd    = "<｜tool▁call▁end｜>"
+	dsSep        = "<｜tool▁sep｜>"
+	dsFence      = "```"
+)
+
+const (
+	dProse      = iota
+	dOpen       // after the outer tag: expect <｜tool▁call▁begin｜>
+	dType       // after call begin: "function" or the name, up to <｜tool▁sep｜>
+	dName       // V3: the name, up to a newline
+	dFence      // V3: ```json
+	dArgsWS     // before the arguments
+	dArgs       // streaming arguments
+	dFenceEnd   // V3: closing ```
+	dCallEnd    // expect <｜tool▁call▁end｜>
+	dBetween    // after a call: another call, or the outer end tag
+	dRawBefore  // malformed, uncommitted: raw text through the outer end tag
+	dRawAfter   // malformed after commit: raw text up to the call's end tag
+	dAfterRawCE // after a raw call end: like dBetween
+)
+
+func (p *deepseek) Add(text string) Delta {
+	p.add(text)
+	p.run(false)
+	return p.take()
+}
+
+func (p *deepseek) Finish() Delta {
+	p.run(true)
+	return p.end()
+}
+
+func (p *deepseek) run(final bool) {
+	for {
+		switch p.st {
+		case dProse:
+			if !p.skipCallWS() {
+				return
+			}
+			rest := p.buf[p.pos:]
+			i := bytes.Index(rest, []byte(dsCallsBegin))
+			j := bytes.Index(rest, []byte(dsCallBegin))
+			if i < 0 && j < 0 {
+				p.emitHeld(final, dsCallsBegin, dsCallBegin)
+				return
+			}
+			if i < 0 || (j >= 0 && j < i) {
+				p.emitContent(p.pos, p.pos+j)
+				p.region = p.pos + j
+				p.pos = p.region + len(dsCallBegin)
+				p.st = dType
+				continue
+			}
+			p.emitContent(p.pos, p.pos+i)
+			p.region = p.pos + i
+			p.pos = p.region + len(dsCallsBegin)
+			p.st = dOpen
+		case dOpen:
+			if !p.skipWS() {
+				p.truncated(final)
+				return
+			}
+			switch p.match(dsCallBegin) {
+			case needMore:
+				p.truncated(final)
+				return
+			case noMatch:
+				p.broken(false)
+				continue
+			}
+			p.st = dType
+		case dType:
+			i := bytes.Index(p.buf[p.pos:], []byte(dsSep))
+			if i < 0 {
+				if len(p.buf)-p.pos > maxNameLen+len(dsSep) {
+					p.broken(false)
+					continue
+				}
+				p.truncated(final)
+				return
+			}
+			typ := string(bytes.TrimSpace(p.buf[p.pos : p.pos+i]))
+			p.pos += i + len(dsSep)
+			if typ == "function" {
+				p.st = dName
+				continue
+			}
+			if !p.tools.known(typ) {
+				p.broken(false)
+				continue
+			}
+			p.name, p.fenced = typ, false
+			p.st = dArgsWS
+		case dName:
+			i := bytes.IndexByte(p.buf[p.pos:], '\n')
+			if i < 0 {
+				if len(p.buf)-p.pos > maxNameLen {
+					p.broken(false)
+					continue
+				}
+				p.truncated(final)
+				return
+			}
+			name := string(bytes.TrimSpace(p.buf[p.pos : p.pos+i]))
+			p.pos += i + 1
+			if !p.tools.known(name) {
+				p.broken(false)
+				continue
+			}
+			p.name, p.fenced = name, true
+			p.st = dFence
+		case dFence:
+			if !p.skipWS() {
+				p.truncated(final)
+				return
+			}
+			switch p.match(dsFence + "json") {
+			case needMore:
+				p.truncated(final)
+				return
+			case noMatch:
+				p.broken(false)
+				continue
+			}
+			p.st = dArgsWS
+		case dArgsWS:
+			if !p.skipWS() {
+				p.truncated(final)
+				return
+			}
+			p.emitted, p.argsAt, p.open = p.pos, p.pos, false
+			p.scan.reset()
+			p.st = dArgs
+		case dArgs:
+			n, res := p.scan.feed(p.buf[p.pos:])
+			p.pos += n
+			if !p.open && (res == scanDone || p.pos-p.argsAt >= commitAfter) {
+				p.beginCall(p.name)
+				p.open = true
+			}
+			if !p.open {
+				if res == scanErr {
+					p.broken(false)
+					continue
+				}
+				p.truncated(final)
+				return
+			}
+			if p.pos > p.emitted {
+				p.addArgs(p.str(p.emitted, p.pos))
+				p.emitted = p.pos
+			}
+			switch res {
+			case scanMore:
+				return
+			case scanErr:
+				p.st = dRawAfter
+				continue
+			}
+			if p.fenced {
+				p.st = dFenceEnd
+			} else {
+				p.st = dCallEnd
+			}
+		case dFenceEnd, dCallEnd:
+			at := p.pos
+			if !p.skipWS() {
+				p.pos = at // the whitespace may turn out to be content
+				return
+			}
+			tag := dsCallEnd
+			if p.st == dFenceEnd {
+				tag = dsFence
+			}
+			switch p.match(tag) {
+			case needMore:
+				if final {
+					p.emitContent(at, len(p.buf))
+					p.pos = len(p.buf)
+				} else {
+					p.pos = at
+				}
+				return
+			case noMatch:
+				p.pos = at
+				p.st = dRawAfter
+				continue
+			}
+			if p.st == dFenceEnd {
+				p.st = dCallEnd
+				continue
+			}
+			p.afterCall = true
+			p.st = dBetween
+		case dBetween:
+			if !p.skipCallWS() {
+				return
+			}
+			p.afterCall = true
+			switch p.match(dsCallBegin) {
+			case matched:
+				p.region = p.pos - len(dsCallBegin)
+				p.st = dType
+				continue
+			case needMore:
+				if !final {
+					return
+				}
+			}
+			switch p.match(dsCallsEnd) {
+			case matched:
+				p.st = dProse
+				continue
+			case needMore:
+				if !final {
+					return
+				}
+			}
+			p.afterCall = false
+			p.st = dProse
+		case dRawBefore:
+			if !p.rawUntil(dsCallsEnd, true, final) {
+				return
+			}
+			p.st = dProse
+		case dRawAfter:
+			if !p.rawUntil(dsCallEnd, false, final) {
+				return
+			}
+			p.afterCall = true
+			p.st = dBetween
+		}
+	}
+}
+
+// truncated handles the end of output inside uncommitted markup: its raw
+// text is content.
+func (p *deepseek) truncated(final bool) {
+	if final {
+		p.emitContent(p.region, len(p.buf))
+		p.pos = len(p.buf)
+	}
+}
+
+// broken handles malformed markup: uncommitted, the region so far and the
+// rest of the call block are content; committed, the rest of the call is.
+func (p *deepseek) broken(committed bool) {
+	if committed {
+		p.st = dRawAfter
+		return
+	}
+	p.emitContent(p.region, p.pos)
+	p.st = dRawBefore
+}
