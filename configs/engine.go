@@ -38,7 +38,11 @@ type Engine struct {
 	ConstraintTimeout time.Duration `flag:"constraint-timeout" yaml:"constraint_timeout" usage:"longest a structured-output grammar may take to compile before the request is refused"`
 	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long running requests may finish"`
 	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: json or console"`
-	LogLevel          string        `flag:"log-level" yaml:"log_level" usage:"log level: debug, info, warn or error"`
+	// CurveSecretKeyFile turns on CURVE encryption of a tcp:// --listen socket.
+	CurveSecretKeyFile string `flag:"curve-secret-key-file" yaml:"curve_secret_key_file" usage:"file with the engine's Z85 CURVE secret key: encrypts tcp:// connections"`
+	// CurveAllowedClientsFile lists the frontends' public keys allowed to connect.
+	CurveAllowedClientsFile string `flag:"curve-allowed-clients-file" yaml:"curve_allowed_clients_file" usage:"file with the Z85 public keys of frontends allowed to connect (one per line; needs --curve-secret-key-file)"`
+	LogLevel                string `flag:"log-level" yaml:"log_level" usage:"log level: debug, info, warn or error"`
 }
 
 // DefaultEngine returns the defaults of every engine setting.

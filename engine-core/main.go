@@ -92,7 +92,22 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer eng.close()
 
-	sock, err := zmqtransport.Listen(zmqtransport.EngineConfig{Addr: cfg.Listen, Ready: eng.ready, Log: log.Named("transport")})
+	tcfg := zmqtransport.EngineConfig{Addr: cfg.Listen, Ready: eng.ready, Log: log.Named("transport")}
+	if cfg.CurveSecretKeyFile != "" {
+		secret, err := zmqtransport.ReadKeyFile(cfg.CurveSecretKeyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "engine-core: %v\n", err)
+			return 2
+		}
+		tcfg.Curve = &zmqtransport.CurveServer{SecretKey: secret}
+		if cfg.CurveAllowedClientsFile != "" {
+			if tcfg.Curve.AllowedClients, err = zmqtransport.ReadKeyList(cfg.CurveAllowedClientsFile); err != nil {
+				fmt.Fprintf(stderr, "engine-core: %v\n", err)
+				return 2
+			}
+		}
+	}
+	sock, err := zmqtransport.Listen(tcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "engine-core: listen: %v\n", err)
 		return 1

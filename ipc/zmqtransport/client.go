@@ -28,6 +28,9 @@ type ClientConfig struct {
 	LivenessTimeout time.Duration
 	// OutputsBuffer is the capacity of the Outputs channel (default 256).
 	OutputsBuffer int
+	// Curve, when set, encrypts the connection with CURVE (the engine must
+	// be a CURVE server).
+	Curve *CurveClient
 }
 
 // ConnEvent reports a change of the engine connection's state.
@@ -105,6 +108,13 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	c.dealer.SetImmediate(true)
 	c.dealer.SetReconnectIvl(100 * time.Millisecond)
 	c.dealer.SetReconnectIvlMax(time.Second)
+	if cfg.Curve != nil {
+		if err := applyCurveClient(c.dealer, cfg.Curve); err != nil {
+			c.dealer.Close()
+			ctx.Term()
+			return nil, err
+		}
+	}
 	if err := c.dealer.Connect(cfg.Addr); err != nil {
 		c.dealer.Close()
 		ctx.Term()

@@ -25,6 +25,9 @@ type EngineConfig struct {
 	LivenessTimeout time.Duration
 	// InboundBuffer is the capacity of the Inbound channel (default 4096).
 	InboundBuffer int
+	// Curve, when set, encrypts (and optionally authenticates) tcp://
+	// connections with CURVE.
+	Curve *CurveServer
 }
 
 // Inbound is a message from a frontend, decoded by the input goroutine.
@@ -109,6 +112,11 @@ func Listen(cfg EngineConfig) (*EngineSocket, error) {
 	s.router.SetSndhwm(0)
 	s.router.SetRcvhwm(0)
 	s.router.SetLinger(200 * time.Millisecond)
+	if cfg.Curve != nil {
+		if err := applyCurveServer(ctx, s.router, cfg.Curve, log, s.stopping); err != nil {
+			return fail(err)
+		}
+	}
 	if err := prepareIPC(cfg.Addr); err != nil {
 		return fail(err)
 	}
