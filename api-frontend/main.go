@@ -15,7 +15,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -55,13 +54,15 @@ func main() {
 
 func run(args []string) error {
 	cfg := configs.DefaultFrontend()
-	fs := flag.NewFlagSet("api-frontend", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	rest, err := configs.Load("api-frontend", args, &cfg, os.Stderr)
+	if configs.IsHelp(err) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("SLUICE_API_KEY")
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	if cfg.FrontendID == "" {
 		host, _ := os.Hostname()
@@ -188,6 +189,10 @@ func run(args []string) error {
 	wctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	if !srv.WaitStreams(wctx) {
 		srv.EndStreams()
+		// let the ended streams write their error event and [DONE]
+		ectx, ecancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.WaitStreams(ectx)
+		ecancel()
 	}
 	cancel()
 	fctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)

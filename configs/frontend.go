@@ -2,7 +2,6 @@ package configs
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -152,38 +151,4 @@ func (f *Frontend) SpawnArgs() []string {
 		add("sim-script", f.SimScript)
 	}
 	return a
-}
-
-// RegisterFlags binds every setting to fs with the current values as
-// defaults. It is used until configs.Load covers YAML and the environment.
-func (f *Frontend) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.Model, "model", f.Model, "model: HF directory, .gguf, llama2.c .bin, or demo")
-	fs.StringVar(&f.Tokenizer, "tokenizer", f.Tokenizer, "tokenizer file (for llama2.c checkpoints)")
-	fs.StringVar(&f.Host, "host", f.Host, "address to listen on")
-	fs.IntVar(&f.Port, "port", f.Port, "TCP port to listen on")
-	fs.StringVar(&f.Engine, "engine", f.Engine, "spawn or ADDR[,ADDR2…]")
-	fs.StringVar(&f.ServedModelName, "served-model-name", f.ServedModelName, "model name clients use")
-	fs.IntVar(&f.StreamInterval, "stream-interval", f.StreamInterval, "tokens per streamed chunk after the first")
-	fs.StringVar(&f.APIKey, "api-key", f.APIKey, "required Bearer key")
-	fs.BoolVar(&f.EnableAutoToolChoice, "enable-auto-tool-choice", f.EnableAutoToolChoice, "allow tool_choice auto")
-	fs.StringVar(&f.ToolCallParser, "tool-call-parser", f.ToolCallParser, "tool call parser name")
-	fs.StringVar(&f.ReasoningParser, "reasoning-parser", f.ReasoningParser, "reasoning parser name")
-	fs.StringVar(&f.ReasoningField, "reasoning-field", f.ReasoningField, "reasoning or reasoning_content")
-	fs.IntVar(&f.MaxQueuedRequests, "max-queued-requests", f.MaxQueuedRequests, "queue limit (0: unlimited)")
-	fs.Int64Var(&f.MaxBodyBytes, "max-body-bytes", f.MaxBodyBytes, "largest request body accepted")
-	fs.StringVar(&f.ChatTemplate, "chat-template", f.ChatTemplate, "Jinja chat template file")
-	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "drain time on SIGTERM")
-	fs.StringVar(&f.LogFormat, "log-format", f.LogFormat, "text or json")
-	fs.StringVar(&f.PprofAddr, "pprof-addr", f.PprofAddr, "serve net/http/pprof on this address")
-	fs.StringVar(&f.FrontendID, "frontend-id", f.FrontendID, "identity towards the engine")
-	fs.DurationVar(&f.EngineStartup, "engine-startup-timeout", f.EngineStartup, "wait for READY")
-	fs.DurationVar(&f.EngineLiveness, "engine-liveness-timeout", f.EngineLiveness, "an engine silent this long is down")
-	fs.StringVar(&f.Executor, "executor", f.Executor, "engine executor when spawning")
-	fs.IntVar(&f.MaxNumSeqs, "max-num-seqs", f.MaxNumSeqs, "engine --max-num-seqs")
-	fs.IntVar(&f.MaxNumBatchedTokens, "max-num-batched-tokens", f.MaxNumBatchedTokens, "engine --max-num-batched-tokens")
-	fs.IntVar(&f.MaxModelLen, "max-model-len", f.MaxModelLen, "engine --max-model-len")
-	fs.IntVar(&f.BlockSize, "block-size", f.BlockSize, "engine --block-size")
-	fs.StringVar(&f.KVCacheMemory, "kv-cache-memory", f.KVCacheMemory, "engine --kv-cache-memory")
-	fs.Float64Var(&f.SimStepMS, "sim-step-ms", f.SimStepMS, "engine --sim-step-ms")
-	fs.StringVar(&f.SimScript, "sim-script", f.SimScript, "engine --sim-script")
 }

@@ -14,6 +14,10 @@ type Host struct {
 	DT   DType
 	F    []float32
 	Q    []byte
+	// S holds, for Q8_0 tensors made by NewHostWeight, every block's scale
+	// decoded to float32 (R rows of C/32), so that kernels need not convert
+	// the float16 scales on every use. Nil means: read them from Q.
+	S []float32
 }
 
 // Rows returns the number of rows.
@@ -48,7 +52,12 @@ func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 		if len(data) != want {
 			return nil, fmt.Errorf("kernels: Q8_0 weight %d×%d needs %d bytes, got %d", rows, cols, want, len(data))
 		}
-		return &Host{R: rows, C: cols, DT: Q8_0, Q: data}, nil
+		nb := cols / Q8Block
+		sc := make([]float32, rows*nb)
+		for i := range sc {
+			sc[i] = F16ToF32(binary.LittleEndian.Uint16(data[i*Q8BlockBytes:]))
+		}
+		return &Host{R: rows, C: cols, DT: Q8_0, Q: data, S: sc}, nil
 	}
 	return nil, fmt.Errorf("kernels: unsupported weight type %v", dt)
 }

@@ -1,8 +1,6 @@
 package outputproc
 
 import (
-	"unsafe"
-
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc/detok"
 	"github.com/sluice-llm/sluice/outputproc/stopstr"
@@ -40,7 +38,8 @@ type StopReason struct {
 }
 
 // Delta is what a State emits: the text and tokens since the previous delta.
-// Its slices and Text are valid until the next call on the State.
+// Text is an ordinary (immutable) string; the slices are valid until the
+// next call on the State.
 type Delta struct {
 	Text     string
 	TokenIDs []int32
@@ -66,7 +65,8 @@ type State struct {
 	stop     *stopstr.Matcher
 	interval int
 
-	text      []byte // pending text
+	text      []byte // pending text of several pieces
+	textStr   string // pending text when it is a single piece
 	ids       []int32
 	logprobs  []ipc.TokenLogprobs
 	numTokens int
@@ -135,7 +135,7 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 			emit, stopped, matched := s.stop.Add(txt)
 			txt = emit
 			if stopped {
-				s.text = append(s.text, txt...)
+				s.appendText(txt)
 				abort = !engineFinished
 				return s.finish(ipc.FinishStop, StopReason{Text: matched, IsText: true}, ""), abort
 			}
@@ -144,7 +144,7 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 			txt += s.stop.Flush()
 		}
 	}
-	s.text = append(s.text, txt...)
+	s.appendText(txt)
 	if engineFinished {
 		var sr StopReason
 		if out.FinishReason == ipc.FinishStop && out.StopReason >= 0 {
@@ -181,7 +181,7 @@ func (s *State) Fail(msg string) *Delta {
 			txt += s.stop.Flush()
 		}
 	}
-	s.text = append(s.text, txt...)
+	s.appendText(txt)
 	return s.finish(ipc.FinishError, StopReason{}, msg)
 }
 
@@ -189,7 +189,7 @@ func (s *State) Fail(msg string) *Delta {
 // is nothing), for a caller that stopped holding and wants the rest now.
 func (s *State) Pending() *Delta {
 	s.reset()
-	if s.finished || (len(s.ids) == 0 && len(s.text) == 0) {
+	if s.finished || (len(s.ids) == 0 && len(s.text) == 0 && s.textStr == "") {
 		return nil
 	}
 	return s.emit()
@@ -210,7 +210,7 @@ func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *Delta
 func (s *State) emit() *Delta {
 	d := &s.delta
 	*d = Delta{
-		Text:         unsafeString(s.text),
+		Text:         s.takeText(),
 		TokenIDs:     s.ids,
 		NumTokens:    s.numTokens,
 		CachedTokens: s.cached,
@@ -231,15 +231,36 @@ func (s *State) reset() {
 		return
 	}
 	s.emitted = false
-	s.text = s.text[:0]
 	s.ids = s.ids[:0]
 	clear(s.logprobs)
 	s.logprobs = s.logprobs[:0]
 }
 
-func unsafeString(b []byte) string {
-	if len(b) == 0 {
-		return ""
+// appendText adds txt to the pending text. A single pending piece is kept
+// as the string the detokenizer returned, so the common one-piece delta
+// costs no copy; several pieces are joined in a reused buffer.
+func (s *State) appendText(txt string) {
+	switch {
+	case txt == "":
+	case s.textStr == "" && len(s.text) == 0:
+		s.textStr = txt
+	default:
+		if s.textStr != "" {
+			s.text = append(s.text, s.textStr...)
+			s.textStr = ""
+		}
+		s.text = append(s.text, txt...)
 	}
-	return unsafe.String(&b[0], len(b))
+}
+
+// takeText returns the pending text as an immutable string and clears it.
+func (s *State) takeText() string {
+	if len(s.text) == 0 {
+		t := s.textStr
+		s.textStr = ""
+		return t
+	}
+	t := string(s.text)
+	s.text = s.text[:0]
+	return t
 }

@@ -5,12 +5,14 @@
 # GPUs. A fatbin newer than its .cu and every .cuh is left alone.
 #
 # Needs NVCC (and NVCC_CCBIN_FLAGS) from scripts/cuda-toolkit.sh.
+# CUDA_FATBIN_OUT overrides the output folder (the reproducibility check
+# builds into a scratch one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 : "${NVCC:?run: eval \"\$(bash scripts/cuda-toolkit.sh)\" first}"
 SRC=kernels/cuda
-OUT=$SRC/build
+OUT=${CUDA_FATBIN_OUT:-$SRC/build}
 GENCODE=(-gencode arch=compute_80,code=sm_80 -gencode 'arch=compute_90,code=[sm_90,compute_90]')
 mkdir -p "$OUT"
 

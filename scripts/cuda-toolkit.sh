@@ -18,13 +18,15 @@ set -euo pipefail
 log() { echo "cuda-toolkit: $*" >&2; }
 
 emit_env() { # root nvcc ccbin-flags
-	local inc="$1/include" lib="$1/lib/x86_64-linux-gnu/stubs"
-	[ -d "$1/lib64/stubs" ] && lib="$1/lib64/stubs"
+	# Debian layout: stubs only (compile check). NVIDIA's layout (a GPU
+	# host): the real libraries first, the libcuda stub after.
+	local inc="$1/include" lib="-L$1/lib/x86_64-linux-gnu/stubs"
+	[ -d "$1/lib64" ] && lib="-L$1/lib64 -L$1/lib64/stubs"
 	printf 'export CUDA_ROOT=%q\n' "$1"
 	printf 'export NVCC=%q\n' "$2"
 	printf 'export NVCC_CCBIN_FLAGS=%q\n' "$3"
 	printf 'export CGO_CFLAGS=%q\n' "-I$inc ${CGO_CFLAGS:-}"
-	printf 'export CGO_LDFLAGS=%q\n' "-L$lib ${CGO_LDFLAGS:-}"
+	printf 'export CGO_LDFLAGS=%q\n' "$lib ${CGO_LDFLAGS:-}"
 }
 
 # Host compiler flags for nvcc 11.8: it accepts gcc <= 11; g++-12 works for

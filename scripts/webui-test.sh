@@ -2,7 +2,7 @@
 # The web UI's node-side checks: type check, unit tests of the script logic,
 # and the Playwright browser test in headless Debian Chromium. The browser
 # test targets $SLUICE_UI_BASE_URL when set, else builds and starts the fake
-# server (api-frontend/webui/cmd/webui-fake). Screenshots: test-artifacts/webui/.
+# server (api-frontend/webui/cmd/webui-dev). Screenshots: test-artifacts/webui/.
 # Run scripts/webui-build.sh first (the webui:test task depends on webui:build).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -27,6 +27,11 @@ func TestMain(m *testing.M) {
 		fmt.Println("SKIP: e2e tests need built binaries; not run with -short")
 		os.Exit(0)
 	}
+	if dir := os.Getenv("SLUICE_E2E_BIN"); dir != "" {
+		// prebuilt engine-core and api-frontend (for example from go build -o bin/)
+		binDir = dir
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sluice-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -248,6 +248,13 @@ func (c *Client) Utility(ctx context.Context, engineIdx int, method string, args
 	return r.Result, nil
 }
 
+// Lagging reports whether batches from engineIdx are queued behind the one
+// being dispatched: the output goroutine is the bottleneck, so sinks should
+// hand slow work (socket writes) to other goroutines.
+func (c *Client) Lagging(engineIdx int) bool {
+	return len(c.engines[engineIdx].t.Outputs()) > 0
+}
+
 // InFlight is the number of registered requests over all engines.
 func (c *Client) InFlight() int {
 	n := int64(0)

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -15,9 +19,6 @@ import (
 	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
-
-// bufPool recycles mailbox buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // genRequest is one HTTP generation request and its choices. mu guards the
 // mailbox and the choices' output state; the engine's output goroutine
@@ -38,14 +39,26 @@ type genRequest struct {
 
 	wake chan struct{} // one slot: wakes coalesce
 
-	mu        sync.Mutex
-	buf       *[]byte // pending SSE bytes (stream)
-	choices   []*choice
-	remaining int // choices not finished
-	done      bool
-	err       *openai.Error // request failed (stream: error event already queued)
-	firstSeen bool          // a choice produced its first output
-	cached    int
+	// Set (then wake) by context.AfterFunc callbacks, so the handler waits
+	// on wake alone.
+	clientGone atomic.Bool
+	ending     atomic.Bool
+
+	mu     sync.Mutex
+	buf    *[]byte // pending SSE bytes (stream), after chunkHeadroom
+	events int     // SSE events in buf
+	// Direct writes (hijacked HTTP/1.1 streams): the output goroutine writes
+	// the mailbox itself when the socket accepts it at once.
+	direct     *hijackedSSE
+	framed     []byte // framed bytes a partial direct write left, written first
+	writing    bool   // the handler is writing: others only append
+	terminated bool   // the final chunk is written or in framed
+	choices    []*choice
+	remaining  int // choices not finished
+	done       bool
+	err        *openai.Error // request failed (stream: error event already queued)
+	firstSeen  bool          // a choice produced its first output
+	cached     int
 }
 
 // choice is one completion of a request (one engine request).
@@ -101,14 +114,67 @@ func (ch *choice) Output(out *ipc.Output) bool {
 		r.s.metrics.itl.Observe(now.Sub(ch.lastOut).Seconds())
 	}
 	ch.lastOut = now
-	hold := r.opts.Stream && len(*r.buf) > 0
+	hold := r.opts.Stream && (len(*r.buf) > chunkHeadroom || len(r.framed) > 0 || r.writing)
 	d, abort := ch.st.Process(out, hold)
+	wake := false
 	if d != nil {
 		ch.deliver(d)
+		// Write from here when the socket takes it at once; otherwise (or
+		// with no direct path) the handler goroutine writes. Held tokens
+		// wake nobody.
+		wake = !r.tryDirect()
 	}
 	r.mu.Unlock()
-	r.signal()
+	if wake {
+		r.signal()
+	}
 	return abort
+}
+
+// tryDirect writes the mailbox to a hijacked connection without blocking,
+// on the engine's output goroutine, saving the handler goroutine's wake-up
+// per chunk. It reports whether the handler can stay asleep: false when
+// there is no direct path, the handler is writing, the socket took only
+// part (the rest goes to r.framed for the handler), or the stream ended.
+// r.mu is held.
+func (r *genRequest) tryDirect() bool {
+	if r.direct == nil || r.writing || len(r.framed) > 0 || r.terminated {
+		return false
+	}
+	if r.s.deps.Engines.Lagging(r.engine) {
+		// Batches are queueing behind this one: spread the writes over the
+		// handler goroutines (all cores) instead.
+		return false
+	}
+	size := len(*r.buf) - chunkHeadroom
+	if size <= 0 && !r.done {
+		return true
+	}
+	b := frameChunk(r.buf, r.done)
+	n, err := r.direct.tryWrite(b)
+	if r.done {
+		r.terminated = true
+	}
+	if n > 0 {
+		r.s.metrics.Chunks.Add(float64(r.events))
+		r.s.metrics.Bytes.Add(float64(size))
+		r.events = 0
+	}
+	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+		r.clientGone.Store(true)
+		*r.buf = (*r.buf)[:chunkHeadroom]
+		return false
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n < len(b) {
+		r.framed = append(r.framed, b[n:]...)
+		*r.buf = (*r.buf)[:chunkHeadroom]
+		return false
+	}
+	*r.buf = (*r.buf)[:chunkHeadroom]
+	return !r.done
 }
 
 func recordQueue(m *Metrics, evs []ipc.Event) {
@@ -179,7 +245,11 @@ func (ch *choice) deliver(d *outputproc.Delta) {
 	if failed {
 		reason = "error"
 	}
-	r.s.metrics.Finished(reason, len(ch.promptIDs), d.NumTokens, time.Since(r.arrival).Seconds())
+	promptTokens := 0
+	if ch.index%r.opts.N == 0 {
+		promptTokens = len(ch.promptIDs) // once per prompt, not per choice
+	}
+	r.s.metrics.Finished(reason, promptTokens, d.NumTokens, time.Since(r.arrival).Seconds())
 	if failed {
 		r.fail(&openai.Error{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: d.Error})
 		return
@@ -199,6 +269,7 @@ func (r *genRequest) fail(e *openai.Error) {
 	if r.opts.Stream {
 		b := openai.AppendErrorEvent(*r.buf, e)
 		*r.buf = append(b, openai.Done...)
+		r.events += 2
 	}
 }
 
@@ -212,8 +283,10 @@ func (r *genRequest) finishStream() {
 	if r.opts.IncludeUsage {
 		u := r.usage()
 		b = openai.AppendUsageChunk(b, &r.hdr, &u)
+		r.events++
 	}
 	*r.buf = append(b, openai.Done...)
+	r.events++
 }
 
 func (r *genRequest) usage() openai.Usage {
@@ -317,6 +390,7 @@ func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.St
 		u = &uu
 	}
 	*r.buf = openai.AppendChatChunk(*r.buf, &r.hdr, &c, u)
+	r.events++
 }
 
 // mergeToolDeltas folds streamed fragments into whole calls (non-streamed
@@ -376,6 +450,7 @@ func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop ope
 		u = &uu
 	}
 	*r.buf = openai.AppendCompletionChunk(*r.buf, &r.hdr, &c, u)
+	r.events++
 }
 
 // admit checks draining and the queue limit.
@@ -412,7 +487,9 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 	}
 	r.engine = eng
 	r.wake = make(chan struct{}, 1)
-	r.buf = bufPool.Get().(*[]byte)
+	if r.opts.Stream {
+		r.buf = getBuf()
+	}
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
 	defer s.streams.Done()
@@ -466,54 +543,74 @@ func (s *Server) abortChoices(r *genRequest, chs []*choice) {
 func (s *Server) stream(c *gin.Context, r *genRequest) {
 	s.metrics.StreamsOpen.Inc()
 	defer s.metrics.StreamsOpen.Dec()
-	w := c.Writer
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	spare := bufPool.Get().(*[]byte)
+	w, err := startSSE(c, s.cfg.sndBuf, func() { r.clientGone.Store(true); r.signal() })
+	if err != nil {
+		return // client gone before the head was sent
+	}
+	defer w.close()
+	if h, ok := w.(*hijackedSSE); ok && h.rc != nil {
+		r.mu.Lock()
+		r.direct = h
+		r.mu.Unlock()
+		r.signal() // write what arrived before the direct path existed
+	}
+	spare := getBuf()
+	var framed []byte
 	defer func() {
-		*spare = (*spare)[:0]
-		bufPool.Put(spare)
+		putBuf(spare)
+		r.mu.Lock()
+		b := r.buf
+		r.buf = getBuf()
+		r.direct = nil
+		r.mu.Unlock()
+		putBuf(b)
 	}()
-	ctx := c.Request.Context()
-	end := s.endStreams
+	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
+	defer stopEnd()
+	ended := false
 	for {
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			return // client gone; run's defer aborts the engine requests
-		case <-end:
+		<-r.wake
+		if r.clientGone.Load() {
+			return // run's defer aborts the engine requests
+		}
+		if !ended && r.ending.Load() {
+			ended = true
 			s.endRequest(r, "the server is shutting down")
-			end = nil
 		}
 		r.mu.Lock()
+		framed, r.framed = r.framed, framed[:0]
 		out := r.buf
-		*spare = (*spare)[:0]
+		*spare = (*spare)[:chunkHeadroom]
 		r.buf = spare
+		n := r.events
+		r.events = 0
 		done := r.done
+		last := done && !r.terminated
+		if done {
+			r.terminated = true
+		}
+		r.writing = true
 		r.mu.Unlock()
 		spare = out
-		if len(*out) > 0 {
-			n := countEvents(*out)
-			if _, err := w.Write(*out); err != nil {
-				return
-			}
-			w.Flush()
-			s.metrics.Chunks.Add(float64(n))
-			s.metrics.Bytes.Add(float64(len(*out)))
+		var werr error
+		if len(framed) > 0 {
+			werr = w.writeRaw(framed)
 		}
-		if done {
-			r.mu.Lock()
-			rest := *r.buf
-			r.mu.Unlock()
-			if len(rest) > 0 {
-				_, _ = w.Write(rest)
-				w.Flush()
-			}
+		size := len(*out) - chunkHeadroom
+		if werr == nil && (size > 0 || last) {
+			werr = w.write(out, last)
+			s.metrics.Chunks.Add(float64(n))
+			s.metrics.Bytes.Add(float64(size))
+		}
+		r.mu.Lock()
+		r.writing = false
+		more := len(*r.buf) > chunkHeadroom || len(r.framed) > 0 || (r.done && !r.terminated)
+		r.mu.Unlock()
+		if werr != nil || (done && !more) {
 			return
+		}
+		if more {
+			r.signal() // appended while we wrote
 		}
 	}
 }
@@ -538,29 +635,21 @@ func (s *Server) endRequest(r *genRequest, msg string) {
 	r.fail(openai.NewError(http.StatusServiceUnavailable, "%s", msg))
 }
 
-func countEvents(b []byte) int {
-	n := 0
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] == '\n' && b[i+1] == '\n' {
-			n++
-			i++
-		}
-	}
-	return n
-}
-
 // wait serves a non-streamed response once every choice has finished.
 func (s *Server) wait(c *gin.Context, r *genRequest) {
-	ctx := c.Request.Context()
-	end := s.endStreams
+	stopGone := context.AfterFunc(c.Request.Context(), func() { r.clientGone.Store(true); r.signal() })
+	defer stopGone()
+	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
+	defer stopEnd()
+	ended := false
 	for {
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
+		<-r.wake
+		if r.clientGone.Load() {
 			return
-		case <-end:
+		}
+		if !ended && r.ending.Load() {
+			ended = true
 			s.endRequest(r, "the server is shutting down")
-			end = nil
 		}
 		r.mu.Lock()
 		done, e := r.done, r.err

@@ -56,14 +56,18 @@ func newTestEnv(t *testing.T, cfg Config, script string) *testEnv {
 	client := engineclient.New([]engineclient.Transport{eng}, engineclient.Options{})
 	srv = New(cfg, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
 	client.Start()
+	env := &testEnv{t: t, eng: eng, client: client, srv: srv, http: newHTTPTest(t, srv)}
+	t.Cleanup(client.Close)
+	return env
+}
+
+func newHTTPTest(t *testing.T, srv *Server) *httptest.Server {
 	hs := httptest.NewServer(srv.Handler())
-	env := &testEnv{t: t, eng: eng, client: client, srv: srv, http: hs}
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
-		client.Close()
 	})
-	return env
+	return hs
 }
 
 func (e *testEnv) post(path, body string, hdr ...string) (*http.Response, []byte) {

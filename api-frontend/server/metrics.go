@@ -79,6 +79,19 @@ func NewMetrics(model string) *Metrics {
 	return m
 }
 
+// InitEngine creates engine's series (zero until its first stats), so the
+// gauges exist from the start, as vLLM's do.
+func (m *Metrics) InitEngine(engine int) {
+	e := strconv.Itoa(engine)
+	m.running.WithLabelValues(e)
+	m.waiting.WithLabelValues(e)
+	m.kvUsage.WithLabelValues(e)
+	m.prefixQueries.WithLabelValues(e)
+	m.prefixHits.WithLabelValues(e)
+	m.preemptions.WithLabelValues(e)
+	m.engineUp.WithLabelValues(e)
+}
+
 // EngineState records an engine going up or down.
 func (m *Metrics) EngineState(engine int, up bool) {
 	v := 0.0

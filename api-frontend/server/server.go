@@ -64,6 +64,10 @@ type Config struct {
 	Commit     string
 	// MaxModelLen overrides the engine's context length when > 0.
 	MaxModelLen int
+
+	// sndBuf, when > 0, sets SO_SNDBUF of streams' connections (tests use
+	// it to make a slow client fill the socket quickly).
+	sndBuf int
 }
 
 // ChatRenderer renders a chat request's messages into the prompt text.
@@ -103,8 +107,8 @@ type Server struct {
 	draining   atomic.Bool
 	waiting    atomic.Int64 // requests without a first token yet
 	streams    sync.WaitGroup
-	endStreams chan struct{} // closed when open streams must end now
-	endOnce    sync.Once
+	endCtx     context.Context // cancelled when open streams must end now
+	endStreams context.CancelFunc
 }
 
 // New builds the server and its routes.
@@ -124,7 +128,13 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(cfg.ServedModelNames[0])
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), endStreams: make(chan struct{})}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now()}
+	s.endCtx, s.endStreams = context.WithCancel(context.Background())
+	if deps.Engines != nil {
+		for i := 0; i < deps.Engines.NumEngines(); i++ {
+			s.metrics.InitEngine(i)
+		}
+	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(s.recovery)
@@ -157,7 +167,7 @@ func (s *Server) BeginDrain() { s.draining.Store(true) }
 
 // EndStreams ends every open stream now: what was generated is flushed,
 // then an error event and [DONE]; the engine requests are aborted.
-func (s *Server) EndStreams() { s.endOnce.Do(func() { close(s.endStreams) }) }
+func (s *Server) EndStreams() { s.endStreams() }
 
 // WaitStreams waits until every open generation request has returned, or
 // ctx ends; it reports whether they all returned.

@@ -368,3 +368,50 @@ func TestDrain(t *testing.T) {
 		t.Fatalf("stream not ended with error+[DONE]: %q", evs[max(0, len(evs)-3):])
 	}
 }
+
+// TestSlowClient fills the socket of a client that does not read: the
+// engine loop must not stall, the pending tokens merge into fewer chunks,
+// and once the client reads, it gets the whole text and [DONE].
+func TestSlowClient(t *testing.T) {
+	env := newTestEnv(t, Config{sndBuf: 4096}, strings.Repeat("0123456789", 30))
+	resp, err := http.Post(env.http.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"x","max_tokens":250,"stream":true,"stream_options":{"include_usage":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// a second, fast stream runs meanwhile: the slow one must not hold it up
+	start := time.Now()
+	if r, _ := env.post("/v1/completions", `{"prompt":"y","max_tokens":200,"stream":true}`); r.StatusCode != 200 {
+		t.Fatalf("fast stream: %d", r.StatusCode)
+	}
+	fast := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // the slow stream's engine request has finished by now
+	var body strings.Builder
+	buf := make([]byte, 512)
+	for {
+		n, err := resp.Body.Read(buf)
+		body.WriteString(string(buf[:n]))
+		if err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	chunks := parseStream(t, []byte(body.String()))
+	var text string
+	for _, c := range chunks {
+		if len(c.Choices) > 0 {
+			text += c.Choices[0].Text
+		}
+	}
+	if text != strings.Repeat("0123456789", 30)[:250] {
+		t.Fatalf("slow client got %d bytes of text", len(text))
+	}
+	t.Logf("slow client: %d chunks for 250 tokens", len(chunks))
+	if len(chunks) >= 250 {
+		t.Fatalf("%d chunks for 250 tokens: nothing merged while the client was slow", len(chunks))
+	}
+	if fast > 2*time.Second {
+		t.Fatalf("fast stream took %s", fast)
+	}
+}

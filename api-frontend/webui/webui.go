@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ type Options struct {
 	// APIKeyRequired makes the playground ask for an API key, sent as a
 	// Bearer token.
 	APIKeyRequired bool
+	// Dir, when set, serves the bundle from this directory instead of the
+	// embedded one (development: `node build.mjs --watch` writes static/app).
+	Dir string
 }
 
 // Built reports whether the web bundle was embedded at build time.
@@ -64,7 +68,9 @@ func Built() bool {
 //	/ui/api/stats/stream the same as server-sent events, once a second
 func Handler(opts Options) http.Handler {
 	var app fs.FS
-	if Built() {
+	if opts.Dir != "" {
+		app = os.DirFS(opts.Dir)
+	} else if Built() {
 		sub, err := fs.Sub(static, appDir)
 		if err == nil {
 			app = sub

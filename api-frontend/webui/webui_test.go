@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -171,4 +173,16 @@ func TestStatsStream(t *testing.T) {
 	}
 	cancel()
 	_, _ = io.Copy(io.Discard, resp.Body)
+}
+
+func TestHandlerDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("<title>from disk</title>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	Handler(Options{Dir: dir}).ServeHTTP(w, httptest.NewRequest("GET", "/ui/", nil))
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "from disk") {
+		t.Errorf("GET /ui/ with Dir: %d %q", w.Code, w.Body.String())
+	}
 }

@@ -10,11 +10,13 @@ type Bitmask struct {
 	ids    []int32
 	sparse bool
 	n      int
+	// count caches the number of allowed ids after finish (-1: unknown).
+	count int
 }
 
 // NewBitmask returns an empty mask over n token ids.
 func NewBitmask(n int) *Bitmask {
-	return &Bitmask{words: make([]uint64, (n+63)/64), n: n}
+	return &Bitmask{words: make([]uint64, (n+63)/64), n: n, count: -1}
 }
 
 // Allowed reports whether token id may be sampled.
@@ -47,6 +49,9 @@ func (m *Bitmask) Count() int {
 	if m.sparse {
 		return len(m.ids)
 	}
+	if m.count >= 0 {
+		return m.count
+	}
 	c := 0
 	for _, w := range m.words {
 		c += bits.OnesCount64(w)
@@ -62,13 +67,13 @@ func (m *Bitmask) SetAll() {
 	if r := m.n & 63; r != 0 {
 		m.words[len(m.words)-1] = 1<<uint(r) - 1
 	}
-	m.sparse, m.ids = false, m.ids[:0]
+	m.sparse, m.ids, m.count = false, m.ids[:0], m.n
 }
 
 // clear allows nothing.
 func (m *Bitmask) clear() {
 	clear(m.words)
-	m.sparse, m.ids = false, m.ids[:0]
+	m.sparse, m.ids, m.count = false, m.ids[:0], -1
 }
 
 func (m *Bitmask) set(id int32) { m.words[id>>6] |= 1 << (uint(id) & 63) }
@@ -84,9 +89,10 @@ func (m *Bitmask) finish() {
 	c := 0
 	for _, w := range m.words {
 		c += bits.OnesCount64(w)
-		if c > limit {
-			return
-		}
+	}
+	m.count = c
+	if c > limit {
+		return
 	}
 	for i, w := range m.words {
 		for w != 0 {
@@ -101,7 +107,7 @@ func (m *Bitmask) finish() {
 func (m *Bitmask) copyFrom(o *Bitmask) {
 	copy(m.words, o.words)
 	m.ids = append(m.ids[:0], o.ids...)
-	m.sparse = o.sparse
+	m.sparse, m.count = o.sparse, o.count
 }
 
 // tokenSet is an immutable set of token ids stored densely or as a list,

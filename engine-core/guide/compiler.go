@@ -23,7 +23,9 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-llm/sluice/ipc"
@@ -48,6 +50,12 @@ type Options struct {
 	// ReasoningEnd is the text after which AfterReasoning constraints
 	// start. Default "</think>".
 	ReasoningEnd string
+	// LexemeCacheBytes bounds the per-terminal-state masks kept across
+	// all grammars. Default 512 MiB.
+	LexemeCacheBytes int64
+	// CompileWorkers bounds concurrent compilations. Default
+	// max(1, GOMAXPROCS/2).
+	CompileWorkers int
 }
 
 // Compiler compiles constraints against one vocabulary and caches the
@@ -60,6 +68,10 @@ type Compiler struct {
 	lru     *list.List // of *entry, most recent first
 	entries map[string]*list.Element
 	terms   map[string]*terminal
+	// budget is what is left of LexemeCacheBytes.
+	budget atomic.Int64
+	// workers holds one token per running compilation.
+	workers chan struct{}
 }
 
 type entry struct {
@@ -88,11 +100,33 @@ func NewCompilerWithOptions(vocab *Vocab, o Options) *Compiler {
 	if o.ReasoningEnd == "" {
 		o.ReasoningEnd = "</think>"
 	}
-	return &Compiler{vocab: vocab, opts: o, lru: list.New(), entries: map[string]*list.Element{}, terms: map[string]*terminal{}}
+	if o.LexemeCacheBytes <= 0 {
+		o.LexemeCacheBytes = 512 << 20
+	}
+	if o.CompileWorkers <= 0 {
+		o.CompileWorkers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	c := &Compiler{vocab: vocab, opts: o, lru: list.New(), entries: map[string]*list.Element{},
+		terms: map[string]*terminal{}, workers: make(chan struct{}, o.CompileWorkers)}
+	c.budget.Store(o.LexemeCacheBytes)
+	return c
 }
 
 // Vocab returns the compiler's vocabulary.
 func (c *Compiler) Vocab() *Vocab { return c.vocab }
+
+// Stats describes a compiler's caches (for metrics).
+type Stats struct {
+	Grammars  int // compiled grammars and failures cached
+	Terminals int // shared terminal automata
+}
+
+// Stats returns the current cache sizes.
+func (c *Compiler) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Grammars: c.lru.Len(), Terminals: len(c.terms)}
+}
 
 // CompileResult is what CompileAsync delivers.
 type CompileResult struct {
@@ -171,7 +205,9 @@ func (c *Compiler) lookup(ct ipc.Constraint) *entry {
 	}
 	c.mu.Unlock()
 	go func() {
+		c.workers <- struct{}{}
 		e.g, e.err = c.build(ct)
+		<-c.workers
 		close(e.ready)
 	}()
 	return e
@@ -205,6 +241,7 @@ func (c *Compiler) terminal(pattern string) (*terminal, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.budget = &c.budget
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.terms[pattern]; old != nil {

@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
 )
 
 // TestConcurrentMatchers shares one compiler (grammars, lazy automata,
@@ -35,9 +33,8 @@ func TestConcurrentMatchers(t *testing.T) {
 	wg.Wait()
 }
 
-// fakeTokenizer adapts the test vocabulary to tokenizer.Tokenizer.
+// fakeTokenizer adapts the test vocabulary to TokenSource.
 type fakeTokenizer struct {
-	tokenizer.Tokenizer
 	v *Vocab
 }
 

@@ -3,6 +3,7 @@ package guide
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -49,6 +50,11 @@ type terminal struct {
 	d       *dfa
 	mu      sync.Mutex
 	inner   map[int32]*innerMask
+	// budget is the compiler-wide byte budget for inner masks (nil: no
+	// limit); past it new masks are computed but not kept.
+	budget *atomic.Int64
+	counts map[int32]countResult // countState memo, under mu
+	reps   []byte                // jointReps with the plain automaton
 }
 
 // innerMask is, for one terminal state q, the tokens whose bytes all keep
@@ -69,6 +75,8 @@ func newTerminal(pattern string, maxStates int) (*terminal, error) {
 	return &terminal{pattern: pattern, d: newDFA(n, maxStates), inner: map[int32]*innerMask{}}, nil
 }
 
+func (im *innerMask) bytes() int64 { return int64(im.set.bytes() + 4*len(im.bounds) + 32) }
+
 // innerFor returns the inner mask of state q, computing it on first use
 // by walking the token trie with the terminal automaton alone.
 func (t *terminal) innerFor(q int32, v *Vocab) *innerMask {
@@ -79,9 +87,16 @@ func (t *terminal) innerFor(q int32, v *Vocab) *innerMask {
 		return im
 	}
 	im = t.computeInner(q, v)
+	if t.budget != nil && t.budget.Add(-im.bytes()) < 0 {
+		t.budget.Add(im.bytes())
+		return im // over budget: used once, not kept
+	}
 	t.mu.Lock()
 	if old := t.inner[q]; old != nil {
 		im = old
+		if t.budget != nil {
+			t.budget.Add(im.bytes())
+		}
 	} else {
 		t.inner[q] = im
 	}
@@ -90,6 +105,13 @@ func (t *terminal) innerFor(q int32, v *Vocab) *innerMask {
 }
 
 func (t *terminal) computeInner(q int32, v *Vocab) *innerMask {
+	if r, ok := countState(v.plain, t, q); ok {
+		im := t.walkInner(q, v, v.plain.rest)
+		for i, w := range v.plain.upTo[r] {
+			im.words[i] |= w
+		}
+		return im.finish()
+	}
 	for _, sl := range v.slices {
 		if subsumes(sl, t, q) {
 			im := t.walkInner(q, v, sl.rest)
@@ -135,6 +157,122 @@ func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
 		i++
 	}
 	return innerWalk{words: words, im: &innerMask{bounds: bounds, tr: tr}}
+}
+
+// countResult memoises countState per terminal state.
+type countResult struct {
+	r  int8
+	ok bool
+}
+
+// countState reports whether, on strings of plain characters, state q
+// lives exactly up to r characters (r ≤ maxCountChars, where r =
+// maxCountChars also means "or more") and never accepts: then the plain
+// tokens of at most r characters are allowed and longer ones are not. It
+// explores one character of the product with the plain-character
+// automaton, then recurses on the states reached (memoised per state, so
+// the successive count states of a length-bounded string cost one
+// character each).
+func countState(cs *countSlice, t *terminal, q int32) (int, bool) {
+	return t.countFrom(cs, q, 0)
+}
+
+func (t *terminal) countFrom(cs *countSlice, q int32, depth int) (int, bool) {
+	if depth >= maxCountChars {
+		return 0, true // deep enough: the caller's count is capped
+	}
+	t.mu.Lock()
+	res, hit := t.counts[q]
+	t.mu.Unlock()
+	if hit {
+		return int(res.r), res.ok
+	}
+	r, ok := t.countLevel(cs, q, depth)
+	t.mu.Lock()
+	if t.counts == nil {
+		t.counts = map[int32]countResult{}
+	}
+	if depth == 0 || !ok || r < maxCountChars-depth {
+		// Results capped by depth are only exact at depth 0.
+		t.counts[q] = countResult{int8(r), ok}
+	}
+	t.mu.Unlock()
+	return r, ok
+}
+
+func (t *terminal) countLevel(cs *countSlice, q int32, depth int) (int, bool) {
+	reps := t.jointReps(cs.d)
+	type pair struct{ s, t int32 }
+	var after []int32 // terminal states after one whole character
+	dead, alive := false, false
+	stack := []pair{{cs.d.start, q}}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range reps {
+			s2 := cs.d.next(p.s, b)
+			if s2 == deadState {
+				continue
+			}
+			t2 := t.d.next(p.t, b)
+			if t2 == deadState {
+				dead = true
+				continue
+			}
+			if accepting(t2) {
+				return 0, false
+			}
+			alive = true
+			if accepting(s2) {
+				if !slices.Contains(after, t2) {
+					after = append(after, t2)
+				}
+			} else {
+				stack = append(stack, pair{s2, t2})
+			}
+			if len(stack) > 1<<12 || len(after) > 64 {
+				return 0, false
+			}
+		}
+	}
+	switch {
+	case dead && alive:
+		return 0, false
+	case !alive:
+		return 0, true
+	}
+	r := -1
+	for _, q2 := range after {
+		r2, ok := t.countFrom(cs, q2, depth+1)
+		if !ok || r >= 0 && r2 != r {
+			return 0, false
+		}
+		r = r2
+	}
+	return min(r+1, maxCountChars), true
+}
+
+// jointReps returns one byte per pair of byte classes of d and the
+// terminal (memoised for the plain-character automaton).
+func (t *terminal) jointReps(d *dfa) []byte {
+	t.mu.Lock()
+	reps := t.reps
+	t.mu.Unlock()
+	if reps != nil {
+		return reps
+	}
+	var seen [256][256]bool
+	for b := 0; b < 256; b++ {
+		c1, c2 := d.class[b], t.d.class[b]
+		if !seen[c1][c2] {
+			seen[c1][c2] = true
+			reps = append(reps, byte(b))
+		}
+	}
+	t.mu.Lock()
+	t.reps = reps
+	t.mu.Unlock()
+	return reps
 }
 
 // subsumes reports whether every string of the slice keeps terminal
@@ -242,6 +380,7 @@ type cachedMask struct {
 	words  []uint64
 	ids    []int32
 	sparse bool
+	count  int
 }
 
 func (e *cachedMask) size() int { return 8*len(e.words) + 4*len(e.ids) + 64 }
@@ -260,26 +399,28 @@ func (c *maskCache) get(key []byte, dst *Bitmask) bool {
 		return false
 	}
 	c.hits.Add(1)
-	if e.sparse {
+	if e.sparse && e.words == nil {
 		clear(dst.words)
 		for _, id := range e.ids {
 			dst.set(id)
 		}
 		dst.ids = append(dst.ids[:0], e.ids...)
-		dst.sparse = true
+		dst.sparse, dst.count = true, len(e.ids)
 		return true
 	}
 	copy(dst.words, e.words)
-	dst.ids = dst.ids[:0]
-	dst.sparse = false
+	dst.ids = append(dst.ids[:0], e.ids...)
+	dst.sparse, dst.count = e.sparse, e.count
 	return true
 }
 
 func (c *maskCache) put(key []byte, m *Bitmask) {
-	e := &cachedMask{sparse: m.sparse}
+	e := &cachedMask{sparse: m.sparse, count: m.count}
 	if m.sparse {
 		e.ids = append([]int32(nil), m.ids...)
-	} else {
+	}
+	// Setting many bits one by one costs more than copying the words.
+	if !m.sparse || len(m.ids) > len(m.words)/8 {
 		e.words = append([]uint64(nil), m.words...)
 	}
 	if e.size() > c.limit {

@@ -356,11 +356,15 @@ func (m *Matcher) Dormant() bool { return m.dormant }
 // reasoning block).
 func (m *Matcher) EndReasoning() { m.dormant = false }
 
-// Mask fills dst (sized for the vocabulary) with the tokens allowed next.
+// Mask fills dst (from NewBitmask(vocab.Size()); another size is
+// reallocated) with the tokens allowed next.
 // EOS is allowed only when the output is complete, and is the only token
 // allowed when nothing else can follow (or, should the matcher ever reach
 // a dead end, forced and counted in DeadEnds).
 func (m *Matcher) Mask(dst *Bitmask) {
+	if n := m.g.vocab.Size(); dst.n != n {
+		*dst = *NewBitmask(n) // wrong size: resize rather than panic
+	}
 	if m.dormant {
 		dst.SetAll()
 		return

@@ -238,6 +238,12 @@ func TestAfterReasoning(t *testing.T) {
 	if !m.IsDone() {
 		t.Fatal("not done")
 	}
+	// The prompt already closed reasoning: constrain from the start.
+	m3 := mustMatcher(t, c, ct)
+	m3.EndReasoning()
+	if m3.Dormant() || m3.Accept('x') == nil {
+		t.Fatal("EndReasoning did not activate the constraint")
+	}
 	// Regex answers also get the blank lines after </think>.
 	rc, err := constraint.Regex("[0-9]+")
 	if err != nil {
@@ -268,6 +274,9 @@ func TestCompileCacheAndErrors(t *testing.T) {
 	g2, _ := c.Compile(ct, time.Time{})
 	if g1 != g2 {
 		t.Fatal("cache miss on equal constraint")
+	}
+	if st := c.Stats(); st.Grammars != 1 || st.Terminals == 0 {
+		t.Fatalf("stats %+v", st)
 	}
 	bad := ipc.Constraint{Kind: "grammar", Spec: "root ::= root \"a\" | \"b\"", Hash: "h-left"}
 	if _, err := c.Compile(bad, time.Now().Add(5*time.Second)); err == nil || !strings.Contains(err.Error(), "left-recursive") {

@@ -253,7 +253,7 @@ func accepting(q int32) bool { return q&1 != 0 }
 func live(q int32) bool { return q&2 != 0 }
 
 const (
-	chunkShift = 8
+	chunkShift = 6
 	chunkSize  = 1 << chunkShift
 	// defaultMaxDFAStates caps a terminal's lazily built automaton.
 	defaultMaxDFAStates = 1 << 15

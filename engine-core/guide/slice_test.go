@@ -20,6 +20,10 @@ func TestSlicedInnerEqualsFullWalk(t *testing.T) {
 		`"(?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]){0,40}"`,
 		`"[a-z ]*"`,
 		`-?(?:0|[1-9][0-9]*)`,
+		`"(?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]){0,5}"`,
+		`"(?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]){3,9}"`,
+		`"(?:[^"\\\x00-\x1F\x7F]){0,100}x"`,
+		`"name"`,
 	}
 	rng := rand.New(rand.NewPCG(1, 5))
 	used := 0
@@ -32,7 +36,7 @@ func TestSlicedInnerEqualsFullWalk(t *testing.T) {
 			for k := 0; k < 6; k++ {
 				// A random live state: feed a random prefix.
 				q := term.d.start
-				for _, c := range []byte(`"` + string([]byte("abc de\\\"x")[:rng.IntN(10)])) {
+				for _, c := range []byte(`"` + string([]byte("abc dé\\\"x")[:rng.IntN(11)])) {
 					if n := term.d.next(q, c); n != deadState {
 						q = n
 					}

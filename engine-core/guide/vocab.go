@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
-
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"unicode/utf8"
 )
 
 // trieNode is one node of the flattened token trie, in preorder: the
@@ -95,6 +94,21 @@ type Vocab struct {
 	eos     []int32
 	*trie
 	slices []*slice
+	plain  *countSlice
+}
+
+// maxCountChars bounds the token lengths (in characters) a countSlice
+// sorts into length classes; longer tokens are walked.
+const maxCountChars = 32
+
+// countSlice sorts the tokens made only of plain JSON-string characters
+// by length. A lexeme state that keeps exactly the plain strings of at
+// most r characters alive (a JSON string with maxLength, or r unbounded)
+// allows upTo[r] plus whatever a walk of rest (every other token) finds.
+type countSlice struct {
+	d    *dfa       // plain characters, accepting at character boundaries
+	upTo [][]uint64 // upTo[k]: plain tokens of 1..k characters
+	rest *trie
 }
 
 // NewVocab prepares a vocabulary from each token id's bytes (as decoded in
@@ -146,12 +160,48 @@ func NewVocab(tokens [][]byte, eos []int32, special func(id int32) bool) (*Vocab
 		sl.rest = buildTrie(tokens, rest)
 		v.slices = append(v.slices, sl)
 	}
+	v.plain = newCountSlice(tokens, ids, v.slices[0].d)
 	return v, nil
+}
+
+func newCountSlice(tokens [][]byte, ids []int32, d *dfa) *countSlice {
+	cs := &countSlice{d: d, upTo: make([][]uint64, maxCountChars+1)}
+	nw := (len(tokens) + 63) / 64
+	byLen := make([][]int32, maxCountChars+1)
+	var rest []int32
+	for _, id := range ids {
+		t := tokens[id]
+		n := utf8.RuneCount(t)
+		if n <= maxCountChars && d.matchString(string(t)) {
+			byLen[n] = append(byLen[n], id)
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	cur := make([]uint64, nw)
+	for k := 0; k <= maxCountChars; k++ {
+		for _, id := range byLen[k] {
+			cur[id>>6] |= 1 << (uint(id) & 63)
+		}
+		cs.upTo[k] = append([]uint64(nil), cur...)
+	}
+	cs.rest = buildTrie(tokens, rest)
+	return cs
+}
+
+// TokenSource is the part of outputproc/tokenizer.Tokenizer a vocabulary
+// is built from; every tokenizer.Tokenizer satisfies it. (Declared here so
+// that this package does not depend on the tokenizer package.)
+type TokenSource interface {
+	TokenBytes(id int32) []byte
+	IsSpecial(id int32) bool
+	VocabSize() int
+	EOS() int32
 }
 
 // FromTokenizer prepares the vocabulary of a tokenizer; extraEOS adds end
 // ids besides t.EOS() (for example <|im_end|> for chat models).
-func FromTokenizer(t tokenizer.Tokenizer, extraEOS ...int32) (*Vocab, error) {
+func FromTokenizer(t TokenSource, extraEOS ...int32) (*Vocab, error) {
 	toks := make([][]byte, t.VocabSize())
 	for i := range toks {
 		toks[i] = t.TokenBytes(int32(i))

@@ -267,7 +267,9 @@ func openGGUF(path string) (*Config, source, error) {
 	if v, ok := f.Meta.Uint("tokenizer.ggml.eot_token_id"); ok && (len(c.EOS) == 0 || int32(v) != c.EOS[0]) {
 		c.EOS = append(c.EOS, int32(v))
 	}
-	if name, ok := f.Meta.String("general.name"); ok && name != "" {
+	// general.name, unless it only repeats the architecture (llama.cpp's
+	// llama2.c converter writes "llama"); then the file name says more.
+	if name, ok := f.Meta.String("general.name"); ok && name != "" && name != arch {
 		c.Name = name
 	} else {
 		c.Name = strings.TrimSuffix(filepath.Base(path), ".gguf")

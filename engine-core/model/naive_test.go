@@ -104,6 +104,14 @@ func (h *hfModel) write(t *testing.T, dtype string) string {
 			shape = []int{sh[1]}
 		}
 		data := safetensors.F32Bytes(f)
+		if dtype == "F16" {
+			data = make([]byte, 2*len(f))
+			for i, v := range f {
+				hb := kernels.F32ToF16(v)
+				data[2*i], data[2*i+1] = byte(hb), byte(hb>>8)
+				d[i] = float64(kernels.F16ToF32(hb))
+			}
+		}
 		if dtype == "BF16" {
 			data = safetensors.BF16Bytes(f)
 			for i := range d {
@@ -315,7 +323,7 @@ func TestNaiveAgreement(t *testing.T) {
 		{"llama2-gqa", "LlamaForCausalLM", false, false, false, false, "F32"},
 		{"llama3-scaling-tied", "LlamaForCausalLM", true, false, false, true, "F32"},
 		{"mistral-bf16", "MistralForCausalLM", false, false, false, false, "BF16"},
-		{"qwen2-bias", "Qwen2ForCausalLM", true, true, false, false, "F32"},
+		{"qwen2-bias-f16", "Qwen2ForCausalLM", true, true, false, false, "F16"},
 		{"qwen3-qknorm", "Qwen3ForCausalLM", true, false, true, false, "F32"},
 	}
 	r := rand.New(rand.NewPCG(4, 4))

@@ -2,7 +2,9 @@ package runner
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/engine-core/sched"
@@ -12,6 +14,21 @@ import (
 // The benchmarks run on generated random-weight models with the stories15M
 // and stories110M shapes (speed depends only on shape); the first run
 // generates them into the user cache. Each reports tokens per second.
+
+// cpuTime returns the CPU time (user + system, all threads) the process
+// has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report adds tok/s (wall clock) and cpu-ms/tok (CPU time of all threads
+// per token, which stays meaningful when other processes share the cores).
+func report(b *testing.B, tokens int, cpu0 time.Duration) {
+	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(tokens), "cpu-ms/tok")
+}
 
 func benchModel(b *testing.B, shape, format string) string {
 	b.Helper()
@@ -96,6 +113,7 @@ func BenchmarkDecode(b *testing.B) {
 			ss := benchBatch(r, c.nseq, prompt, maxLen)
 			step(b, r, ss, batch, out) // prefill
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				if len(ss[0].toks) >= maxLen {
 					b.StopTimer()
@@ -106,7 +124,7 @@ func BenchmarkDecode(b *testing.B) {
 				}
 				step(b, r, ss, batch, out)
 			}
-			b.ReportMetric(float64(b.N*c.nseq)/b.Elapsed().Seconds(), "tok/s")
+			report(b, b.N*c.nseq, cpu0)
 		})
 	}
 }
@@ -123,11 +141,12 @@ func BenchmarkPrefill(b *testing.B) {
 			batch := &sched.Batch{}
 			ss := benchBatch(r, 1, prompt, 256)
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				ss[0].toks, ss[0].done = ss[0].toks[:prompt], 0
 				step(b, r, ss, batch, out)
 			}
-			b.ReportMetric(float64(b.N*prompt)/b.Elapsed().Seconds(), "tok/s")
+			report(b, b.N*prompt, cpu0)
 		})
 	}
 }

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluice-llm/sluice/engine-core/sample"
@@ -13,6 +15,8 @@ import (
 	"github.com/sluice-llm/sluice/internal/testenv"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/modelfile/demo"
+	"github.com/sluice-llm/sluice/modelfile/llama2c"
+	"github.com/sluice-llm/sluice/modelfile/safetensors"
 )
 
 // recorder wraps the real sampler and keeps a copy of every logits row it
@@ -358,5 +362,90 @@ func TestNoAllocPerStep(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per step", allocs)
+	}
+}
+
+// exportHF converts a llama2.c checkpoint to a Hugging Face directory,
+// permuting the q/k rows from interleaved to rotate-half RoPE as
+// transformers' convert_llama_weights_to_hf.py does.
+func exportHF(t *testing.T, path string) string {
+	t.Helper()
+	f, err := llama2c.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := f.Config
+	permute := func(w []byte, rows, cols, heads int) []byte {
+		hd, rb := rows/heads, cols*4
+		out := make([]byte, len(w))
+		for h := 0; h < heads; h++ {
+			for j := 0; j < hd/2; j++ {
+				for half := 0; half < 2; half++ {
+					src, dst := h*hd+2*j+half, h*hd+half*hd/2+j
+					copy(out[dst*rb:(dst+1)*rb], w[src*rb:(src+1)*rb])
+				}
+			}
+		}
+		return out
+	}
+	var ts []safetensors.Tensor
+	for _, name := range f.Names() {
+		tt, _ := f.Tensor(name)
+		data := tt.Data
+		switch {
+		case strings.HasSuffix(name, "q_proj.weight"):
+			data = permute(data, tt.Rows, tt.Cols, c.Heads)
+		case strings.HasSuffix(name, "k_proj.weight"):
+			data = permute(data, tt.Rows, tt.Cols, c.KVHeads)
+		}
+		shape := []int{tt.Rows, tt.Cols}
+		if tt.Rows == 1 {
+			shape = []int{tt.Cols}
+		}
+		ts = append(ts, safetensors.Tensor{Name: name, DType: "F32", Shape: shape, Data: data})
+	}
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{
+		"architectures": []string{"LlamaForCausalLM"}, "hidden_size": c.Dim, "intermediate_size": c.HiddenDim,
+		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
+		"rms_norm_eps": 1e-5, "max_position_embeddings": c.SeqLen, "vocab_size": c.VocabSize,
+		"tie_word_embeddings": c.SharedClassifier, "bos_token_id": 1, "eos_token_id": 2,
+	})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestAidreamsSafetensorsRunner(t *testing.T) {
+	b, err := os.ReadFile(testenv.SharedFile(t, "reference-outputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Runs []struct {
+			PromptIDs    []int32 `json:"prompt_ids"`
+			GeneratedIDs []int32 `json:"generated_ids"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	want := ref.Runs[0]
+	r, rec := newRunner(t, exportHF(t, testenv.SharedFile(t, "aidreams260K/aidreams260K.bin")))
+	q := &request{id: "a", prompt: want.PromptIDs, maxNew: len(want.GeneratedIDs)}
+	drive(t, r, rec, []*request{q}, 5)
+	for i, tok := range want.GeneratedIDs {
+		if q.gen[i] != tok {
+			t.Fatalf("token %d: got %d want %d", i, q.gen[i], tok)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package sample
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/ipc"
@@ -47,21 +48,27 @@ func BenchmarkSample(b *testing.B) {
 				out := make([]Result, rows)
 				b.ReportAllocs()
 				b.SetBytes(int64(rows * V * 4))
+				var cpu int64
 				for b.Loop() {
 					b.StopTimer()
 					copy(logits, src) // Sample overwrites its input
 					b.StartTimer()
+					c0 := cpuNow()
 					if err := s.Sample(logits, in, out); err != nil {
 						b.Fatal(err)
 					}
+					cpu += cpuNow() - c0
 				}
+				reportCPU(b, cpu)
 			})
 		}
 	}
 }
 
 // BenchmarkSampleRow measures one 32000-logit row held in cache, separating
-// the sampler's arithmetic from the memory traffic of a full step.
+// the sampler's arithmetic from the memory traffic of a full step. Each
+// iteration first restores the row (Sample overwrites it); "copy" measures
+// that alone.
 //
 //	go test -run '^$' -bench SampleRow -cpu 1 ./engine-core/sample/
 func BenchmarkSampleRow(b *testing.B) {
@@ -80,16 +87,84 @@ func BenchmarkSampleRow(b *testing.B) {
 		{"top_p", ipc.SamplingParams{Temperature: 0.8, TopP: 0.9, Logprobs: -1}},
 		{"top_k", ipc.SamplingParams{Temperature: 0.8, TopK: 50, Logprobs: -1}},
 	}
+	row := make([]float32, V)
+	b.Run("copy", func(b *testing.B) {
+		c0 := cpuNow()
+		for b.Loop() {
+			copy(row, src)
+		}
+		reportCPU(b, cpuNow()-c0)
+	})
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			w := newWorker(V)
-			row := make([]float32, V)
 			in := Input{Params: &tc.p, Seed: 1}
 			var res Result
+			ids, lps := make([]int32, 0, MaxTopLogprobs), make([]float32, 0, MaxTopLogprobs)
+			c0 := cpuNow()
 			for b.Loop() {
 				copy(row, src)
-				w.sampleRow(row, &in, &res, nil, nil)
+				w.sampleRow(row, &in, &res, ids, lps)
 			}
+			reportCPU(b, cpuNow()-c0)
 		})
 	}
+}
+
+// reportCPU reports the CPU time used per iteration (user + system, all
+// threads), which oversubscription inflates far less than wall time.
+func reportCPU(b *testing.B, ns int64) {
+	if ns > 0 && b.N > 0 {
+		b.ReportMetric(float64(ns)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// BenchmarkKernels measures each vectorised pass over one cache-resident
+// 32000-entry row.
+//
+//	go test -run '^$' -bench Kernels -cpu 1 ./engine-core/sample/
+func BenchmarkKernels(b *testing.B) {
+	const V = 32000
+	rng := rand.New(rand.NewPCG(1, 1))
+	row := make([]float32, V)
+	for i := range row {
+		row[i] = float32(rng.NormFloat64() * 2)
+	}
+	w := newWorker(V)
+	m := rowMax(row)
+	w.expRow(w.e, row, m, 1.25, expLo)
+	b.Run("max", func(b *testing.B) {
+		for b.Loop() {
+			rowMax(row)
+		}
+	})
+	b.Run("argmax", func(b *testing.B) {
+		for b.Loop() {
+			argmax(row)
+		}
+	})
+	b.Run("exp", func(b *testing.B) {
+		for b.Loop() {
+			w.expRow(w.e, row, m, 1.25, expLo)
+		}
+	})
+	b.Run("massCount2", func(b *testing.B) {
+		for b.Loop() {
+			massCount2(w.e, 0.01, 0.02, &w.ln)
+		}
+	})
+	b.Run("compress_band", func(b *testing.B) {
+		for b.Loop() {
+			compress(w.e, 0, 0.01, 0.011, w.idx, w.val)
+		}
+	})
+	b.Run("sample_sort", func(b *testing.B) {
+		for b.Loop() {
+			q := w.sample[:]
+			for j := range q {
+				q[j] = w.e[j*(V/sampleSize)]
+			}
+			slices.Sort(q)
+		}
+	})
 }

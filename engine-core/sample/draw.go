@@ -2,193 +2,316 @@ package sample
 
 import (
 	"math"
+	"slices"
 
 	"github.com/sluice-llm/sluice/ipc"
-)
-
-// numBuckets splits candidates by how far their scaled logit lies below
-// the top one, in quarter-nat steps; the last bucket marks excluded ones.
-const (
-	numBuckets   = 256
-	bucketScale  = 4
-	excluded     = numBuckets - 1
-	lastBucket   = numBuckets - 2
-	bucketsLimit = float32(lastBucket) / bucketScale
 )
 
 // draw samples from row (processed logits) with temperature, min_p, top_k
 // and top_p, using u in [0, 1).
 //
-// One pass computes every candidate's unnormalised probability and sorts
-// it into a bucket by distance from the top logit (quarter-nat buckets: a
-// histogram of counts and mass). The histogram locates the bucket holding
-// the top-k / top-p boundary: buckets above it are kept whole, and only the
-// boundary bucket's members are selected exactly; nothing is sorted.
+// One vectorised pass computes every candidate's unnormalised probability
+// e_i = exp((v_i - max)/T) (0 for min_p misses, -inf and NaN) and their
+// sum. Plain temperature then draws directly, in id order, from per-chunk
+// sums. Top-k and top-p need the threshold t at which the kept set ends:
+// the set is {e_i > t} plus the first r ids with e_i == t (ties go to the
+// lowest ids, as a stable sort by probability would give). t is found
+// without sorting the vocabulary: a strided sample suggests two thresholds
+// around it, one vectorised pass counts and sums the elements above each
+// (widening until they bracket t), and only the elements between the two
+// (a few hundred) are selected exactly.
 func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
-	m := maxOf(row)
-	if m == negInf || m != m {
+	m := rowMax(row)
+	if m == negInf || m != m || m == posInf {
 		return argmax(row)
 	}
 	invT := 1 / p.Temperature
-	top := m * invT
-	limit := float32(math.Inf(1))
+	lo := float32(expLo)
 	if p.MinP > 0 {
-		// p_i >= min_p * p_max  <=>  top - v_i/T <= -ln(min_p)
-		limit = -float32(math.Log(float64(p.MinP)))
+		// p_i >= min_p * p_max  <=>  (v_i - max)/T >= ln(min_p)
+		lo = max(lo, float32(math.Log(float64(p.MinP))))
 	}
-	k := int(p.TopK)
+	k := max(int(p.TopK), 0)
 	tp := float64(p.TopP)
 	if tp <= 0 || tp >= 1 {
 		tp = 0
 	}
-	e, bkt := s.e[:len(row)], s.bkt[:len(row)]
-	var z0, z1 float64
-	if k <= 0 && tp == 0 {
-		// Plain temperature (and min_p): no histogram needed.
-		for i, v := range row {
-			d := top - v*invT
-			x := float32(0)
-			if d <= limit { // excludes min_p misses, -inf and NaN
-				x = expNeg(d)
-			}
-			e[i] = x
-			if i&1 == 0 {
-				z0 += float64(x)
-			} else {
-				z1 += float64(x)
-			}
-		}
-	} else {
-		clear(s.cnt[:])
-		clear(s.mass[:])
-		for i, v := range row {
-			d := top - v*invT
-			if !(d <= limit) {
-				e[i], bkt[i] = 0, excluded
-				continue
-			}
-			x := expNeg(d)
-			b := lastBucket
-			if d < bucketsLimit {
-				b = int(d * bucketScale)
-			}
-			e[i], bkt[i] = x, uint8(b)
-			s.cnt[b]++
-			s.mass[b] += float64(x)
-			if i&1 == 0 {
-				z0 += float64(x)
-			} else {
-				z1 += float64(x)
-			}
-		}
+	e := s.e[:len(row)]
+	z, npos := s.expRow(e, row, m, invT, lo)
+	if npos == 0 {
+		return argmax(row)
 	}
-	z := z0 + z1
-	total := 0
-	if k > 0 {
-		for b := range lastBucket + 1 {
-			total += int(s.cnt[b])
-		}
-		if k >= total {
-			k = 0
-		}
-	} else {
+	if k >= npos {
 		k = 0
 	}
-	if k == 0 && tp == 0 {
-		// Plain temperature (and min_p): draw over the dense array.
-		target := u * z
-		var acc float64
-		last := int32(-1)
-		for i, x := range e {
-			if x == 0 {
+	switch {
+	case k == 0 && tp == 0:
+		return s.drawChunks(e, u*z)
+	case k == 0:
+		need := tp * z
+		if need <= 1 {
+			// The top token (e == 1) alone reaches top_p.
+			return int32(max(indexOf(e, 1), 0))
+		}
+		t, r, mass := s.threshold(e, true, need, z, npos)
+		return s.drawAbove(e, t, r, u*mass)
+	}
+	t, r, mass := s.threshold(e, false, float64(k), z, npos)
+	if tp == 0 {
+		return s.drawAbove(e, t, r, u*mass)
+	}
+	// Top-p over the top k: gather them (about k) and select exactly.
+	idx, val := s.idx, s.val
+	n := compress(e, 0, t, posInf, idx, val)
+	kept := 0
+	for i := range n {
+		if val[i] == t {
+			if r == 0 {
 				continue
 			}
+			r--
+		}
+		idx[kept], val[kept] = idx[i], val[i]
+		kept++
+	}
+	kept = nucleus(idx[:kept], val[:kept], tp*sum(val[:kept]))
+	return pick(idx[:kept], val[:kept], u)
+}
+
+var posInf = float32(math.Inf(1))
+
+// expRow fills e with the unnormalised probabilities of row and
+// s.chunkSum with their per-chunk sums; it returns the total and the
+// number of non-zero entries.
+func (s *worker) expRow(e, row []float32, m, invT, lo float32) (float64, int) {
+	var z float64
+	var cnt int
+	for c := 0; c*chunk < len(row); c++ {
+		a, b := c*chunk, min((c+1)*chunk, len(row))
+		cz, cc := expChunk(e[a:b], row[a:b], m, invT, lo, &s.ln)
+		s.chunkSum[c] = cz
+		z += cz
+		cnt += cc
+	}
+	return z, cnt
+}
+
+// drawChunks returns the id at which the running sum of e, in id order,
+// first exceeds target, using the chunk sums of expRow to skip ahead.
+func (s *worker) drawChunks(e []float32, target float64) int32 {
+	nch := (len(e) + chunk - 1) / chunk
+	for c := range nch {
+		cs := s.chunkSum[c]
+		if target >= cs {
+			target -= cs
+			continue
+		}
+		a, b := c*chunk, min((c+1)*chunk, len(e))
+		var acc float64
+		last := -1
+		for i := a; i < b; i++ {
+			if x := e[i]; x != 0 {
+				acc += float64(x)
+				last = i
+				if acc > target {
+					return int32(i)
+				}
+			}
+		}
+		if last >= 0 { // rounding: the chunk's last candidate
+			return int32(last)
+		}
+	}
+	return lastNonZero(e)
+}
+
+// lastNonZero returns the highest id with e > 0 (0 when none).
+func lastNonZero(e []float32) int32 {
+	for i := len(e) - 1; i >= 0; i-- {
+		if e[i] != 0 {
+			return int32(i)
+		}
+	}
+	return 0
+}
+
+// drawAbove returns the member of the set {e_i > t} plus the first r ids
+// with e_i == t at which the running mass of the set, in id order, first
+// exceeds target (u times the set's mass). Chunk masses let it skip
+// ahead; it stops at the chunk holding the target.
+func (s *worker) drawAbove(e []float32, t float32, r int, target float64) int32 {
+	tPlus := math.Nextafter32(t, posInf)
+	ties := r
+	last := int32(-1)
+	for a := 0; a < len(e); a += chunk {
+		b := min(a+chunk, len(e))
+		gt, cgt, _, cge := massCount2(e[a:b], tPlus, t, &s.ln)
+		take := min(ties, cge-cgt)
+		cs := gt + float64(take)*float64(t)
+		if cs == 0 {
+			continue
+		}
+		if target >= cs {
+			target -= cs
+			ties -= take
+			last = int32(a) // the chunk holds a member; found below if needed
+			continue
+		}
+		var acc float64
+		for i := a; i < b; i++ {
+			x := e[i]
+			if x < t || x == 0 {
+				continue
+			}
+			if x == t {
+				if ties == 0 {
+					continue
+				}
+				ties--
+			}
 			acc += float64(x)
-			last = int32(i)
 			if acc > target {
 				return int32(i)
 			}
+			last = int32(i)
 		}
-		if last < 0 {
-			return argmax(row)
-		}
-		return last
+		return last // rounding: the chunk's last member
 	}
-	idx, val := s.idx, s.val
-	V := len(row)
-	if k > 0 {
-		// Top-k: the boundary bucket holds the k-th largest; the buckets
-		// above it are kept whole, only the boundary one is selected in.
-		boundary, before := lastBucket, 0
-		for b := range lastBucket + 1 {
-			c := int(s.cnt[b])
-			if before+c >= k {
-				boundary = b
-				break
-			}
-			before += c
-		}
-		nf, nb := s.split(boundary)
-		need := min(k-nf, nb)
-		selectTop(idx[V-nb:V], val[V-nb:V], need)
-		copy(idx[nf:], idx[V-nb:V-nb+need])
-		copy(val[nf:], val[V-nb:V-nb+need])
-		n := nf + need
-		if n == 0 {
-			return argmax(row)
-		}
-		if tp > 0 {
-			n = nucleus(idx[:n], val[:n], tp*sum(val[:n]))
-		}
-		return pick(idx[:n], val[:n], u)
+	// Rounding left target at or past the total: the last member.
+	if last < 0 {
+		return int32(max(indexOf(e, t), 0))
 	}
-	// Top-p: the boundary bucket is where the running mass reaches p; the
-	// buckets above it are kept whole and the nucleus is completed from the
-	// boundary bucket alone.
-	need := tp * z
-	boundary := lastBucket
-	var acc float64
-	for b := range lastBucket + 1 {
-		if acc+s.mass[b] >= need {
-			boundary = b
-			break
+	for i := len(e) - 1; i >= 0; i-- {
+		if e[i] > t {
+			return int32(i)
 		}
-		acc += s.mass[b]
 	}
-	nf, nb := s.split(boundary)
-	keep := 0
-	if nb > 0 {
-		keep = nucleus(idx[V-nb:V], val[V-nb:V], need-acc)
-		copy(idx[nf:], idx[V-nb:V-nb+keep])
-		copy(val[nf:], val[V-nb:V-nb+keep])
-	}
-	if nf+keep == 0 {
-		return argmax(row)
-	}
-	return pick(idx[:nf+keep], val[:nf+keep], u)
+	return int32(max(indexOf(e, t), 0)) // only ties at t are members
 }
 
-// split gathers the candidates of the buckets above boundary at the front
-// of (idx, val) and those of the boundary bucket at the back, returning
-// both counts. Every element is stored to both ends and the counts advance
-// by comparison results, so the loop has no data-dependent branch (about
-// half the elements of a flat distribution pass, which a branch would
-// mispredict). The arrays have one spare slot so the two ends never meet.
-func (s *worker) split(boundary int) (nf, nb int) {
-	idx, val, e := s.idx, s.val, s.e
-	V := len(s.bkt)
-	end := len(idx) - 1 // == V
-	for i, b := range s.bkt {
-		x := e[i]
-		idx[nf], val[nf] = int32(i), x
-		idx[end-nb], val[end-nb] = int32(i), x
-		nf += b2i(int(b) < boundary)
-		nb += b2i(int(b) == boundary)
+// Threshold search tuning: the sample size, the band of candidates that
+// is selected exactly, and the most bracketing passes before selecting
+// whatever band is left.
+const (
+	sampleSize = 256
+	bandMax    = 1024
+	maxPasses  = 8
+)
+
+// bound is one evaluated threshold: the sum and count of the elements at
+// or above it.
+type bound struct {
+	t float32
+	s float64
+	c int
+}
+
+// threshold finds t and r such that the set {e_i > t} plus the first r
+// ids with e_i == t is the smallest top set (by e, ties to the lowest ids)
+// whose mass (byMass) or size (else) reaches need, and the set's mass.
+// z and npos are the
+// total mass and number of non-zero entries; need must not exceed what the
+// non-zero entries hold.
+//
+// Invariant: the elements >= lo.t reach need, those >= hi.t do not; the
+// exact selection runs on the band [lo.t, hi.t).
+func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) (t float32, r int, mass float64) {
+	V := len(e)
+	lo := bound{math.SmallestNonzeroFloat32, z, npos}
+	hi := bound{math.Nextafter32(1, 2), 0, 0}
+	// A strided sample, sorted ascending, estimates where t lies: by mass,
+	// the elements below t hold z-need (the tail is many small values,
+	// which a sample estimates well; the top few are often missed); by
+	// count, need elements lie above t.
+	ns := min(sampleSize, V)
+	stride := V / ns
+	q := s.sample[:ns]
+	for j := range q {
+		q[j] = e[j*stride]
 	}
-	// Move the back group to [V-nb, V) where callers expect it.
-	copy(idx[V-nb:V], idx[end-nb+1:end+1])
-	copy(val[V-nb:V], val[end-nb+1:end+1])
-	return nf, nb
+	slices.Sort(q)
+	scale := float64(V) / float64(ns)
+	js := ns
+	if byMass {
+		tail, acc := z-need, 0.0
+		for j, v := range q {
+			acc += float64(v) * scale
+			if acc >= tail {
+				js = j
+				break
+			}
+		}
+	} else {
+		js = ns - int(math.Ceil(need/scale))
+	}
+	// Each pass evaluates two sampled values as thresholds. Until both
+	// ends of the bracket are known, they sit around the estimate, twice
+	// as far apart each time (galloping); then they trisect the sampled
+	// values left inside the bracket.
+	w, loSet, hiSet := 2, false, false
+	for pass := 0; pass < maxPasses && lo.c-hi.c > bandMax; pass++ {
+		ia := 0
+		for ia < ns && q[ia] <= lo.t {
+			ia++
+		}
+		ib := ia
+		for ib < ns && q[ib] < hi.t {
+			ib++
+		}
+		if ib <= ia {
+			break // no sampled value inside the bracket
+		}
+		var i1, i2 int
+		if loSet && hiSet {
+			i1, i2 = ia+(ib-ia)/3, ia+2*(ib-ia)/3
+		} else {
+			c := min(max(js, ia), ib-1)
+			i1, i2 = max(c-w, ia), min(c+w, ib-1)
+			w *= 2
+		}
+		t1, t2 := q[i1], q[i2]
+		s1, c1, s2, c2 := s.massCountRow(e, t1, t2)
+		for _, x := range [2]bound{{t1, s1, c1}, {t2, s2, c2}} {
+			ok := x.s >= need
+			if !byMass {
+				ok = float64(x.c) >= need
+			}
+			if ok && x.t > lo.t {
+				lo, loSet = x, true
+			} else if !ok && x.t < hi.t {
+				hi, hiSet = x, true
+			}
+		}
+	}
+	idx, val := s.idx, s.val
+	n := compress(e, 0, lo.t, hi.t, idx, val)
+	if n == 0 { // cannot happen while the invariant holds
+		return lo.t, V, lo.s
+	}
+	var nb int
+	if byMass {
+		nb = nucleus(idx[:n], val[:n], need-hi.s)
+	} else {
+		nb = max(min(int(need)-hi.c, n), 1)
+		if nb < n {
+			selectTop(idx[:n], val[:n], nb)
+		}
+	}
+	t = val[0]
+	mass = hi.s
+	for _, v := range val[:nb] {
+		t = min(t, v)
+		mass += float64(v)
+	}
+	for _, v := range val[:nb] {
+		r += b2i(v == t)
+	}
+	return t, r, mass
+}
+
+// massCountRow is massCount2 over a whole row.
+func (s *worker) massCountRow(e []float32, t1, t2 float32) (s1 float64, c1 int, s2 float64, c2 int) {
+	return massCount2(e, t1, t2, &s.ln)
 }
 
 // b2i is 1 for true; the compiler turns it into a flag set, not a branch.
@@ -308,8 +431,96 @@ func nucleus(idx []int32, val []float32, need float64) int {
 
 // logprobs fills lp for the sampled token tok from the raw row in s.raw,
 // with the top k alternatives, appended to ids and lps (empty, with
-// capacity for k).
+// capacity for k). The log-sum-exp and the rank use the vectorised
+// kernels; the top k are selected from the few values at or above the
+// 4th largest of a strided sample. Rows with infinities or a NaN sampled
+// token take the plain loop.
 func (s *worker) logprobs(tok int32, k int, lp *ipc.TokenLogprobs, ids []int32, lps []float32) {
+	raw := s.raw
+	m := rowMax(raw)
+	tv := raw[tok]
+	if m == negInf || m == posInf || tv != tv {
+		s.logprobsScalar(tok, k, lp, ids, lps)
+		return
+	}
+	var z float64
+	for a := 0; a < len(raw); a += chunk {
+		b := min(a+chunk, len(raw))
+		cz, _ := expChunk(s.e[a:b], raw[a:b], m, 1, expLo, &s.ln)
+		z += cz
+	}
+	lse := float64(m) + math.Log(z)
+	_, above, _, _ := massCount2(raw, math.Nextafter32(tv, posInf), posInf, &s.ln)
+	lp.Logprob = float32(float64(tv) - lse)
+	lp.Rank = int32(above) + 1
+	if k > 0 {
+		// Candidates: the values at or above the 4th largest sampled one
+		// (about 4*stride of them); too few means the plain loop.
+		const keep = 4
+		ns := min(sampleSize, len(raw))
+		stride := len(raw) / ns
+		var top [keep]float32
+		nt := 0
+		for j := range ns {
+			v := raw[j*stride]
+			if !(v > negInf) || (nt == keep && !(v > top[keep-1])) {
+				continue
+			}
+			i := nt
+			if nt < keep {
+				nt++
+			} else {
+				i = keep - 1
+			}
+			for i > 0 && v > top[i-1] {
+				top[i] = top[i-1]
+				i--
+			}
+			top[i] = v
+		}
+		n := 0
+		if nt == keep {
+			n = compress(raw, 0, top[keep-1], posInf, s.idx, s.val)
+		}
+		if n < k {
+			s.logprobsScalar(tok, k, lp, ids, lps)
+			return
+		}
+		ids, lps = topK(s.idx[:n], s.val[:n], k, ids, lps)
+		for i := range lps {
+			lps[i] = float32(float64(lps[i]) - lse)
+		}
+	}
+	lp.TopIDs, lp.TopLogprobs = ids, lps
+}
+
+// topK appends to ids and lps (empty, capacity k) the k largest of vals,
+// with their ids from cand, in descending order; ties keep the earlier
+// candidate first, NaNs are skipped.
+func topK(cand []int32, vals []float32, k int, ids []int32, lps []float32) ([]int32, []float32) {
+	for c, v := range vals {
+		if v != v || (len(lps) == k && !(v > lps[k-1])) {
+			continue
+		}
+		j := len(lps)
+		if j < k {
+			lps = append(lps, 0)
+			ids = append(ids, 0)
+		} else {
+			j = k - 1
+		}
+		for j > 0 && v > lps[j-1] {
+			lps[j], ids[j] = lps[j-1], ids[j-1]
+			j--
+		}
+		lps[j], ids[j] = v, cand[c]
+	}
+	return ids, lps
+}
+
+// logprobsScalar is logprobs in one plain loop over the row (any row,
+// infinities included).
+func (s *worker) logprobsScalar(tok int32, k int, lp *ipc.TokenLogprobs, ids []int32, lps []float32) {
 	raw := s.raw
 	m := maxOf(raw)
 	tv := raw[tok]

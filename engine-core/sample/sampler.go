@@ -30,6 +30,22 @@
 // Sample overwrites the logits it is given (they are scratch) and allocates
 // nothing in steady state: scratch buffers live in the Sampler, and top-k /
 // top-p use partial selection, never a full sort of the vocabulary.
+//
+// The per-logit work runs in AVX-512 assembly where the CPU has it (chosen
+// at start-up; plain Go elsewhere, or with the purego build tag): max and
+// argmax, exp with float64 sums, counting and summing above thresholds,
+// and compaction. Greedy rows without logprobs cost one argmax pass.
+// Precision: exp is Cephes' expf polynomial (relative error below 2.5e-7
+// against math.Exp, the same in assembly and Go to a few ulps); every sum
+// of probabilities is taken in float64. Given those probabilities the
+// top-k / top-p set and the token drawn for a uniform number are those of
+// a full stable sort and a cumulative sum in float64 (tested), except
+// where a cumulative sum lies within float64 rounding of the cut or of the
+// uniform draw's target. Against exact real arithmetic the difference is
+// therefore confined to tokens whose probabilities differ by less than
+// about 2.5e-7 relative, or whose cumulative mass lies that close to
+// top_p. The assembly and Go paths may pick different tokens in those
+// same cases, so seeded runs reproduce exactly on the same kind of CPU.
 package sample
 
 import (
@@ -57,29 +73,32 @@ type Sampler struct {
 
 // worker is the scratch space of one goroutine sampling rows.
 type worker struct {
-	stamp uint32
-	seen  []uint32 // seen[id] == stamp: id already handled this row
-	mark  []uint32 // mark[id] == stamp: id is allowed this row
-	count []int32
-	raw   []float32 // unprocessed row, for logprobs
-	idx   []int32   // candidate ids
-	val   []float32 // candidate values
-	e     []float32 // dense unnormalised probabilities
-	bkt   []uint8   // dense bucket of each id
-	cnt   [numBuckets]int32
-	mass  [numBuckets]float64
+	stamp     uint32
+	seen      []uint32 // seen[id] == stamp: id already handled this row
+	mark      []uint32 // mark[id] == stamp: id is allowed this row
+	count     []int32
+	raw       []float32 // unprocessed row, for logprobs
+	e         []float32 // dense unnormalised probabilities
+	idx       []int32   // candidate ids (with slack for compress)
+	val       []float32 // candidate values
+	chunkSum  []float64 // per-chunk mass of the draw's set
+	chunkTies []int32   // ties at the threshold still to take, per chunk
+	sample    [sampleSize]float32
+	ln        lanes
 }
 
 func newWorker(vocab int) *worker {
+	nch := (vocab + chunk - 1) / chunk
 	return &worker{
-		seen:  make([]uint32, vocab),
-		mark:  make([]uint32, vocab),
-		count: make([]int32, vocab),
-		raw:   make([]float32, vocab),
-		idx:   make([]int32, vocab+1), // +1: see split
-		val:   make([]float32, vocab+1),
-		e:     make([]float32, vocab),
-		bkt:   make([]uint8, vocab),
+		seen:      make([]uint32, vocab),
+		mark:      make([]uint32, vocab),
+		count:     make([]int32, vocab),
+		raw:       make([]float32, vocab),
+		e:         make([]float32, vocab),
+		idx:       make([]int32, vocab+slack),
+		val:       make([]float32, vocab+slack),
+		chunkSum:  make([]float64, nch),
+		chunkTies: make([]int32, nch),
 	}
 }
 
@@ -94,7 +113,7 @@ func New(vocabSize int) *Sampler {
 
 // SetWorkers lets Sample spread the rows of a large step over n goroutines
 // (n ≤ 1: the calling goroutine only, the default). Each worker has its own
-// scratch (about 30 bytes per vocabulary entry). Results do not depend on
+// scratch (about 28 bytes per vocabulary entry). Results do not depend on
 // n. With n > 1 a step of many rows costs a few allocations (goroutine
 // launches).
 func (s *Sampler) SetWorkers(n int) {
@@ -195,9 +214,10 @@ func (s *worker) sampleRow(row []float32, in *Input, res *Result, ids []int32, l
 	}
 }
 
-// argmax returns the index of the largest value, the lowest on ties; NaNs
-// are ignored; 0 when nothing exceeds -inf.
-func argmax(row []float32) int32 {
+// argmaxGeneric is argmax in plain Go (the reference for the assembly
+// path): the index of the largest value, the lowest on ties; NaNs are
+// ignored; 0 when nothing exceeds -inf.
+func argmaxGeneric(row []float32) int32 {
 	var m [4]float32
 	var at [4]int
 	m[0], m[1], m[2], m[3] = negInf, negInf, negInf, negInf

@@ -145,7 +145,11 @@ func (t *matmulTask) run(lo, hi, wk int) {
 			}
 			for ; m < mEnd; m++ {
 				if q8 {
-					t.k.dotq8x4(x.F[m*xs:m*xs+K], w.Q[o*ws:], ws, K, &acc4)
+					var sc []float32
+					if w.S != nil {
+						sc = w.S[o*(K/kernels.Q8Block):]
+					}
+					t.k.dotq8x4(x.F[m*xs:m*xs+K], w.Q[o*ws:], ws, sc, K/kernels.Q8Block, K, &acc4)
 				} else {
 					t.k.dot1x4(x.F[m*xs:m*xs+K], wf, wstride, K, &acc4)
 				}

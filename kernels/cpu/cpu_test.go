@@ -37,7 +37,12 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 	wf := randF(r, out*in)
 	var w *kernels.Host
 	if q8 {
-		w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+		// every other shape goes through NewHostWeight (decoded scales)
+		if (n+out)%2 == 0 {
+			w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
+		} else {
+			w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+		}
 	} else {
 		w = &kernels.Host{R: out, C: in, F: wf}
 	}
@@ -207,7 +212,7 @@ func BenchmarkMatMul(b *testing.B) {
 			wf := randF(r, c.out*c.in)
 			var w kernels.Tensor = &kernels.Host{R: c.out, C: c.in, F: wf}
 			if c.q8 {
-				w = &kernels.Host{R: c.out, C: c.in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+				w, _ = kernels.NewHostWeight(kernels.Q8_0, c.out, c.in, kernels.QuantizeQ8_0(wf))
 			}
 			o := be.Alloc(c.n, c.out)
 			b.ResetTimer()

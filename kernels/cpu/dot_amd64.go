@@ -29,3 +29,6 @@ func scoresAVX512(q *float32, k *float32, stride int, n int, hd int, out *float3
 
 //go:noescape
 func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
+
+//go:noescape
+func dotq8sx4AVX512(x *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32)

@@ -22,3 +22,7 @@ func scoresAVX512(q *float32, k *float32, stride int, n int, hd int, out *float3
 func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32) {
 	panic("unreachable")
 }
+
+func dotq8sx4AVX512(x *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32) {
+	panic("unreachable")
+}

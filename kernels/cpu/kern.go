@@ -103,11 +103,19 @@ func (k kern) dot1x4(x []float32, w []float32, ws int, n int, out *[4]float32) {
 }
 
 // dotq8x4 sets out[j] = x · (Q8_0 row j of w) for 4 rows ws bytes apart,
-// over n columns (a multiple of 32).
-func (k kern) dotq8x4(x []float32, w []byte, ws int, n int, out *[4]float32) {
+// over n columns (a multiple of 32). sc, when not nil, holds the rows'
+// decoded block scales (n/32 per row, ss floats apart).
+func (k kern) dotq8x4(x []float32, w []byte, ws int, sc []float32, ss int, n int, out *[4]float32) {
 	nb := n / kernels.Q8Block
 	if nb == 0 {
 		*out = [4]float32{}
+		return
+	}
+	if k.simd && sc != nil {
+		_ = x[n-1]
+		_ = w[3*ws+nb*kernels.Q8BlockBytes-1]
+		_ = sc[3*ss+nb-1]
+		dotq8sx4AVX512(&x[0], &w[0], ws, &sc[0], ss, nb, out)
 		return
 	}
 	if k.simd {

@@ -10,19 +10,30 @@ type task interface {
 	run(lo, hi, w int)
 }
 
-// pool is a small set of persistent workers. parallel splits a range of
-// work units between the caller (worker 0) and the workers, and returns
-// when all are done. Dispatch allocates nothing: the task is a pointer to a
-// struct the backend owns.
+// pool is a small set of persistent workers. parallel cuts a range of work
+// units into chunks that the caller (worker 0) and the workers claim one at
+// a time, so that a worker the OS has not scheduled yet (the machine is
+// shared) delays nothing: whoever runs takes the next chunk. Dispatch
+// allocates nothing: the task is a pointer to a struct the backend owns.
+//
+// Claims go through one atomic word holding (generation, next chunk); a
+// worker that wakes late for an op that has already finished sees a newer
+// generation and helps with the current op instead, or goes back to sleep.
 type pool struct {
-	n       int
-	start   []chan struct{}
-	done    chan struct{}
-	pending atomic.Int32
-	t       task
-	total   int
-	align   int
-	quit    chan struct{}
+	n     int
+	start []chan struct{}
+	done  chan struct{}
+	quit  chan struct{}
+
+	// claim packs gen<<32 | chunks<<16 | next chunk index; completed
+	// counts finished chunks of the current generation.
+	claim     atomic.Uint64
+	completed atomic.Int32
+
+	// the current op, written before its generation is published
+	t     task
+	total int
+	chunk int
 }
 
 func newPool(n int) *pool {
@@ -45,45 +56,64 @@ func (p *pool) worker(w int) {
 		case <-p.quit:
 			return
 		}
-		lo, hi := p.part(w)
-		if lo < hi {
-			p.t.run(lo, hi, w)
-		}
-		if p.pending.Add(-1) == 0 {
+		if p.help(w) {
 			p.done <- struct{}{}
 		}
 	}
 }
 
-// part returns worker w's share of [0, total), split into n nearly equal
-// pieces whose bounds are multiples of align.
-func (p *pool) part(w int) (int, int) {
-	units := (p.total + p.align - 1) / p.align
-	lo := units * w / p.n * p.align
-	hi := units * (w + 1) / p.n * p.align
-	return min(lo, p.total), min(hi, p.total)
+// help claims and runs chunks of the current op until none is left. It
+// reports whether this call finished the op's last chunk.
+func (p *pool) help(w int) bool {
+	last := false
+	for {
+		c := p.claim.Load()
+		chunks, next := int(c>>16&0xffff), int(c&0xffff)
+		if next >= chunks {
+			return last
+		}
+		if !p.claim.CompareAndSwap(c, c+1) {
+			continue
+		}
+		// A successful claim means the op is still running, so its fields
+		// are stable until this chunk completes.
+		lo := next * p.chunk
+		hi := min(lo+p.chunk, p.total)
+		p.t.run(lo, hi, w)
+		if int(p.completed.Add(1)) == chunks {
+			last = true
+		}
+	}
 }
 
-// parallel runs t over [0, total) in pieces aligned to align. Work smaller
-// than minPar units runs on the calling goroutine alone.
+// parallel runs t over [0, total) in chunks whose bounds are multiples of
+// align. Work smaller than minPar units runs on the calling goroutine alone.
 func (p *pool) parallel(total, align, minPar int, t task) {
 	if total <= 0 {
 		return
 	}
+	align = max(align, 1)
 	if p.n == 1 || total < minPar || total <= align {
 		t.run(0, total, 0)
 		return
 	}
-	p.t, p.total, p.align = t, total, max(align, 1)
-	p.pending.Store(int32(p.n - 1))
+	// about four chunks per thread, for balance
+	chunk := (total + 4*p.n - 1) / (4 * p.n)
+	chunk = (chunk + align - 1) / align * align
+	chunks := (total + chunk - 1) / chunk
+	p.t, p.total, p.chunk = t, total, chunk
+	p.completed.Store(0)
+	gen := p.claim.Load()>>32 + 1
+	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
 	for w := 1; w < p.n; w++ {
-		p.start[w] <- struct{}{}
+		select {
+		case p.start[w] <- struct{}{}:
+		default: // already has a wake-up pending
+		}
 	}
-	lo, hi := p.part(0)
-	if lo < hi {
-		t.run(lo, hi, 0)
+	if !p.help(0) {
+		<-p.done
 	}
-	<-p.done
 	p.t = nil
 }
 

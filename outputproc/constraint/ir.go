@@ -112,21 +112,12 @@ func emptyWidthOp(re *syntax.Regexp) string {
 // Validate checks that every terminal parses, every reference resolves and
 // Start names a rule.
 func (g *Grammar) Validate() error {
-	if g.Start < 0 || g.Start >= len(g.Rules) {
-		return fmt.Errorf("grammar: start rule %d out of range", g.Start)
+	if err := g.validateRefs(); err != nil {
+		return err
 	}
 	for _, t := range g.Terminals {
 		if _, err := ParseTerminal(t); err != nil {
 			return fmt.Errorf("grammar: %w", err)
-		}
-	}
-	for _, r := range g.Rules {
-		for _, alt := range r.Alts {
-			for _, s := range alt {
-				if s.IsTerminal() && s.Index() >= len(g.Terminals) || !s.IsTerminal() && s.Index() >= len(g.Rules) {
-					return fmt.Errorf("grammar: rule %s: symbol %d out of range", r.Name, s)
-				}
-			}
 		}
 	}
 	return nil
@@ -177,17 +168,66 @@ func (b *builder) define(name string, alts ...[]Symbol) Symbol {
 // seq is shorthand for one alternative.
 func seq(s ...Symbol) []Symbol { return s }
 
-// nullableTerminals reports which terminals match the empty string.
+// nullableTerminals parses every terminal (rejecting what the engine
+// cannot run) and reports which ones match the empty string.
 func (g *Grammar) nullableTerminals() ([]bool, error) {
 	out := make([]bool, len(g.Terminals))
 	for i, t := range g.Terminals {
-		re, err := regexp.Compile(`^(?:` + t + `)$`)
+		re, err := ParseTerminal(t)
 		if err != nil {
-			return nil, fmt.Errorf("grammar: terminal /%s/: %w", t, err)
+			return nil, fmt.Errorf("grammar: %w", err)
 		}
-		out[i] = re.MatchString("")
+		out[i] = nullableRE(re)
 	}
 	return out, nil
+}
+
+// nullableRE reports whether re matches the empty string.
+func nullableRE(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpStar, syntax.OpQuest,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	case syntax.OpLiteral:
+		return len(re.Rune) == 0
+	case syntax.OpPlus, syntax.OpCapture:
+		return nullableRE(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min == 0 || nullableRE(re.Sub[0])
+	case syntax.OpConcat:
+		for _, s := range re.Sub {
+			if !nullableRE(s) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpAlternate:
+		for _, s := range re.Sub {
+			if nullableRE(s) {
+				return true
+			}
+		}
+		return false
+	}
+	return false // char classes, any char, no match
+}
+
+// validateRefs checks the start rule and every symbol index.
+func (g *Grammar) validateRefs() error {
+	if g.Start < 0 || g.Start >= len(g.Rules) {
+		return fmt.Errorf("grammar: start rule %d out of range", g.Start)
+	}
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			for _, s := range alt {
+				if s.IsTerminal() && s.Index() >= len(g.Terminals) || !s.IsTerminal() && s.Index() >= len(g.Rules) {
+					return fmt.Errorf("grammar: rule %s: symbol %d out of range", r.Name, s)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Check rejects grammars the engine cannot run: left recursion (direct or
@@ -195,7 +235,7 @@ func (g *Grammar) nullableTerminals() ([]bool, error) {
 // It also drops alternatives that can never finish (they reference rules
 // without finite derivations), so the engine never walks into a dead end.
 func (g *Grammar) Check() error {
-	if err := g.Validate(); err != nil {
+	if err := g.validateRefs(); err != nil {
 		return err
 	}
 	nullT, err := g.nullableTerminals()

@@ -8,6 +8,7 @@
 //   SLUICE_UI_SKIP       comma-separated checks to skip against a server that cannot
 //                        produce them: tools, reasoning, midstream-error
 //   SLUICE_UI_LONG_PROMPT  prompt for the abort check (default: a long story request)
+//   SLUICE_UI_LONG_MAX_TOKENS  max_tokens for the abort check (default 1500; must fit the context)
 //   SLUICE_UI_UPDATE_DOCS=1  also write the screenshots to docs/webui/
 //   CHROMIUM             browser binary (default /usr/bin/chromium)
 // Screenshots go to test-artifacts/webui/ at the repository root.
@@ -60,11 +61,11 @@ async function waitFor(what, fn, timeoutMs = 15000, everyMs = 100) {
 }
 
 /** startFake builds and starts the fake server; it resolves to its base URL. */
-async function startFake() {
-  const bin = join(mkdtempSync(join(tmpdir(), "webui-fake-")), "webui-fake");
-  execFileSync("go", ["build", "-o", bin, "./api-frontend/webui/cmd/webui-fake"], { cwd: repo, stdio: "inherit" });
+async function startFake(key = apiKey) {
+  const bin = join(mkdtempSync(join(tmpdir(), "webui-dev-")), "webui-dev");
+  execFileSync("go", ["build", "-o", bin, "./api-frontend/webui/cmd/webui-dev"], { cwd: repo, stdio: "inherit" });
   const args = ["-addr", "127.0.0.1:0", "-token-ms", "40", "-first-token-ms", "150"];
-  if (apiKey) args.push("-api-key", apiKey);
+  if (key) args.push("-api-key", key);
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "inherit"] });
   const rl = createInterface({ input: proc.stdout });
   const url = await new Promise((res, rej) => {
@@ -271,10 +272,32 @@ describe("web UI", { skip: skipAll || false }, () => {
     await setNumber("stream_interval", 1);
   });
 
+  it("streams a raw completion", async () => {
+    await page.check('input[name="mode"][value="completion"]');
+    assert.equal(await page.textContent("#input-label"), "Prompt");
+    assert.equal(await page.isVisible("#chat-only"), false, "chat-only settings shown in completion mode");
+    await setNumber("max_tokens", 24);
+    await watchGrowth("#transcript .msg.assistant .text");
+    await send("Once upon a time");
+    await waitFor("the completion to finish", async () => (await lastState()) === "done", 30000);
+    const lengths = await growth();
+    assert.ok(lengths.filter((n) => n > 0).length >= 3, `completion text should arrive progressively; lengths seen: ${lengths}`);
+    assert.equal(await page.textContent("#transcript .msg.assistant .prompt"), "Once upon a time");
+    const tokens = Number(await page.textContent("#m-tokens"));
+    assert.ok(tokens >= 3 && tokens <= 24, `completion tokens: ${tokens}`);
+    await shot("playground-completion");
+    await page.check('input[name="mode"][value="chat"]');
+    await setNumber("max_tokens", 48);
+  });
+
   it("renders a streamed tool call as its arguments assemble", { skip: skip.has("tools") && "SLUICE_UI_SKIP has tools" }, async () => {
     await page.click("#clear");
     await page.click("#tools-box summary");
+    await page.fill("#tools", "[{");
+    await waitFor("the tools JSON error", () => page.isVisible("#tools-error"));
+    assert.match(await page.textContent("#tools-error"), /not valid JSON/);
     await page.click("#tools-example");
+    await waitFor("the tools error to clear", async () => !(await page.isVisible("#tools-error")));
     await watchGrowth("#transcript .tool-call .tool-args");
     await send("What's the weather in Paris? Use the tool.");
     await waitFor("the tool call to finish", async () => (await lastState()) === "done", 30000);
@@ -307,7 +330,7 @@ describe("web UI", { skip: skipAll || false }, () => {
 
   it("shows HTTP errors and mid-stream error events", async () => {
     await page.click("#clear");
-    await setNumber("temperature", 7);
+    await setNumber("temperature", -1);
     await send("This request has a bad temperature.");
     await waitFor("the error", () => page.isVisible("#error"));
     assert.match(await page.textContent("#error"), /HTTP 4\d\d: .*temperature/i);
@@ -324,13 +347,12 @@ describe("web UI", { skip: skipAll || false }, () => {
 
   it("aborts a long generation and the engine's running count drops", async () => {
     await page.click("#clear");
-    await setNumber("max_tokens", 4000);
-    const before = await running(base);
+    await setNumber("max_tokens", Number(process.env.SLUICE_UI_LONG_MAX_TOKENS || 1500));
     await send(process.env.SLUICE_UI_LONG_PROMPT || "Write a very long story about a river.");
     await waitFor("streaming", async () => (await page.textContent("#m-status")) === "streaming", 30000);
     const during = await waitFor("the engine to report the request running", async () => {
       const n = await running(base);
-      return n > before ? n : 0;
+      return n > 0 ? n : 0;
     }, 10000, 200);
     await page.click("#abort");
     await waitFor("the aborted state", async () => (await lastState()) === "aborted");
@@ -366,8 +388,40 @@ describe("web UI", { skip: skipAll || false }, () => {
       await sleep(8000); // let the windowed figures fill in for the screenshot
       assert.equal(await page.isVisible("#dash-error"), false, `dashboard error: ${await page.textContent("#dash-error")}`);
       await shot("dashboard");
+      await page.setViewportSize({ width: 400, height: 900 });
+      await sleep(300);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `the dashboard scrolls sideways by ${overflow}px at 400px`);
+      await shot("dashboard-narrow");
+      await page.setViewportSize({ width: 1400, height: 900 });
     } finally {
       stop();
+    }
+  });
+
+  it("asks for the API key when the server requires one", { skip: !!process.env.SLUICE_UI_BASE_URL && "needs the fake server" }, async () => {
+    const f = await startFake("sekret-key");
+    try {
+      const p = await browser.newPage();
+      let auth = "";
+      p.on("request", (r) => {
+        if (r.url().endsWith("/v1/chat/completions")) auth = r.headers()["authorization"] ?? "";
+      });
+      await p.goto(`${f.url}/ui/`);
+      await waitFor("the key field", () => p.isVisible("#apikey"));
+      await waitFor("the 401 error", async () => /listing models: .*API key/i.test((await p.textContent("#error")) ?? ""));
+      await p.fill("#apikey", "sekret-key");
+      await p.dispatchEvent("#apikey", "change");
+      await waitFor("the model list", () => p.$eval("#model", (s) => s.value));
+      assert.equal(await p.isVisible("#error"), false);
+      await p.fill("#max_tokens", "5");
+      await p.fill("#input", "hello with a key");
+      await p.click("#send");
+      await waitFor("the reply", async () => (await p.getAttribute("#transcript .msg.assistant", "data-state")) === "done", 30000);
+      assert.equal(auth, "Bearer sekret-key");
+      await p.close();
+    } finally {
+      f.stop();
     }
   });
 

@@ -43,6 +43,8 @@ type Config struct {
 	APIKey string
 	// MaxRunning bounds running requests; beyond it they wait (0: 4).
 	MaxRunning int
+	// UIDir, when set, serves the UI bundle from this directory (webui.Options.Dir).
+	UIDir string
 }
 
 // Server is the fake; it is an http.Handler serving /v1/, /metrics and, through
@@ -111,7 +113,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.generate(false)))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	ui := webui.Handler(webui.Options{Stats: func() any { return s.Stats() }, APIKeyRequired: cfg.APIKey != ""})
+	ui := webui.Handler(webui.Options{Stats: func() any { return s.Stats() }, APIKeyRequired: cfg.APIKey != "", Dir: cfg.UIDir})
 	s.mux.Handle("/ui", ui)
 	s.mux.Handle("/ui/", ui)
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusFound) })
@@ -274,7 +276,7 @@ func (s *Server) script(q *request, maxTokens int) (steps []piece, failAfter int
 		steps = append(steps, piece{content: w})
 	}
 	if strings.Contains(t, "fail") {
-		failAfter = min(5, len(steps))
+		failAfter = min(5, len(steps)-1)
 	}
 	if len(steps) > maxTokens {
 		steps = steps[:maxTokens]

@@ -241,7 +241,7 @@ class Dashboard {
     const stale = (t: number) => now - t > 10_000;
     const frows = [...this.frontends.entries()].sort().map(([id, { t, s, chunksPerSec }]) => {
       const f = s.frontend;
-      return row([id + (stale(t) ? " (stale)" : ""), String(f.pid), String(f.streams_open), String(f.requests_finished), fmtNum(chunksPerSec)]);
+      return row([id + (stale(t) ? " (stale)" : ""), f.pid > 0 ? String(f.pid) : "–", String(f.streams_open), String(f.requests_finished), fmtNum(chunksPerSec)]);
     });
     el("frontends").querySelector("tbody")!.replaceChildren(...frows);
     const erows = [...this.engines.entries()].sort().map(([id, { t, e }]) =>

@@ -93,6 +93,7 @@ class Playground {
   private mode: Mode = "chat";
   private history: ChatMessage[] = [];
   private abort: AbortController | null = null;
+  private toolsTimer = 0;
   private figures = new Figures(new Chart(el("gap-chart"), [{ label: "gap ms" }], { height: 120, xTime: false, legend: false }));
 
   async init(): Promise<void> {
@@ -116,8 +117,13 @@ class Playground {
     el("clear").addEventListener("click", () => this.clear());
     el("tools-example").addEventListener("click", () => {
       el<HTMLTextAreaElement>("tools").value = JSON.stringify(exampleTools, null, 2);
+      checkTools();
     });
     el("apikey").addEventListener("change", () => void this.loadModels());
+    el("tools").addEventListener("input", () => {
+      window.clearTimeout(this.toolsTimer);
+      this.toolsTimer = window.setTimeout(() => checkTools(), 300);
+    });
     if (navigator.platform.toLowerCase().includes("mac")) el("send").querySelector("kbd")!.textContent = "⌘+Enter";
 
     try {
@@ -215,28 +221,14 @@ class Playground {
     if (sys) msgs.push({ role: "system", content: sys });
     msgs.push(...this.history, { role: "user", content: input });
     b.messages = msgs;
-    const toolsText = el<HTMLTextAreaElement>("tools").value.trim();
-    const te = el("tools-error");
-    te.hidden = true;
-    if (toolsText) {
-      let tools: unknown;
-      try {
-        tools = JSON.parse(toolsText);
-      } catch (e) {
-        te.textContent = `Tools are not valid JSON: ${(e as Error).message}`;
-        te.hidden = false;
-        (el("tools-box") as HTMLDetailsElement).open = true;
-        throw new Error("fix the tools JSON first");
-      }
-      if (!Array.isArray(tools)) {
-        te.textContent = "Tools must be a JSON array of tool definitions.";
-        te.hidden = false;
-        throw new Error("fix the tools JSON first");
-      }
-      if (tools.length) {
-        b.tools = tools;
-        b.tool_choice = el<HTMLSelectElement>("tool_choice").value;
-      }
+    const tools = checkTools();
+    if (tools === null) {
+      (el("tools-box") as HTMLDetailsElement).open = true;
+      throw new Error("fix the tools JSON first");
+    }
+    if (tools.length) {
+      b.tools = tools;
+      b.tool_choice = el<HTMLSelectElement>("tool_choice").value;
     }
     return { url: "/v1/chat/completions", body: b };
   }
@@ -268,6 +260,7 @@ class Playground {
     if (this.mode === "completion") view.content.prepend(make("span", "prompt", input));
     transcript.append(view.box);
     view.box.dataset.state = "streaming";
+    view.box.setAttribute("aria-busy", "true");
 
     const ctl = new AbortController();
     this.abort = ctl;
@@ -359,6 +352,7 @@ class Playground {
       }
     }
     view.box.dataset.state = state;
+    view.box.removeAttribute("aria-busy");
     if (state === "aborted") view.box.append(make("p", "muted inline", "(aborted)"));
     fig.stop(state);
     if (this.mode === "chat") {
@@ -369,6 +363,36 @@ class Playground {
       this.history.push({ role: "user", content: input }, m);
     }
   }
+}
+
+/**
+ * checkTools validates the tools editor and shows what is wrong under it: it
+ * returns the tools (empty when the editor is empty) or null when invalid.
+ */
+function checkTools(): unknown[] | null {
+  const text = el<HTMLTextAreaElement>("tools").value.trim();
+  const te = el("tools-error");
+  const fail = (msg: string) => {
+    te.textContent = msg;
+    te.hidden = false;
+    el("tools").setAttribute("aria-invalid", "true");
+    return null;
+  };
+  te.hidden = true;
+  el("tools").removeAttribute("aria-invalid");
+  if (text === "") return [];
+  let tools: unknown;
+  try {
+    tools = JSON.parse(text);
+  } catch (e) {
+    return fail(`Tools are not valid JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(tools)) return fail("Tools must be a JSON array of tool definitions.");
+  for (const [i, t] of tools.entries()) {
+    const name = (t as { function?: { name?: unknown } })?.function?.name;
+    if (typeof name !== "string" || name === "") return fail(`Tool ${i} has no function.name.`);
+  }
+  return tools;
 }
 
 function apiErrorText(e: APIError): string {

@@ -45,6 +45,21 @@ describe("SSEParser", () => {
       assert.deepEqual(got, c.want);
     });
   }
+  it("gives the same events however the stream is split", () => {
+    const stream = 'data: {"a":1}\r\n\r\n: keep-alive\n\ndata: {"b":"x\\ny"}\n\ndata: line1\rdata: line2\r\rdata: [DONE]\n\n';
+    const want = ['{"a":1}', '{"b":"x\\ny"}', "line1\nline2", "[DONE]"];
+    const parse = (parts) => {
+      const p = new sse.SSEParser();
+      return parts.flatMap((x) => p.push(x)).concat(p.end());
+    };
+    assert.deepEqual(parse([stream]), want);
+    for (let i = 0; i <= stream.length; i++) {
+      for (let j = i; j <= stream.length; j += 3) {
+        assert.deepEqual(parse([stream.slice(0, i), stream.slice(i, j), stream.slice(j)]), want, `split at ${i}, ${j}`);
+      }
+    }
+    assert.deepEqual(parse([...stream]), want, "one character at a time");
+  });
   it("flushes an unterminated event at the end", () => {
     const p = new sse.SSEParser();
     assert.deepEqual(p.push("data: tail"), []);

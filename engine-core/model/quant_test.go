@@ -1,0 +1,109 @@
+package model
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/kernels/cpu"
+	"github.com/sluice-llm/sluice/modelfile/demo"
+	"github.com/sluice-llm/sluice/modelfile/gguf"
+)
+
+// quantizeQ4_0 is ggml's quantize_row_q4_0_ref.
+func quantizeQ4_0(x []float32) []byte {
+	out := make([]byte, len(x)/32*kernels.Q4_0BlockBytes)
+	for b := 0; b < len(x)/32; b++ {
+		blk := x[b*32 : (b+1)*32]
+		var amax, mx float32
+		for _, v := range blk {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, mx = a, v
+			}
+		}
+		d := mx / -8
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		o := out[b*kernels.Q4_0BlockBytes:]
+		binary.LittleEndian.PutUint16(o, kernels.F32ToF16(d))
+		for j := 0; j < 16; j++ {
+			q0 := min(15, int(int8(blk[j]*id+8.5)))
+			q1 := min(15, int(int8(blk[j+16]*id+8.5)))
+			o[2+j] = byte(q0) | byte(q1)<<4
+		}
+	}
+	return out
+}
+
+// TestQ4_0Loading rewrites the tiny demo GGUF with Q4_0 matrices, and a
+// second copy holding the same dequantized values as F32, and checks both
+// give the same logits (Q4_0 is converted losslessly to Q8_0 at load).
+func TestQ4_0Loading(t *testing.T) {
+	dir := t.TempDir()
+	if err := demo.Generate(dir, "tiny", 2, demo.FormatGGUF); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.Open(filepath.Join(dir, demo.GGUFFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var meta []gguf.KV
+	for _, k := range src.Meta.Keys() {
+		v, _ := src.Meta.Value(k)
+		meta = append(meta, gguf.KV{Key: k, Value: v})
+	}
+	var q4, f32 []gguf.Tensor
+	for _, ti := range src.Tensors() {
+		data, _, err := src.TensorData(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tq := gguf.Tensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: data}
+		tf := tq
+		if len(ti.Dims) == 2 && ti.Dims[0]%32 == 0 {
+			vals := kernels.BytesToF32(data)
+			tq.Type, tq.Data = gguf.TypeQ4_0, quantizeQ4_0(vals)
+			deq := make([]float32, len(vals))
+			kernels.DequantizeQ4_0(deq, tq.Data)
+			tf.Data = gguf.EncodeF32(deq)
+		}
+		q4, f32 = append(q4, tq), append(f32, tf)
+	}
+	write := func(name string, ts []gguf.Tensor) string {
+		p := filepath.Join(t.TempDir(), name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gguf.Write(f, meta, ts); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	be := cpu.New(cpu.Options{Threads: 2})
+	defer be.Close()
+	toks := []int32{508, 1, 77, 300, 12, 9, 410, 3}
+	var out [2][][]float32
+	for i, p := range []string{write("q4.gguf", q4), write("f32.gguf", f32)} {
+		m, err := Load(p, be, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = allLogits(t, m, toks, []int{5, 3})
+		m.Close()
+	}
+	for p := range out[0] {
+		for j, v := range out[1][p] {
+			if d := math.Abs(float64(out[0][p][j] - v)); d > 1e-5 {
+				t.Fatalf("pos %d logit %d: Q4_0 %v, F32 %v", p, j, out[0][p][j], v)
+			}
+		}
+	}
+}

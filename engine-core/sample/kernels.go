@@ -1,0 +1,218 @@
+package sample
+
+import "math"
+
+// lanes receives the per-lane partial results of the assembly kernels
+// (the assembly relies on this layout: sums in float64, counts in int32).
+type lanes struct {
+	s1 [16]float64
+	c1 [16]int32
+	s2 [16]float64
+	c2 [16]int32
+}
+
+// sums returns the float64 totals of the lanes.
+func (l *lanes) sums() (s1 float64, c1 int, s2 float64, c2 int) {
+	for i := range 16 {
+		s1 += l.s1[i]
+		c1 += int(l.c1[i])
+		s2 += l.s2[i]
+		c2 += int(l.c2[i])
+	}
+	return s1, c1, s2, c2
+}
+
+// sum1 returns the float64 totals of the first pair of lanes.
+func (l *lanes) sum1() (s1 float64, c1 int) {
+	for i := range 16 {
+		s1 += l.s1[i]
+		c1 += int(l.c1[i])
+	}
+	return s1, c1
+}
+
+const (
+	// expLo is the smallest exponent whose exp is kept: exp(-87) is still
+	// a normal float32; below it a probability counts as 0 (relative to
+	// the top token, which is exp(0) = 1).
+	expLo = -87
+	// chunk is the granularity of the draw: per-chunk sums let it skip to
+	// the chunk holding its target and scan only that one.
+	chunk = 1024
+	// slack is the room compress needs past its count.
+	slack = 16
+)
+
+// Cephes expf constants: exp(x) = 2^n * P(r), n = round(x*log2(e)),
+// r = x - n*ln2 (ln2 split in two so r is exact).
+const (
+	log2e = 1.44269504088896341
+	ln2hi = 0.693359375
+	ln2lo = -2.12194440e-4
+	expC5 = 1.9875691500e-4
+	expC4 = 1.3981999507e-3
+	expC3 = 8.3334519073e-3
+	expC2 = 4.1665795894e-2
+	expC1 = 1.6666665459e-1
+	expC0 = 5.0000001201e-1
+)
+
+// expf returns exp(x) for expLo <= x <= 0 (relative error about 1e-7),
+// the same polynomial as the assembly kernel.
+func expf(x float32) float32 {
+	n := float32(math.RoundToEven(float64(x * log2e)))
+	r := x - n*ln2hi
+	r -= n * ln2lo
+	p := float32(expC5)
+	p = p*r + expC4
+	p = p*r + expC3
+	p = p*r + expC2
+	p = p*r + expC1
+	p = p*r + expC0
+	p = p*r + 1
+	p = p*r + 1
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+// rowMax returns the largest value of row ignoring NaNs (-inf when none).
+func rowMax(row []float32) float32 {
+	if !haveAVX512 || len(row) < 64 {
+		return maxOf(row)
+	}
+	n := len(row) &^ 63
+	var acc [16]float32
+	maxAVX512(row[:n], &acc)
+	m := maxOf(row[n:])
+	for _, v := range acc {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// indexOf returns the first i with row[i] == v, or -1.
+func indexOf(row []float32, v float32) int {
+	n := 0
+	if haveAVX512 {
+		n = len(row) &^ 15
+		if n > 0 {
+			if i := indexEqAVX512(row[:n], v); i >= 0 {
+				return i
+			}
+		}
+	}
+	if i := indexOfGeneric(row[n:], v); i >= 0 {
+		return n + i
+	}
+	return -1
+}
+
+func indexOfGeneric(row []float32, v float32) int {
+	for i, x := range row {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// argmax returns the index of the largest value, the lowest on ties; NaNs
+// are ignored; 0 when nothing exceeds -inf.
+func argmax(row []float32) int32 {
+	m := rowMax(row)
+	if m == negInf {
+		return 0
+	}
+	return int32(max(indexOf(row, m), 0))
+}
+
+// expChunk writes dst[i] = exp((src[i]-m)*invT) where that exponent is at
+// least lo (>= expLo), else 0 (NaN included), and returns the sum and
+// number of the non-zero values.
+func expChunk(dst, src []float32, m, invT, lo float32, l *lanes) (float64, int) {
+	n := 0
+	var z float64
+	var cnt int
+	if haveAVX512 {
+		n = len(src) &^ 15
+		if n > 0 {
+			expAVX512(dst[:n], src[:n], m, invT, lo, l)
+			z, cnt = l.sum1()
+		}
+	}
+	tz, tc := expChunkGeneric(dst[n:], src[n:], m, invT, lo)
+	return z + tz, cnt + tc
+}
+
+func expChunkGeneric(dst, src []float32, m, invT, lo float32) (float64, int) {
+	var z float64
+	var cnt int
+	for i, v := range src {
+		x := (v - m) * invT
+		if x >= lo {
+			e := expf(x)
+			dst[i] = e
+			z += float64(e)
+			cnt++
+		} else {
+			dst[i] = 0
+		}
+	}
+	return z, cnt
+}
+
+// massCount2 returns the sums and counts of the elements of x >= t1 and
+// of those >= t2.
+func massCount2(x []float32, t1, t2 float32, l *lanes) (s1 float64, c1 int, s2 float64, c2 int) {
+	n := 0
+	if haveAVX512 {
+		n = len(x) &^ 15
+		if n > 0 {
+			massCount2AVX512(x[:n], t1, t2, l)
+			s1, c1, s2, c2 = l.sums()
+		}
+	}
+	a, b, c, d := massCount2Generic(x[n:], t1, t2)
+	return s1 + a, c1 + b, s2 + c, c2 + d
+}
+
+func massCount2Generic(x []float32, t1, t2 float32) (s1 float64, c1 int, s2 float64, c2 int) {
+	for _, v := range x {
+		if v >= t1 {
+			s1 += float64(v)
+			c1++
+		}
+		if v >= t2 {
+			s2 += float64(v)
+			c2++
+		}
+	}
+	return s1, c1, s2, c2
+}
+
+// compress writes the elements of x with lo <= x[i] < hi to val and
+// base+i to idx, in order, and returns their number. idx and val need
+// room for that number plus slack.
+func compress(x []float32, base int32, lo, hi float32, idx []int32, val []float32) int {
+	n, k := 0, 0
+	if haveAVX512 {
+		n = len(x) &^ 15
+		if n > 0 {
+			k = compressAVX512(x[:n], base, lo, hi, &idx[0], &val[0])
+		}
+	}
+	return k + compressGeneric(x[n:], base+int32(n), lo, hi, idx[k:], val[k:])
+}
+
+// compressGeneric is compress in plain Go (it needs one slot of slack).
+// Every element is stored and the count advances by the comparison, so
+// the loop has no data-dependent branch.
+func compressGeneric(x []float32, base int32, lo, hi float32, idx []int32, val []float32) int {
+	k := 0
+	for i, v := range x {
+		idx[k], val[k] = base+int32(i), v
+		k += b2i(v >= lo && v < hi)
+	}
+	return k
+}

@@ -1,0 +1,248 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 kernels over float32 rows; see kernels_amd64.go for their
+// contracts. Every kernel takes a length that is a positive multiple of its
+// step (64 for maxAVX512, 16 for the others); the Go wrappers handle tails.
+
+DATA iota32<>+0(SB)/4, $0
+DATA iota32<>+4(SB)/4, $1
+DATA iota32<>+8(SB)/4, $2
+DATA iota32<>+12(SB)/4, $3
+DATA iota32<>+16(SB)/4, $4
+DATA iota32<>+20(SB)/4, $5
+DATA iota32<>+24(SB)/4, $6
+DATA iota32<>+28(SB)/4, $7
+DATA iota32<>+32(SB)/4, $8
+DATA iota32<>+36(SB)/4, $9
+DATA iota32<>+40(SB)/4, $10
+DATA iota32<>+44(SB)/4, $11
+DATA iota32<>+48(SB)/4, $12
+DATA iota32<>+52(SB)/4, $13
+DATA iota32<>+56(SB)/4, $14
+DATA iota32<>+60(SB)/4, $15
+GLOBL iota32<>(SB), RODATA|NOPTR, $64
+
+// func maxAVX512(x []float32, out *[16]float32)
+// out gets 16 lane maxima of x (NaNs ignored; -inf when a lane saw none).
+TEXT ·maxAVX512(SB), NOSPLIT, $0-32
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ out+24(FP), DI
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+
+maxloop:
+	VMOVUPS (SI), Z4
+	VMOVUPS 64(SI), Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 192(SI), Z7
+	// vmaxps acc, data, acc: when data is NaN the second source (acc) wins.
+	VMAXPS Z0, Z4, Z0
+	VMAXPS Z1, Z5, Z1
+	VMAXPS Z2, Z6, Z2
+	VMAXPS Z3, Z7, Z3
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JNZ  maxloop
+
+	VMAXPS Z1, Z0, Z0
+	VMAXPS Z3, Z2, Z2
+	VMAXPS Z2, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func indexEqAVX512(x []float32, v float32) int
+// The first index i with x[i] == v, or -1.
+TEXT ·indexEqAVX512(SB), NOSPLIT, $0-40
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSS v+24(FP), Z1
+	XORQ DX, DX
+
+eqloop:
+	VCMPPS $0x00, (SI)(DX*4), Z1, K1 // EQ_OQ
+	KMOVW  K1, AX
+	TESTL  AX, AX
+	JNZ    eqfound
+	ADDQ   $16, DX
+	CMPQ   DX, CX
+	JB     eqloop
+	MOVQ   $-1, ret+32(FP)
+	VZEROUPPER
+	RET
+
+eqfound:
+	BSFL AX, AX
+	ADDQ DX, AX
+	MOVQ AX, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes)
+// dst[i] = exp((src[i]-m)*invT) where that exponent is >= lo, else 0
+// (NaN included). out.s1 gets 16 lane sums of dst, out.c1 16 lane counts of
+// the non-zero entries (sums in float64). lo must be >= -87 so every kept value is a normal
+// float32. exp is Cephes' expf: n = round(x*log2(e)), r = x - n*ln2 in two
+// parts, a degree-7 polynomial for exp(r), scaled by 2^n.
+TEXT ·expAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	MOVQ out+64(FP), R8
+	VBROADCASTSS m+48(FP), Z0
+	VBROADCASTSS invT+52(FP), Z1
+	VBROADCASTSS lo+56(FP), Z2
+	MOVL $0x3fb8aa3b, AX // log2(e)
+	VPBROADCASTD AX, Z3
+	MOVL $0x3f318000, AX // ln2 hi
+	VPBROADCASTD AX, Z4
+	MOVL $0xb95e8083, AX // ln2 lo
+	VPBROADCASTD AX, Z5
+	MOVL $0x39506967, AX
+	VPBROADCASTD AX, Z6
+	MOVL $0x3ab743ce, AX
+	VPBROADCASTD AX, Z7
+	MOVL $0x3c088908, AX
+	VPBROADCASTD AX, Z8
+	MOVL $0x3d2aa9c1, AX
+	VPBROADCASTD AX, Z9
+	MOVL $0x3e2aaaaa, AX
+	VPBROADCASTD AX, Z10
+	MOVL $0x3f000000, AX
+	VPBROADCASTD AX, Z11
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z12
+	VPXORD Z13, Z13, Z13 // sums of lanes 0-7 (float64)
+	VPXORD Z21, Z21, Z21 // sums of lanes 8-15 (float64)
+	VPXORD Z14, Z14, Z14 // counts
+	VPTERNLOGD $0xff, Z15, Z15, Z15 // all ones (-1)
+
+exploop:
+	VMOVUPS (SI), Z16
+	VSUBPS  Z0, Z16, Z16
+	VMULPS  Z1, Z16, Z16             // x
+	VCMPPS  $0x1d, Z2, Z16, K1       // x >= lo (GE_OQ: false for NaN)
+	VMAXPS  Z2, Z16, Z16             // clamp; NaN -> lo
+	VMULPS  Z3, Z16, Z17
+	VRNDSCALEPS $8, Z17, Z17         // n = round to nearest even
+	VFNMADD231PS Z4, Z17, Z16        // r = x - n*ln2hi
+	VFNMADD231PS Z5, Z17, Z16        // r -= n*ln2lo
+	VMOVAPS Z6, Z18
+	VFMADD213PS Z7, Z16, Z18
+	VFMADD213PS Z8, Z16, Z18
+	VFMADD213PS Z9, Z16, Z18
+	VFMADD213PS Z10, Z16, Z18
+	VFMADD213PS Z11, Z16, Z18
+	VFMADD213PS Z12, Z16, Z18
+	VFMADD213PS Z12, Z16, Z18
+	VSCALEFPS.Z Z17, Z18, K1, Z18    // p * 2^n, 0 where not kept
+	VMOVUPS Z18, (DI)
+	VCVTPS2PD Y18, Z19
+	VEXTRACTF64X4 $1, Z18, Y20
+	VCVTPS2PD Y20, Z20
+	VADDPD  Z19, Z13, Z13
+	VADDPD  Z20, Z21, Z21
+	VPSUBD  Z15, Z14, K1, Z14
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  exploop
+
+	VMOVUPD Z13, (R8)
+	VMOVUPD Z21, 64(R8)
+	VMOVDQU32 Z14, 128(R8)
+	VZEROUPPER
+	RET
+
+// func massCount2AVX512(x []float32, t1, t2 float32, out *lanes)
+// Lane sums (float64) and counts of the elements >= t1 (out.s1, out.c1)
+// and of those >= t2 (out.s2, out.c2).
+TEXT ·massCount2AVX512(SB), NOSPLIT, $0-40
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ out+32(FP), R8
+	VBROADCASTSS t1+24(FP), Z0
+	VBROADCASTSS t2+28(FP), Z1
+	VPXORD Z2, Z2, Z2 // s1, lanes 0-7 (float64)
+	VPXORD Z6, Z6, Z6 // s1, lanes 8-15
+	VPXORD Z3, Z3, Z3 // c1
+	VPXORD Z4, Z4, Z4 // s2, lanes 0-7
+	VPXORD Z7, Z7, Z7 // s2, lanes 8-15
+	VPXORD Z5, Z5, Z5 // c2
+	VPTERNLOGD $0xff, Z15, Z15, Z15
+
+mcloop:
+	VMOVUPS (SI), Z16
+	VCVTPS2PD Y16, Z17
+	VEXTRACTF64X4 $1, Z16, Y18
+	VCVTPS2PD Y18, Z18
+	VCMPPS $0x1d, Z0, Z16, K1
+	VCMPPS $0x1d, Z1, Z16, K2
+	KSHIFTRW $8, K1, K3
+	KSHIFTRW $8, K2, K4
+	VADDPD Z17, Z2, K1, Z2
+	VADDPD Z18, Z6, K3, Z6
+	VPSUBD Z15, Z3, K1, Z3
+	VADDPD Z17, Z4, K2, Z4
+	VADDPD Z18, Z7, K4, Z7
+	VPSUBD Z15, Z5, K2, Z5
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ  mcloop
+
+	VMOVUPD Z2, (R8)
+	VMOVUPD Z6, 64(R8)
+	VMOVDQU32 Z3, 128(R8)
+	VMOVUPD Z4, 192(R8)
+	VMOVUPD Z7, 256(R8)
+	VMOVDQU32 Z5, 320(R8)
+	VZEROUPPER
+	RET
+
+// func compressAVX512(x []float32, base int32, lo, hi float32, idx *int32, val *float32) int
+// Appends the elements with lo <= x[i] < hi to val and their ids
+// (base+i) to idx, in order, and returns how many. Each step stores 16
+// values: both outputs need 16 slots of slack past the count.
+TEXT ·compressAVX512(SB), NOSPLIT, $0-64
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ idx+40(FP), R8
+	MOVQ val+48(FP), DI
+	MOVL base+24(FP), AX
+	VPBROADCASTD AX, Z0
+	VPADDD iota32<>(SB), Z0, Z0
+	VBROADCASTSS lo+28(FP), Z1
+	VBROADCASTSS hi+32(FP), Z2
+	MOVL $16, AX
+	VPBROADCASTD AX, Z3
+	XORQ AX, AX
+
+cploop:
+	VMOVUPS (SI), Z4
+	VCMPPS $0x1d, Z1, Z4, K1         // x >= lo
+	VCMPPS $0x11, Z2, Z4, K1, K1     // and x < hi (LT_OQ)
+	KORTESTW K1, K1
+	JZ   cpnext                      // most steps of a narrow band keep nothing
+	VCOMPRESSPS Z4, K1, Z5
+	VPCOMPRESSD Z0, K1, Z6
+	VMOVUPS Z5, (DI)(AX*4)
+	VMOVDQU32 Z6, (R8)(AX*4)
+	KMOVW K1, BX
+	POPCNTL BX, BX
+	ADDQ BX, AX
+
+cpnext:
+	VPADDD Z3, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ  cploop
+
+	MOVQ AX, ret+56(FP)
+	VZEROUPPER
+	RET

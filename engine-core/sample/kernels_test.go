@@ -1,0 +1,131 @@
+package sample
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestExpf(t *testing.T) {
+	for x := float32(expLo); x <= 0; x += 0.0007 {
+		got, want := float64(expf(x)), math.Exp(float64(x))
+		if math.Abs(got-want) > 2.5e-7*want {
+			t.Fatalf("expf(%v) = %v, want %v (rel err %.2g)", x, got, want, math.Abs(got-want)/want)
+		}
+	}
+	if expf(0) != 1 {
+		t.Fatalf("expf(0) = %v, want exactly 1", expf(0))
+	}
+}
+
+// kernelRow returns a row of n values drawn to stress the kernels: normal
+// values, exact ties, ±0, ±inf and NaN.
+func kernelRow(rng *rand.Rand, n int) []float32 {
+	row := make([]float32, n)
+	for i := range row {
+		switch rng.IntN(20) {
+		case 0:
+			row[i] = float32(math.NaN())
+		case 1:
+			row[i] = negInf
+		case 2:
+			row[i] = float32(math.Copysign(0, -1))
+		case 3:
+			row[i] = float32(rng.IntN(3))
+		default:
+			row[i] = float32(rng.NormFloat64() * 3)
+		}
+	}
+	if n > 0 && rng.IntN(10) == 0 {
+		row[rng.IntN(n)] = posInf
+	}
+	return row
+}
+
+// checkKernels compares every kernel wrapper (assembly where the CPU has
+// it) with its plain-Go reference on row.
+func checkKernels(t *testing.T, row []float32, lo, hi float32) {
+	t.Helper()
+	if got, want := rowMax(row), maxOf(row); got != want && !(got != got && want != want) {
+		t.Fatalf("rowMax = %v, want %v", got, want)
+	}
+	if got, want := argmax(row), argmaxGeneric(row); got != want {
+		t.Fatalf("argmax = %d, want %d (row %v)", got, want, row)
+	}
+	for _, v := range []float32{0, 1, 2, posInf, negInf} {
+		if got, want := indexOf(row, v), indexOfGeneric(row, v); got != want {
+			t.Fatalf("indexOf(%v) = %d, want %d", v, got, want)
+		}
+	}
+	// exp's contract: the exponent is at most 0 (m is the row's maximum).
+	m := maxOf(row)
+	if m == negInf {
+		m = 0
+	}
+	var l lanes
+	for _, invT := range []float32{1, 1.25, 7} {
+		if m == posInf {
+			break
+		}
+		got, want := make([]float32, len(row)), make([]float32, len(row))
+		z, c := expChunk(got, row, m, invT, max(lo, expLo), &l)
+		wz, wc := expChunkGeneric(want, row, m, invT, max(lo, expLo))
+		if c != wc || math.Abs(z-wz) > 4e-7*wz {
+			t.Fatalf("expChunk: sum %v count %d, want %v %d", z, c, wz, wc)
+		}
+		for i := range got {
+			if (got[i] == 0) != (want[i] == 0) || math.Abs(float64(got[i]-want[i])) > 4e-7*float64(want[i]) {
+				t.Fatalf("exp of %v: %v, want %v", row[i], got[i], want[i])
+			}
+			if want[i] != 0 {
+				x := float64((row[i] - m) * invT)
+				if ref := math.Exp(x); math.Abs(float64(got[i])-ref) > 3e-7*ref {
+					t.Fatalf("exp(%v) = %v, want %v", x, got[i], ref)
+				}
+			}
+		}
+		s1, c1, s2, c2 := massCount2(got, lo, hi, &l)
+		w1, d1, w2, d2 := massCount2Generic(got, lo, hi)
+		if c1 != d1 || c2 != d2 || math.Abs(s1-w1) > 1e-12*w1 || math.Abs(s2-w2) > 1e-12*w2 {
+			t.Fatalf("massCount2(%v, %v) = %v %d %v %d, want %v %d %v %d", lo, hi, s1, c1, s2, c2, w1, d1, w2, d2)
+		}
+	}
+	idx, val := make([]int32, len(row)+slack), make([]float32, len(row)+slack)
+	widx, wval := make([]int32, len(row)+1), make([]float32, len(row)+1)
+	n := compress(row, 7, lo, hi, idx, val)
+	wn := compressGeneric(row, 7, lo, hi, widx, wval)
+	if n != wn || !slices.Equal(idx[:n], widx[:n]) || !slices.Equal(val[:n], wval[:n]) {
+		t.Fatalf("compress [%v, %v): %d %v, want %d %v", lo, hi, n, idx[:n], wn, widx[:wn])
+	}
+}
+
+func TestKernelsMatchGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for trial := range 300 {
+		n := rng.IntN(300)
+		if trial%10 == 0 {
+			n = 32000 + rng.IntN(20)
+		}
+		row := kernelRow(rng, n)
+		lo := float32(rng.NormFloat64() * 2)
+		checkKernels(t, row, lo, lo+float32(rng.ExpFloat64()*3))
+	}
+}
+
+func FuzzKernels(f *testing.F) {
+	seed := make([]byte, 4*70)
+	for i := range 70 {
+		binary.LittleEndian.PutUint32(seed[4*i:], math.Float32bits(float32(i%9)-3))
+	}
+	f.Add(seed, float32(-1), float32(2))
+	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0xc0, 0x7f}, float32(0), float32(1))
+	f.Fuzz(func(t *testing.T, data []byte, lo, hi float32) {
+		row := make([]float32, len(data)/4)
+		for i := range row {
+			row[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+		checkKernels(t, row, lo, hi)
+	})
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# cuda-build.sh: build bin/engine-core-cuda, engine-core with the CUDA
+# backend compiled in (-tags cuda): the CUDA toolkit environment
+# (scripts/cuda-toolkit.sh; set CUDA_HOME on a GPU host so the binary links
+# the real libcublas), the kernel fatbins (scripts/cuda-fatbin.sh), then go
+# build. The binary only starts on a machine with an NVIDIA GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_ENABLED=1
+eval "$(bash scripts/cuda-toolkit.sh)"
+bash scripts/cuda-fatbin.sh
+if ! grep -q 'engine-core/cudaexec' engine-core/*.go; then
+	echo "cuda-build: engine-core's main does not wire engine-core/cudaexec (--executor cuda) yet; nothing to build" >&2
+	exit 1
+fi
+go build -tags cuda -o bin/engine-core-cuda ./engine-core
+echo "cuda-build: bin/engine-core-cuda (links $(ldd bin/engine-core-cuda | grep -oE 'lib(cuda|cublas)[^ ]*' | sort -u | tr '\n' ' '))" >&2
