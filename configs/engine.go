@@ -13,7 +13,7 @@ type Engine struct {
 	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file or directory (for llama2.c checkpoints; overrides the model's)"`
 	ServedModelName string `flag:"served-model-name" yaml:"served_model_name" usage:"model name announced to frontends (default: --model)"`
 	Listen          string `flag:"listen" yaml:"listen" usage:"endpoint to bind: ipc:///path or tcp://host:port"`
-	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model) or sim (simulated accelerator for capacity tests)"`
+	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model), cuda (NVIDIA GPU; only in bin/engine-core-cuda, built with -tags cuda) or sim (simulated accelerator for capacity tests)"`
 	EngineID        string `flag:"engine-id" yaml:"engine_id" usage:"engine identity in READY and outputs (default: hostname-pid)"`
 
 	MaxNumSeqs           int   `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
@@ -70,8 +70,8 @@ func (e *Engine) Validate() error {
 	if e.Listen == "" {
 		errs = append(errs, Errorf("listen", "is required (ipc:///path or tcp://host:port)"))
 	}
-	if e.Executor != "cpu" && e.Executor != "sim" {
-		errs = append(errs, Errorf("executor", "must be cpu or sim, got %q", e.Executor))
+	if e.Executor != "cpu" && e.Executor != "sim" && e.Executor != "cuda" {
+		errs = append(errs, Errorf("executor", "must be cpu, cuda or sim, got %q", e.Executor))
 	}
 	if e.MaxNumSeqs < 1 {
 		errs = append(errs, Errorf("max-num-seqs", "must be >= 1, got %d", e.MaxNumSeqs))

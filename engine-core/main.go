@@ -37,6 +37,7 @@ import (
 
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/engine-core/core"
+	"github.com/sluice-llm/sluice/engine-core/cudaexec"
 	"github.com/sluice-llm/sluice/engine-core/guide"
 	"github.com/sluice-llm/sluice/engine-core/kvcache"
 	"github.com/sluice-llm/sluice/engine-core/runner"
@@ -46,6 +47,7 @@ import (
 	"github.com/sluice-llm/sluice/engine-core/simexec"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
+	"github.com/sluice-llm/sluice/kernels/cuda"
 	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/hfconfig"
 	"github.com/sluice-llm/sluice/outputproc/tokenizer"
@@ -188,8 +190,8 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		tok      tokenizer.Tokenizer
 	)
 	switch cfg.Executor {
-	case "cpu":
-		r, err := runner.New(runner.Config{
+	case "cpu", "cuda":
+		rcfg := runner.Config{
 			Model:          cfg.Model,
 			NumBlocks:      cfg.NumKVBlocks,
 			KVCacheBytes:   cfg.KVCacheMemory,
@@ -198,7 +200,20 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			MaxModelLen:    cfg.MaxModelLen,
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
-		})
+		}
+		var r interface {
+			sched.Executor
+			Info() runner.Info
+			Close() error
+		}
+		var err error
+		if cfg.Executor == "cuda" {
+			// Only binaries built with -tags cuda (bin/engine-core-cuda)
+			// have the backend; others get an error saying how to build it.
+			r, err = cudaexec.New(rcfg, cuda.Options{})
+		} else {
+			r, err = runner.New(rcfg)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load model %s: %w", cfg.Model, err)
 		}
