@@ -1,6 +1,8 @@
 package outputproc
 
 import (
+	"slices"
+
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc/detok"
 	"github.com/sluice-llm/sluice/outputproc/stopstr"
@@ -26,6 +28,11 @@ type Params struct {
 	MinTokens int
 	// Logprobs keeps each token's logprobs in the deltas.
 	Logprobs bool
+	// EOSIDs are the ids that end generation as EOS. When the engine
+	// finishes with FinishStop on one of them, or on a stop token id, that
+	// token's text is left out (unless IncludeStop); a FinishStop on any
+	// other token (a structured-output grammar completing) keeps it.
+	EOSIDs []int32
 }
 
 // StopReason says which stop condition ended a completion: a stop token
@@ -121,7 +128,7 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 	}
 	engineFinished := out.FinishReason != ipc.FinishNone
 	textIDs := ids
-	if out.FinishReason == ipc.FinishStop {
+	if out.FinishReason == ipc.FinishStop && len(ids) > 0 && (out.StopReason >= 0 || slices.Contains(s.p.EOSIDs, ids[len(ids)-1])) {
 		textIDs = detok.DetokenizableIDs(ids, true, s.p.IncludeStop)
 	}
 	txt := s.dec.Add(textIDs)

@@ -189,7 +189,7 @@ func TestStopStrings(t *testing.T) {
 
 func TestEOSNotInText(t *testing.T) {
 	for _, include := range []bool{false, true} {
-		ds, _ := feed(t, Params{IncludeStop: include}, "hi", []int{1}, ipc.FinishStop, nil)
+		ds, _ := feed(t, Params{IncludeStop: include, EOSIDs: []int32{eos}}, "hi", []int{1}, ipc.FinishStop, nil)
 		got, n := join(ds)
 		want := "hi"
 		if include {
@@ -200,6 +200,15 @@ func TestEOSNotInText(t *testing.T) {
 		if got != want || n != 3 || !last.StopReason.IsToken || last.StopReason.Token != eos {
 			t.Fatalf("include=%v: text %q tokens %d stop %+v", include, got, n, last.StopReason)
 		}
+	}
+}
+
+func TestStopOnOrdinaryTokenKeepsText(t *testing.T) {
+	// a grammar that completes finishes with FinishStop on a normal token
+	st := New(byteTok{}, Params{EOSIDs: []int32{eos}})
+	d, _ := st.Process(&ipc.Output{NewTokenIDs: []int32{'o', 'k'}, FinishReason: ipc.FinishStop, StopReason: -1}, false)
+	if d == nil || d.Text != "ok" || d.StopReason.IsToken {
+		t.Fatalf("delta %+v", d)
 	}
 }
 

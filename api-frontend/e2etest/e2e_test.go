@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,4 +307,78 @@ func TestEngineKilledAndRestarted(t *testing.T) {
 		t.Fatalf("after restart: %q %q", text, finish)
 	}
 	fmt.Fprintf(os.Stderr, "engine death noticed and stream ended in %s\n", took)
+}
+
+// TestGracefulShutdown sends SIGTERM to a frontend with an open stream: it
+// stops accepting, lets the stream run for --shutdown-timeout, then ends it
+// with an error event and [DONE], and exits.
+func TestGracefulShutdown(t *testing.T) {
+	addr := engineAddr(t)
+	startEngine(t, addr, "--sim-step-ms", "5")
+	base, fe := startFrontend(t, addr, "--shutdown-timeout", "700ms")
+	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":1500,"ignore_eos":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := fe.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r, err := http.Get(base + "/health"); err == nil {
+		r.Body.Close()
+		if r.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("/health %d while draining", r.StatusCode)
+		}
+	}
+	evs := sse(t, br)
+	took := time.Since(start)
+	if took < 600*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("stream ended %s after SIGTERM, want about the 700ms shutdown timeout", took)
+	}
+	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" || !strings.Contains(evs[len(evs)-2], "shutting down") {
+		t.Fatalf("want tokens, error, [DONE]; got the tail %q", evs[max(0, len(evs)-3):])
+	}
+	select {
+	case <-fe.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("frontend did not exit after SIGTERM")
+	}
+}
+
+// TestSpawnEngine runs api-frontend alone: it starts engine-core itself
+// (passing the engine flags through), serves, and stops the engine on exit.
+func TestSpawnEngine(t *testing.T) {
+	port := freePort(t)
+	fe := start(t, "api-frontend", "--model", "demo", "--executor", "sim", "--sim-step-ms", "1", "--max-num-seqs", "8",
+		"--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealth(t, base, http.StatusOK, 60*time.Second)
+	evs := rawStream(t, base, "/v1/completions", `{"prompt":"spawned","max_tokens":4,"stream":true}`)
+	if _, _, _, finish, _ := collect(t, evs); finish != "length" {
+		t.Fatalf("finish %q", finish)
+	}
+	m := regexp.MustCompile(`spawned engine-core\s+\{"pid": (\d+)`).FindStringSubmatch(fe.output())
+	if m == nil {
+		t.Fatalf("no spawn log line in:\n%s", fe.output())
+	}
+	enginePID, _ := strconv.Atoi(m[1])
+	if err := fe.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fe.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("frontend did not exit")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", enginePID)); err == nil {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", enginePID)); !strings.Contains(string(st), ") Z ") {
+			t.Fatalf("engine-core %d still running after the frontend exited", enginePID)
+		}
+	}
 }

@@ -26,6 +26,8 @@ func FromZMQ(c *zmqtransport.EngineConn) Transport {
 	return z
 }
 
+// The Transport methods delegate to the zmqtransport connection.
+
 func (z *zmqConn) Send(kind ipc.Kind, msg any) error { return z.c.Send(kind, msg) }
 func (z *zmqConn) Outputs() <-chan *ipc.Outputs      { return z.c.Outputs() }
 func (z *zmqConn) Events() <-chan Event              { return z.events }

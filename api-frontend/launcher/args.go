@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -102,10 +103,17 @@ func FromFrontend(cfg *configs.Frontend, args []string, count int, log *zap.Logg
 		host, _ := os.Hostname()
 		prefix = fmt.Sprintf("fe-%s-%d", host, os.Getpid())
 	}
+	pin := hasFlag(cfg, "api-server-count")
 	o := Options{
 		Executable: self,
 		FrontendArgs: func(spec FrontendSpec) []string {
-			return FrontendArgs(args, spec, prefix)
+			a := FrontendArgs(args, spec, prefix)
+			if pin {
+				// A child must not become a launcher again through
+				// SLUICE_API_SERVER_COUNT or a --config file.
+				a = append(a, "--api-server-count", "1")
+			}
+			return a
 		},
 		Count:                count,
 		Host:                 cfg.Host,
@@ -124,4 +132,29 @@ func FromFrontend(cfg *configs.Frontend, args []string, count int, log *zap.Logg
 	}
 	o.EngineArgs = append([]string{"--model", cfg.Model}, cfg.SpawnArgs()...)
 	return o, nil
+}
+
+// hasFlag reports whether the config struct *cfg has a field bound to the
+// flag name (the `flag:"…"` tag configs.Load reads).
+func hasFlag(cfg any, name string) bool {
+	t := reflect.TypeOf(cfg)
+	if name == "" || t == nil {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Tag.Get("flag") == name {
+			return true
+		}
+		if f.Anonymous && hasFlag(reflect.New(f.Type).Interface(), name) {
+			return true
+		}
+	}
+	return false
 }

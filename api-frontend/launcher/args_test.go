@@ -79,3 +79,22 @@ func FuzzStripFlags(f *testing.F) {
 		}
 	})
 }
+
+func TestHasFlag(t *testing.T) {
+	type inner struct {
+		B int `flag:"b"`
+	}
+	type cfg struct {
+		A int `flag:"a"`
+		inner
+		C int
+	}
+	for name, want := range map[string]bool{"a": true, "b": true, "c": false, "": false} {
+		if got := hasFlag(&cfg{}, name); got != want {
+			t.Errorf("hasFlag(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if hasFlag(42, "a") {
+		t.Error("hasFlag of a non-struct is true")
+	}
+}

@@ -152,6 +152,23 @@ func waitHealth(t *testing.T, base string, timeout time.Duration) {
 	}
 }
 
+// waitFrontends waits until n distinct frontend processes have answered
+// /version on fresh connections, i.e. all of them listen.
+func waitFrontends(t *testing.T, base string, n int) {
+	t.Helper()
+	seen := map[int]bool{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(seen) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d frontends answered /version within 30s", len(seen), n)
+		}
+		if v, err := freshVersion(base); err == nil {
+			seen[v.PID] = true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type versionInfo struct {
 	FrontendID string `json:"frontend_id"`
 	PID        int    `json:"pid"`
@@ -293,6 +310,7 @@ func TestServesManyStreamsOnOnePort(t *testing.T) {
 	const n, maxTokens = 200, 16
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "10")
 	waitHealth(t, base, 60*time.Second)
+	waitFrontends(t, base, 2)
 
 	streams := make([]*stream, n)
 	var wg sync.WaitGroup
@@ -337,6 +355,7 @@ func TestServesManyStreamsOnOnePort(t *testing.T) {
 func TestKilledFrontendComesBack(t *testing.T) {
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "20")
 	waitHealth(t, base, 60*time.Second)
+	waitFrontends(t, base, 2)
 
 	byPID := map[int][]*stream{}
 	for tries := 0; tries < 60 && (len(byPID) < 2 || minLen(byPID) < 3); tries++ {
@@ -408,6 +427,75 @@ func TestKilledFrontendComesBack(t *testing.T) {
 	}
 }
 
+// TestKilledEngineComesBack SIGKILLs engine-core: the frontends answer 503
+// until the launcher has restarted it, then serve again.
+func TestKilledEngineComesBack(t *testing.T) {
+	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "5", "--engine-liveness-timeout", "1s")
+	waitHealth(t, base, 60*time.Second)
+	waitFrontends(t, base, 2)
+	engine := childNamed(t, p.cmd.Process.Pid, "engine-core")
+	if engine == 0 {
+		t.Fatal("no engine-core child")
+	}
+	if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, base, http.StatusServiceUnavailable, 20*time.Second)
+	waitStatus(t, base, http.StatusOK, 30*time.Second)
+	if again := childNamed(t, p.cmd.Process.Pid, "engine-core"); again == 0 || again == engine {
+		t.Fatalf("engine-core child after restart: %d (killed %d)", again, engine)
+	}
+	// Both frontends serve again (each reconnected by itself).
+	served := map[int]bool{}
+	for tries := 0; tries < 100 && len(served) < 2; tries++ {
+		s := openStream(t, base, 8)
+		if s == nil {
+			t.FailNow()
+		}
+		if r := s.finish(); !r.done || r.err != nil || r.errMsg != "" {
+			t.Fatalf("stream after engine restart on frontend %d: done=%v err=%v error event=%q", s.frontend.PID, r.done, r.err, r.errMsg)
+		}
+		served[s.frontend.PID] = true
+	}
+	if len(served) < 2 {
+		t.Fatalf("only frontends %v served after the engine restart", served)
+	}
+}
+
+// waitStatus polls /health on fresh connections until it answers want.
+func waitStatus(t *testing.T, base string, want int, timeout time.Duration) {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	deadline := time.Now().Add(timeout)
+	last := 0
+	for {
+		if resp, err := c.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if last = resp.StatusCode; last == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health did not answer %d within %s (last %d)", want, timeout, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// childNamed returns the pid of pid's child running the program name, or 0.
+func childNamed(t *testing.T, pid int, name string) int {
+	t.Helper()
+	for kid := range childPIDs(t, pid) {
+		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(kid), "exe"))
+		if err == nil && filepath.Base(exe) == name {
+			return kid
+		}
+	}
+	return 0
+}
+
 func minLen(m map[int][]*stream) int {
 	n := -1
 	for _, v := range m {
@@ -425,6 +513,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	const maxTokens = 75 // 75 steps of 20 ms: ~1.5 s after SIGTERM
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "20", "--shutdown-timeout", "20s")
 	waitHealth(t, base, 60*time.Second)
+	waitFrontends(t, base, 2)
 	kids := childPIDs(t, p.cmd.Process.Pid)
 	if len(kids) != 3 {
 		t.Fatalf("launcher children %v, want engine-core and two frontends", kids)
@@ -490,7 +579,7 @@ func TestStartupFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Close()
+	t.Cleanup(func() { held.Close() }) // after the parallel subtests
 	heldPort := strconv.Itoa(held.Addr().(*net.TCPAddr).Port)
 
 	tests := []struct {
@@ -501,9 +590,9 @@ func TestStartupFailures(t *testing.T) {
 		{"bad model path", []string{"--model", "/nonexistent/model"},
 			[]string{"engine-core exited (exit status 1) before it was ready", "\n    engine-core: load tokenizer of /nonexistent/model"}},
 		{"bad engine flag", []string{"--executor", "gpu"},
-			[]string{"engine-core exited (exit status 2) before it was ready", "\n    engine-core: --executor: must be cpu or sim"}},
+			[]string{"engine-core exited (exit status 2) before it was ready", "\n    engine-core: --executor: must be"}},
 		{"frontend keeps failing", []string{"--tool-call-parser", "no-such-parser"},
-			[]string{"frontend-1 exited 5 times in a row", "\n    api-frontend: --tool-call-parser no-such-parser"}},
+			[]string{" exited 5 times in a row within 5s of starting", "\n    api-frontend: --tool-call-parser no-such-parser"}},
 		{"port taken", []string{"--port", heldPort}, []string{"port not available"}},
 	}
 	for _, tt := range tests {

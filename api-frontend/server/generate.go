@@ -67,7 +67,6 @@ type choice struct {
 	index     int
 	engineID  string
 	promptIDs []int32
-	prompt    string // prompt text, for echo
 	st        *outputproc.State
 	finished  bool
 

@@ -55,6 +55,7 @@ func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
 		PromptIDs:      promptIDs,
 		MinTokens:      int(o.Params.MinTokens),
 		Logprobs:       o.Logprobs >= 0,
+		EOSIDs:         r.s.eosIDs(),
 	})
 	return ch
 }

@@ -161,6 +161,13 @@ func New(cfg Config, deps Deps) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
+// Router returns the gin engine, for mounting extra routes (the web UI)
+// before serving. Routes added this way are not behind --api-key.
+func (s *Server) Router() *gin.Engine { return s.router }
+
+// Metrics returns the server's metrics (their registry feeds /metrics).
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
 // BeginDrain makes /health answer 503 and refuses new generation requests;
 // open streams go on.
 func (s *Server) BeginDrain() { s.draining.Store(true) }
@@ -251,6 +258,19 @@ func (s *Server) maxModelLen() int {
 		}
 	}
 	return 0
+}
+
+// eosIDs are the engine's EOS ids (the tokenizer's when no engine is up).
+func (s *Server) eosIDs() []int32 {
+	if s.deps.Engines != nil {
+		if r, ok := s.deps.Engines.Ready(); ok && len(r.EOSTokenIDs) > 0 {
+			return r.EOSTokenIDs
+		}
+	}
+	if e := s.deps.Tokenizer.EOS(); e >= 0 {
+		return []int32{e}
+	}
+	return nil
 }
 
 func (s *Server) limits() openai.Limits {

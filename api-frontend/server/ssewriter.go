@@ -73,7 +73,7 @@ func frameChunk(buf *[]byte, last bool) []byte {
 // write syscall itself). gone is called once if the client disconnects.
 // Otherwise it falls back to the ResponseWriter.
 func startSSE(c *gin.Context, sndBuf int, gone func()) (sseWriter, error) {
-	if c.Request.ProtoMajor == 1 && c.Request.ProtoMinor == 1 {
+	if c.Request.ProtoMajor == 1 && c.Request.ProtoMinor == 1 && canHijack(c.Writer) {
 		conn, brw, err := http.NewResponseController(c.Writer).Hijack()
 		if err == nil {
 			if brw != nil && brw.Writer.Buffered() > 0 {
@@ -107,6 +107,20 @@ func startSSE(c *gin.Context, sndBuf int, gone func()) (sseWriter, error) {
 	w.Flush()
 	stop := contextAfter(c, gone)
 	return &plainSSE{w: w, stop: stop}, nil
+}
+
+// canHijack reports whether the writer under gin's can be hijacked (gin's
+// own Hijack panics when it cannot).
+func canHijack(w gin.ResponseWriter) bool {
+	var rw http.ResponseWriter = w
+	for {
+		u, ok := rw.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			_, ok := rw.(http.Hijacker)
+			return ok
+		}
+		rw = u.Unwrap()
+	}
 }
 
 // hijackedSSE writes HTTP/1.1 chunked frames straight to the connection.

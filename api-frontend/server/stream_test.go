@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -413,5 +414,27 @@ func TestSlowClient(t *testing.T) {
 	}
 	if fast > 2*time.Second {
 		t.Fatalf("fast stream took %s", fast)
+	}
+}
+
+// TestPlainWriterFallback serves a stream through a ResponseWriter that
+// cannot be hijacked (as with HTTP/2): the same events must come out.
+func TestPlainWriterFallback(t *testing.T) {
+	env := newTestEnv(t, Config{}, "fallback text")
+	req := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`))
+	rec := httptest.NewRecorder()
+	env.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d type %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	var text string
+	chunks := parseStream(t, rec.Body.Bytes())
+	for _, c := range chunks {
+		if len(c.Choices) > 0 {
+			text += c.Choices[0].Text
+		}
+	}
+	if text != "fallback" || chunks[len(chunks)-1].Usage == nil {
+		t.Fatalf("text %q; body %s", text, rec.Body.String())
 	}
 }

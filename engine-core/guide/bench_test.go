@@ -314,3 +314,18 @@ func findToken(v *Vocab, s string) int32 {
 	}
 	return -1
 }
+
+// BenchmarkNewVocab is the once-per-model preparation: token trie, slices
+// and length classes.
+func BenchmarkNewVocab(b *testing.B) {
+	for _, rv := range realVocabs(b) {
+		b.Run(rv.name, func(b *testing.B) {
+			special := func(id int32) bool { return rv.v.special[id] }
+			for b.Loop() {
+				if _, err := NewVocab(rv.v.toks, rv.v.eos, special); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

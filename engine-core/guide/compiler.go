@@ -12,7 +12,15 @@
 // state, the tokens that stay inside the terminal (computed once, shared by
 // every grammar using that regex, e.g. "inside a JSON string"), so only the
 // subtrees where a terminal can end mid-token need the parser; and per
-// grammar, finished masks keyed by the full matcher state.
+// grammar, finished masks keyed by the full matcher state. Computing a
+// wide terminal state uses precomputed vocabulary slices (runs of plain
+// JSON-string characters, also sorted by length for maxLength-bounded
+// strings), so only the rest of the vocabulary is walked.
+//
+// Limits (sound: past them the matcher allows less, never more): 4096
+// threads per state, 65536 closure expansions per byte, 32768 automaton
+// states per terminal; masks with nothing allowed force EOS and are
+// counted in Matcher.DeadEnds.
 //
 // Use: NewVocab (or FromTokenizer) once per model; NewCompiler once; per
 // request Compiler.Matcher (or CompileAsync then Grammar.NewMatcher); per

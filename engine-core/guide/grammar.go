@@ -53,8 +53,8 @@ type terminal struct {
 	// budget is the compiler-wide byte budget for inner masks (nil: no
 	// limit); past it new masks are computed but not kept.
 	budget *atomic.Int64
-	counts map[int32]countResult // countState memo, under mu
-	reps   []byte                // jointReps with the plain automaton
+	steps  map[int32]*charStep // charStep memo, under mu
+	reps   []byte              // jointReps with the plain automaton
 }
 
 // innerMask is, for one terminal state q, the tokens whose bytes all keep
@@ -159,51 +159,79 @@ func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
 	return innerWalk{words: words, im: &innerMask{bounds: bounds, tr: tr}}
 }
 
-// countResult memoises countState per terminal state.
-type countResult struct {
-	r  int8
-	ok bool
+// charStep is what one more plain character does to a terminal state:
+// fail (it may accept, or only some characters kill it), kill it on every
+// character (dead), or keep it alive in the states after.
+type charStep struct {
+	fail, dead bool
+	after      []int32
 }
 
 // countState reports whether, on strings of plain characters, state q
 // lives exactly up to r characters (r ≤ maxCountChars, where r =
 // maxCountChars also means "or more") and never accepts: then the plain
 // tokens of at most r characters are allowed and longer ones are not. It
-// explores one character of the product with the plain-character
-// automaton, then recurses on the states reached (memoised per state, so
-// the successive count states of a length-bounded string cost one
-// character each).
+// advances the set of states one character at a time, with the effect of
+// one character memoised per state, so the successive count states of a
+// length-bounded string cost little each.
 func countState(cs *countSlice, t *terminal, q int32) (int, bool) {
-	return t.countFrom(cs, q, 0)
+	level := []int32{q}
+	var next []int32
+	for c := 0; c < maxCountChars; c++ {
+		next = next[:0]
+		dead, alive := false, false
+		for _, s := range level {
+			st := t.charStep(cs, s)
+			switch {
+			case st.fail:
+				return 0, false
+			case st.dead:
+				dead = true
+			default:
+				alive = true
+				for _, a := range st.after {
+					if !slices.Contains(next, a) {
+						next = append(next, a)
+					}
+				}
+			}
+			if dead && alive {
+				return 0, false
+			}
+		}
+		if !alive {
+			return c, true
+		}
+		if len(next) > 64 {
+			return 0, false
+		}
+		level, next = next, level
+	}
+	return maxCountChars, true
 }
 
-func (t *terminal) countFrom(cs *countSlice, q int32, depth int) (int, bool) {
-	if depth >= maxCountChars {
-		return 0, true // deep enough: the caller's count is capped
-	}
+// charStep returns (memoised) the effect of one plain character on q.
+func (t *terminal) charStep(cs *countSlice, q int32) *charStep {
 	t.mu.Lock()
-	res, hit := t.counts[q]
+	st := t.steps[q]
 	t.mu.Unlock()
-	if hit {
-		return int(res.r), res.ok
+	if st != nil {
+		return st
 	}
-	r, ok := t.countLevel(cs, q, depth)
+	st = t.computeCharStep(cs, q)
 	t.mu.Lock()
-	if t.counts == nil {
-		t.counts = map[int32]countResult{}
+	if t.steps == nil {
+		t.steps = map[int32]*charStep{}
 	}
-	if depth == 0 || !ok || r < maxCountChars-depth {
-		// Results capped by depth are only exact at depth 0.
-		t.counts[q] = countResult{int8(r), ok}
-	}
+	t.steps[q] = st
 	t.mu.Unlock()
-	return r, ok
+	return st
 }
 
-func (t *terminal) countLevel(cs *countSlice, q int32, depth int) (int, bool) {
+func (t *terminal) computeCharStep(cs *countSlice, q int32) *charStep {
 	reps := t.jointReps(cs.d)
 	type pair struct{ s, t int32 }
-	var after []int32 // terminal states after one whole character
+	st := &charStep{}
 	dead, alive := false, false
 	stack := []pair{{cs.d.start, q}}
 	for len(stack) > 0 {
@@ -220,36 +248,28 @@ func (t *terminal) countLevel(cs *countSlice, q int32, depth int) (int, bool) {
 				continue
 			}
 			if accepting(t2) {
-				return 0, false
+				return &charStep{fail: true}
 			}
 			alive = true
 			if accepting(s2) {
-				if !slices.Contains(after, t2) {
-					after = append(after, t2)
+				if !slices.Contains(st.after, t2) {
+					st.after = append(st.after, t2)
 				}
 			} else {
 				stack = append(stack, pair{s2, t2})
 			}
-			if len(stack) > 1<<12 || len(after) > 64 {
-				return 0, false
+			if len(stack) > 1<<12 || len(st.after) > 64 {
+				return &charStep{fail: true}
 			}
 		}
 	}
 	switch {
 	case dead && alive:
-		return 0, false
+		return &charStep{fail: true}
 	case !alive:
-		return 0, true
+		return &charStep{dead: true}
 	}
-	r := -1
-	for _, q2 := range after {
-		r2, ok := t.countFrom(cs, q2, depth+1)
-		if !ok || r >= 0 && r2 != r {
-			return 0, false
-		}
-		r = r2
-	}
-	return min(r+1, maxCountChars), true
+	return st
 }
 
 // jointReps returns one byte per pair of byte classes of d and the

@@ -2,7 +2,6 @@ package sample
 
 import (
 	"math"
-	"slices"
 
 	"github.com/sluice-llm/sluice/ipc"
 )
@@ -53,12 +52,12 @@ func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
 			// The top token (e == 1) alone reaches top_p.
 			return int32(max(indexOf(e, 1), 0))
 		}
-		t, r, mass := s.threshold(e, true, need, z, npos)
-		return s.drawAbove(e, t, r, u*mass)
+		t, _, mass := s.threshold(e, true, need, z, npos)
+		return s.drawAbove(e, t, u*mass)
 	}
 	t, r, mass := s.threshold(e, false, float64(k), z, npos)
 	if tp == 0 {
-		return s.drawAbove(e, t, r, u*mass)
+		return s.drawAbove(e, t, u*mass)
 	}
 	// Top-p over the top k: gather them (about k) and select exactly.
 	idx, val := s.idx, s.val
@@ -88,7 +87,7 @@ func (s *worker) expRow(e, row []float32, m, invT, lo float32) (float64, int) {
 	var cnt int
 	for c := 0; c*chunk < len(row); c++ {
 		a, b := c*chunk, min((c+1)*chunk, len(row))
-		cz, cc := expChunk(e[a:b], row[a:b], m, invT, lo, &s.ln)
+		cz, cc := expChunk(e[a:b], row[a:b], m, invT, lo, &s.ln32)
 		s.chunkSum[c] = cz
 		z += cz
 		cnt += cc
@@ -135,58 +134,58 @@ func lastNonZero(e []float32) int32 {
 	return 0
 }
 
-// drawAbove returns the member of the set {e_i > t} plus the first r ids
-// with e_i == t at which the running mass of the set, in id order, first
-// exceeds target (u times the set's mass). Chunk masses let it skip
-// ahead; it stops at the chunk holding the target.
-func (s *worker) drawAbove(e []float32, t float32, r int, target float64) int32 {
-	tPlus := math.Nextafter32(t, posInf)
-	ties := r
-	last := int32(-1)
-	for a := 0; a < len(e); a += chunk {
-		b := min(a+chunk, len(e))
-		gt, cgt, _, cge := massCount2(e[a:b], tPlus, t, &s.ln)
-		take := min(ties, cge-cgt)
-		cs := gt + float64(take)*float64(t)
+// drawAbove returns the member of the set left by threshold ({e_i > t}
+// plus the first r ids with e_i == t) at which the running mass of the
+// set, in id order, first exceeds target (u times the set's mass). The
+// per-chunk masses threshold stored let it go straight to the chunk
+// holding the target and scan only that one.
+func (s *worker) drawAbove(e []float32, t float32, target float64) int32 {
+	nch := (len(e) + chunk - 1) / chunk
+	lastChunk := -1
+	for c := range nch {
+		cs := s.chunkSum[c]
 		if cs == 0 {
 			continue
 		}
+		lastChunk = c
 		if target >= cs {
 			target -= cs
-			ties -= take
-			last = int32(a) // the chunk holds a member; found below if needed
 			continue
 		}
-		var acc float64
-		for i := a; i < b; i++ {
-			x := e[i]
-			if x < t || x == 0 {
-				continue
-			}
-			if x == t {
-				if ties == 0 {
-					continue
-				}
-				ties--
-			}
-			acc += float64(x)
-			if acc > target {
-				return int32(i)
-			}
-			last = int32(i)
-		}
-		return last // rounding: the chunk's last member
+		return s.scanChunk(e, c, t, target)
 	}
-	// Rounding left target at or past the total: the last member.
-	if last < 0 {
+	if lastChunk < 0 {
 		return int32(max(indexOf(e, t), 0))
 	}
-	for i := len(e) - 1; i >= 0; i-- {
-		if e[i] > t {
+	// Rounding left target at or past the total: the last member.
+	return s.scanChunk(e, lastChunk, t, math.Inf(1))
+}
+
+// scanChunk returns the member of chunk c at which the running mass first
+// exceeds target, or the chunk's last member.
+func (s *worker) scanChunk(e []float32, c int, t float32, target float64) int32 {
+	a, b := c*chunk, min((c+1)*chunk, len(e))
+	ties := s.chunkTies[c]
+	var acc float64
+	last := int32(a)
+	for i := a; i < b; i++ {
+		x := e[i]
+		if x < t || x == 0 {
+			continue
+		}
+		if x == t {
+			if ties == 0 {
+				continue
+			}
+			ties--
+		}
+		acc += float64(x)
+		if acc > target {
 			return int32(i)
 		}
+		last = int32(i)
 	}
-	return int32(max(indexOf(e, t), 0)) // only ties at t are members
+	return last
 }
 
 // Threshold search tuning: the sample size, the band of candidates that
@@ -208,17 +207,22 @@ type bound struct {
 
 // threshold finds t and r such that the set {e_i > t} plus the first r
 // ids with e_i == t is the smallest top set (by e, ties to the lowest ids)
-// whose mass (byMass) or size (else) reaches need, and the set's mass.
-// z and npos are the
-// total mass and number of non-zero entries; need must not exceed what the
-// non-zero entries hold.
+// whose mass (byMass) or size (else) reaches need, and returns the set's
+// mass. It leaves in s.chunkSum and s.chunkTies the set's mass in each
+// chunk and the ties still to take at each chunk's start, for drawAbove.
+// z and npos are the total mass and number of non-zero entries; need must
+// not exceed what the non-zero entries hold.
 //
 // Invariant: the elements >= lo.t reach need, those >= hi.t do not; the
-// exact selection runs on the band [lo.t, hi.t).
+// exact selection runs on the band [lo.t, hi.t). s.hiChunk holds the
+// per-chunk mass of the elements >= hi.t.
 func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) (t float32, r int, mass float64) {
 	V := len(e)
+	nch := (V + chunk - 1) / chunk
 	lo := bound{math.SmallestNonzeroFloat32, z, npos}
 	hi := bound{math.Nextafter32(1, 2), 0, 0}
+	hiChunk := s.hiChunk[:nch]
+	clear(hiChunk)
 	// A strided sample, sorted ascending, estimates where t lies: by mass,
 	// the elements below t hold z-need (the tail is many small values,
 	// which a sample estimates well; the top few are often missed); by
@@ -229,7 +233,7 @@ func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) 
 	for j := range q {
 		q[j] = e[j*stride]
 	}
-	slices.Sort(q)
+	sortCoarse(q, &s.keys)
 	scale := float64(V) / float64(ns)
 	js := ns
 	if byMass {
@@ -270,48 +274,115 @@ func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) 
 			w *= 2
 		}
 		t1, t2 := q[i1], q[i2]
-		s1, c1, s2, c2 := s.massCountRow(e, t1, t2)
-		for _, x := range [2]bound{{t1, s1, c1}, {t2, s2, c2}} {
-			ok := x.s >= need
+		var x [2]bound
+		x[0].t, x[1].t = t1, t2
+		for c := range nch {
+			a, b := c*chunk, min((c+1)*chunk, V)
+			s1, c1, s2, c2 := massCount2(e[a:b], t1, t2, &s.ln32)
+			s.passChunk[0][c], s.passChunk[1][c] = s1, s2
+			x[0].s += s1
+			x[0].c += c1
+			x[1].s += s2
+			x[1].c += c2
+		}
+		for j, b := range x {
+			ok := b.s >= need
 			if !byMass {
-				ok = float64(x.c) >= need
+				ok = float64(b.c) >= need
 			}
-			if ok && x.t > lo.t {
-				lo, loSet = x, true
-			} else if !ok && x.t < hi.t {
-				hi, hiSet = x, true
+			if ok && b.t > lo.t {
+				lo, loSet = b, true
+			} else if !ok && b.t < hi.t {
+				hi, hiSet = b, true
+				copy(hiChunk, s.passChunk[j][:nch])
 			}
 		}
 	}
+	// Select in the band: compress it (in id order), select on a copy.
 	idx, val := s.idx, s.val
 	n := compress(e, 0, lo.t, hi.t, idx, val)
 	if n == 0 { // cannot happen while the invariant holds
-		return lo.t, V, lo.s
+		n = compress(e, 0, lo.t, posInf, idx, val)
 	}
+	bi, bv := s.bidx[:n], s.bval[:n]
+	copy(bi, idx[:n])
+	copy(bv, val[:n])
 	var nb int
 	if byMass {
-		nb = nucleus(idx[:n], val[:n], need-hi.s)
+		nb = nucleus(bi, bv, need-hi.s)
 	} else {
 		nb = max(min(int(need)-hi.c, n), 1)
 		if nb < n {
-			selectTop(idx[:n], val[:n], nb)
+			selectTop(bi, bv, nb)
 		}
 	}
-	t = val[0]
-	mass = hi.s
-	for _, v := range val[:nb] {
+	t = bv[0]
+	for _, v := range bv[:nb] {
 		t = min(t, v)
+	}
+	for _, v := range bv[:nb] {
+		r += b2i(v == t)
+	}
+	// The set's mass per chunk: hiChunk plus its band members, whose ties
+	// go to the lowest ids.
+	copy(s.chunkSum[:nch], hiChunk)
+	mass = hi.s
+	ties, cur := r, 0
+	s.chunkTies[0] = int32(ties)
+	for i, v := range val[:n] {
+		c := int(idx[i]) / chunk
+		for cur < c {
+			cur++
+			s.chunkTies[cur] = int32(ties)
+		}
+		if v == t {
+			if ties == 0 {
+				continue
+			}
+			ties--
+		} else if v < t {
+			continue
+		}
+		s.chunkSum[c] += float64(v)
 		mass += float64(v)
 	}
-	for _, v := range val[:nb] {
-		r += b2i(v == t)
+	for cur < nch-1 {
+		cur++
+		s.chunkTies[cur] = int32(ties)
 	}
 	return t, r, mass
 }
 
-// massCountRow is massCount2 over a whole row.
-func (s *worker) massCountRow(e []float32, t1, t2 float32) (s1 float64, c1 int, s2 float64, c2 int) {
-	return massCount2(e, t1, t2, &s.ln)
+// sortCoarse sorts q (values in [0, 1]) ascending after rounding each
+// down to its top 16 bits (8 bits of mantissa: within 0.4%, fine for
+// thresholds that only need to bracket). Two counting passes over 8-bit
+// digits; no data-dependent branches, unlike a comparison sort, whose
+// mispredictions cost several microseconds on fresh data.
+func sortCoarse(q []float32, k *[2][sampleSize]uint16) {
+	a, b := k[0][:len(q)], k[1][:len(q)]
+	for i, v := range q {
+		a[i] = uint16(math.Float32bits(v) >> 16)
+	}
+	for shift := 0; shift < 16; shift += 8 {
+		var pos [256]int
+		for _, x := range a {
+			pos[x>>shift&0xff]++
+		}
+		sum := 0
+		for d, c := range pos {
+			pos[d] = sum
+			sum += c
+		}
+		for _, x := range a {
+			d := x >> shift & 0xff
+			b[pos[d]] = x
+			pos[d]++
+		}
+		a, b = b, a
+	}
+	for i, x := range a {
+		q[i] = math.Float32frombits(uint32(x) << 16)
+	}
 }
 
 // b2i is 1 for true; the compiler turns it into a flag set, not a branch.
@@ -446,11 +517,11 @@ func (s *worker) logprobs(tok int32, k int, lp *ipc.TokenLogprobs, ids []int32, 
 	var z float64
 	for a := 0; a < len(raw); a += chunk {
 		b := min(a+chunk, len(raw))
-		cz, _ := expChunk(s.e[a:b], raw[a:b], m, 1, expLo, &s.ln)
+		cz, _ := expChunk(s.e[a:b], raw[a:b], m, 1, expLo, &s.ln32)
 		z += cz
 	}
 	lse := float64(m) + math.Log(z)
-	_, above, _, _ := massCount2(raw, math.Nextafter32(tv, posInf), posInf, &s.ln)
+	_, above, _, _ := massCount2(raw, math.Nextafter32(tv, posInf), posInf, &s.ln32) // counts only
 	lp.Logprob = float32(float64(tv) - lse)
 	lp.Rank = int32(above) + 1
 	if k > 0 {

@@ -2,30 +2,32 @@ package sample
 
 import "math"
 
-// lanes receives the per-lane partial results of the assembly kernels
-// (the assembly relies on this layout: sums in float64, counts in int32).
-type lanes struct {
-	s1 [16]float64
+// lanes32 receives the per-lane partial results of the assembly kernels
+// (the assembly relies on this layout). They sum in float32, so callers
+// pass at most a chunk at a time (64 values a lane); lanes and chunks are
+// then added in float64, which keeps sums within about 1e-7 relative.
+type lanes32 struct {
+	s1 [16]float32
 	c1 [16]int32
-	s2 [16]float64
+	s2 [16]float32
 	c2 [16]int32
 }
 
 // sums returns the float64 totals of the lanes.
-func (l *lanes) sums() (s1 float64, c1 int, s2 float64, c2 int) {
+func (l *lanes32) sums() (s1 float64, c1 int, s2 float64, c2 int) {
 	for i := range 16 {
-		s1 += l.s1[i]
+		s1 += float64(l.s1[i])
 		c1 += int(l.c1[i])
-		s2 += l.s2[i]
+		s2 += float64(l.s2[i])
 		c2 += int(l.c2[i])
 	}
 	return s1, c1, s2, c2
 }
 
 // sum1 returns the float64 totals of the first pair of lanes.
-func (l *lanes) sum1() (s1 float64, c1 int) {
+func (l *lanes32) sum1() (s1 float64, c1 int) {
 	for i := range 16 {
-		s1 += l.s1[i]
+		s1 += float64(l.s1[i])
 		c1 += int(l.c1[i])
 	}
 	return s1, c1
@@ -129,8 +131,8 @@ func argmax(row []float32) int32 {
 
 // expChunk writes dst[i] = exp((src[i]-m)*invT) where that exponent is at
 // least lo (>= expLo), else 0 (NaN included), and returns the sum and
-// number of the non-zero values.
-func expChunk(dst, src []float32, m, invT, lo float32, l *lanes) (float64, int) {
+// number of the non-zero values. Pass at most a chunk (float32 lane sums).
+func expChunk(dst, src []float32, m, invT, lo float32, l *lanes32) (float64, int) {
 	n := 0
 	var z float64
 	var cnt int
@@ -163,8 +165,8 @@ func expChunkGeneric(dst, src []float32, m, invT, lo float32) (float64, int) {
 }
 
 // massCount2 returns the sums and counts of the elements of x >= t1 and
-// of those >= t2.
-func massCount2(x []float32, t1, t2 float32, l *lanes) (s1 float64, c1 int, s2 float64, c2 int) {
+// of those >= t2. Sums are float32 within a lane: pass at most a chunk.
+func massCount2(x []float32, t1, t2 float32, l *lanes32) (s1 float64, c1 int, s2 float64, c2 int) {
 	n := 0
 	if haveAVX512 {
 		n = len(x) &^ 15

@@ -26,14 +26,14 @@ func indexEqAVX512(x []float32, v float32) int
 // least as long, lo >= expLo.
 //
 //go:noescape
-func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes)
+func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes32)
 
 // massCount2AVX512 fills out with the lane sums and counts of the elements
 // of x >= t1 (s1, c1) and >= t2 (s2, c2); len(x) is a positive multiple of
 // 16.
 //
 //go:noescape
-func massCount2AVX512(x []float32, t1, t2 float32, out *lanes)
+func massCount2AVX512(x []float32, t1, t2 float32, out *lanes32)
 
 // compressAVX512 writes the elements with lo <= x[i] < hi to val and
 // base+i to idx, in order, and returns their number; len(x) is a positive

@@ -84,10 +84,10 @@ eqfound:
 	VZEROUPPER
 	RET
 
-// func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes)
+// func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes32)
 // dst[i] = exp((src[i]-m)*invT) where that exponent is >= lo, else 0
 // (NaN included). out.s1 gets 16 lane sums of dst, out.c1 16 lane counts of
-// the non-zero entries (sums in float64). lo must be >= -87 so every kept value is a normal
+// the non-zero entries (float32 sums: callers pass a chunk at a time). lo must be >= -87 so every kept value is a normal
 // float32. exp is Cephes' expf: n = round(x*log2(e)), r = x - n*ln2 in two
 // parts, a degree-7 polynomial for exp(r), scaled by 2^n.
 TEXT ·expAVX512(SB), NOSPLIT, $0-72
@@ -118,8 +118,7 @@ TEXT ·expAVX512(SB), NOSPLIT, $0-72
 	VPBROADCASTD AX, Z11
 	MOVL $0x3f800000, AX
 	VPBROADCASTD AX, Z12
-	VPXORD Z13, Z13, Z13 // sums of lanes 0-7 (float64)
-	VPXORD Z21, Z21, Z21 // sums of lanes 8-15 (float64)
+	VPXORD Z13, Z13, Z13 // sums
 	VPXORD Z14, Z14, Z14 // counts
 	VPTERNLOGD $0xff, Z15, Z15, Z15 // all ones (-1)
 
@@ -143,25 +142,20 @@ exploop:
 	VFMADD213PS Z12, Z16, Z18
 	VSCALEFPS.Z Z17, Z18, K1, Z18    // p * 2^n, 0 where not kept
 	VMOVUPS Z18, (DI)
-	VCVTPS2PD Y18, Z19
-	VEXTRACTF64X4 $1, Z18, Y20
-	VCVTPS2PD Y20, Z20
-	VADDPD  Z19, Z13, Z13
-	VADDPD  Z20, Z21, Z21
+	VADDPS  Z18, Z13, Z13
 	VPSUBD  Z15, Z14, K1, Z14
 	ADDQ $64, SI
 	ADDQ $64, DI
 	SUBQ $16, CX
 	JNZ  exploop
 
-	VMOVUPD Z13, (R8)
-	VMOVUPD Z21, 64(R8)
-	VMOVDQU32 Z14, 128(R8)
+	VMOVUPS Z13, (R8)
+	VMOVDQU32 Z14, 64(R8)
 	VZEROUPPER
 	RET
 
-// func massCount2AVX512(x []float32, t1, t2 float32, out *lanes)
-// Lane sums (float64) and counts of the elements >= t1 (out.s1, out.c1)
+// func massCount2AVX512(x []float32, t1, t2 float32, out *lanes32)
+// Lane sums (float32) and counts of the elements >= t1 (out.s1, out.c1)
 // and of those >= t2 (out.s2, out.c2).
 TEXT ·massCount2AVX512(SB), NOSPLIT, $0-40
 	MOVQ x_base+0(FP), SI
@@ -169,39 +163,28 @@ TEXT ·massCount2AVX512(SB), NOSPLIT, $0-40
 	MOVQ out+32(FP), R8
 	VBROADCASTSS t1+24(FP), Z0
 	VBROADCASTSS t2+28(FP), Z1
-	VPXORD Z2, Z2, Z2 // s1, lanes 0-7 (float64)
-	VPXORD Z6, Z6, Z6 // s1, lanes 8-15
-	VPXORD Z3, Z3, Z3 // c1
-	VPXORD Z4, Z4, Z4 // s2, lanes 0-7
-	VPXORD Z7, Z7, Z7 // s2, lanes 8-15
-	VPXORD Z5, Z5, Z5 // c2
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
 	VPTERNLOGD $0xff, Z15, Z15, Z15
 
 mcloop:
 	VMOVUPS (SI), Z16
-	VCVTPS2PD Y16, Z17
-	VEXTRACTF64X4 $1, Z16, Y18
-	VCVTPS2PD Y18, Z18
 	VCMPPS $0x1d, Z0, Z16, K1
 	VCMPPS $0x1d, Z1, Z16, K2
-	KSHIFTRW $8, K1, K3
-	KSHIFTRW $8, K2, K4
-	VADDPD Z17, Z2, K1, Z2
-	VADDPD Z18, Z6, K3, Z6
+	VADDPS Z16, Z2, K1, Z2
 	VPSUBD Z15, Z3, K1, Z3
-	VADDPD Z17, Z4, K2, Z4
-	VADDPD Z18, Z7, K4, Z7
+	VADDPS Z16, Z4, K2, Z4
 	VPSUBD Z15, Z5, K2, Z5
 	ADDQ $64, SI
 	SUBQ $16, CX
 	JNZ  mcloop
 
-	VMOVUPD Z2, (R8)
-	VMOVUPD Z6, 64(R8)
-	VMOVDQU32 Z3, 128(R8)
-	VMOVUPD Z4, 192(R8)
-	VMOVUPD Z7, 256(R8)
-	VMOVDQU32 Z5, 320(R8)
+	VMOVUPS Z2, (R8)
+	VMOVDQU32 Z3, 64(R8)
+	VMOVUPS Z4, 128(R8)
+	VMOVDQU32 Z5, 192(R8)
 	VZEROUPPER
 	RET
 

@@ -81,10 +81,15 @@ type worker struct {
 	e         []float32 // dense unnormalised probabilities
 	idx       []int32   // candidate ids (with slack for compress)
 	val       []float32 // candidate values
+	bidx      []int32   // the band being selected (a copy of idx, val)
+	bval      []float32 //
 	chunkSum  []float64 // per-chunk mass of the draw's set
 	chunkTies []int32   // ties at the threshold still to take, per chunk
+	hiChunk   []float64 // per-chunk mass above the upper bracket
+	passChunk [2][]float64
 	sample    [sampleSize]float32
-	ln        lanes
+	keys      [2][sampleSize]uint16 // sortCoarse scratch
+	ln32      lanes32
 }
 
 func newWorker(vocab int) *worker {
@@ -97,8 +102,12 @@ func newWorker(vocab int) *worker {
 		e:         make([]float32, vocab),
 		idx:       make([]int32, vocab+slack),
 		val:       make([]float32, vocab+slack),
+		bidx:      make([]int32, vocab+slack),
+		bval:      make([]float32, vocab+slack),
 		chunkSum:  make([]float64, nch),
 		chunkTies: make([]int32, nch),
+		hiChunk:   make([]float64, nch),
+		passChunk: [2][]float64{make([]float64, nch), make([]float64, nch)},
 	}
 }
 
@@ -113,7 +122,7 @@ func New(vocabSize int) *Sampler {
 
 // SetWorkers lets Sample spread the rows of a large step over n goroutines
 // (n ≤ 1: the calling goroutine only, the default). Each worker has its own
-// scratch (about 28 bytes per vocabulary entry). Results do not depend on
+// scratch (about 36 bytes per vocabulary entry). Results do not depend on
 // n. With n > 1 a step of many rows costs a few allocations (goroutine
 // launches).
 func (s *Sampler) SetWorkers(n int) {

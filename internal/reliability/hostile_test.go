@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bufio"
+	"os"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluice-llm/sluice/ipc"
 )
@@ -317,6 +319,25 @@ func (r *rogue) expect(kind ipc.Kind) ([]byte, error) {
 	return nil, fmt.Errorf("no %s within 3 s", kind)
 }
 
+// stats asks the engine for its stats on the rogue's session.
+func (r *rogue) stats(t *testing.T) ipc.SchedulerStats {
+	t.Helper()
+	r.send(t, encode(t, ipc.KindUtility, &ipc.Utility{CallID: 77, Method: "stats"}))
+	f, err := r.expect(ipc.KindUtilityResult)
+	if err != nil {
+		t.Fatalf("rogue stats: %v", err)
+	}
+	var res ipc.UtilityResult
+	if err := ipc.NewCodec().DecodeInto(f, &res); err != nil {
+		t.Fatalf("decode utility result: %v", err)
+	}
+	var st ipc.SchedulerStats
+	if err := msgpack.Unmarshal(res.Result, &st); err != nil {
+		t.Fatalf("decode stats: %v (error %q)", err, res.Error)
+	}
+	return st
+}
+
 func encode(t *testing.T, kind ipc.Kind, msg any) []byte {
 	t.Helper()
 	b, err := ipc.NewCodec().Encode(kind, msg)
@@ -330,13 +351,30 @@ func encode(t *testing.T, kind ipc.Kind, msg any) []byte {
 // garbage, and syntactically valid but absurd requests on the engine socket
 // never take the engine down, and the real frontend's stream completes.
 func TestRoguePeer(t *testing.T) {
+	// The cpu executor runs the real demo model: out-of-vocabulary ids there
+	// would index real embedding tables.
+	for _, ex := range []string{"sim", "cpu"} {
+		t.Run(ex, func(t *testing.T) { roguePeer(t, ex) })
+	}
+}
+
+func roguePeer(t *testing.T, executor string) {
 	addr := engineAddr(t)
-	eng := startEngine(t, addr, "--sim-step-ms", "2")
+	var eng *proc
+	if executor == "sim" {
+		eng = startEngine(t, addr, "--sim-step-ms", "2")
+	} else {
+		eng = start(t, "engine-core", "--model", "demo", "--executor", "cpu", "--listen", addr, "--log-format", "console", "--served-model-name", "demo")
+		waitFor(t, 60*time.Second, "cpu engine socket", func() (bool, string) {
+			_, err := os.Stat(sockPath(addr))
+			return err == nil && eng.alive(), fmt.Sprint(err)
+		})
+	}
 	fe := startFrontend(t, addr)
 	obs := newObserver(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	resp, sse := openStream(t, ctx, fe.base, "/v1/completions", `{"model":"demo","prompt":"survive the rogue","max_tokens":1500,"ignore_eos":true,"stream":true,"stream_interval":16,"stream_options":{"include_usage":true}}`)
+	resp, sse := openStream(t, ctx, fe.base, "/v1/completions", `{"model":"demo","prompt":"survive the rogue","max_tokens":1900,"ignore_eos":true,"stream":true,"stream_interval":16,"stream_options":{"include_usage":true}}`)
 	defer resp.Body.Close()
 	type result struct {
 		evs []string
@@ -365,6 +403,30 @@ func TestRoguePeer(t *testing.T) {
 		}
 	}
 
+	// A valid session with a running request, then garbage: the peer is
+	// dropped and its request aborted (its KV freed).
+	r2 := newRogue(t, addr, "rogue-session")
+	r2.send(t, hello("rogue-session", ipc.ProtocolVersion))
+	if _, err := r2.expect(ipc.KindReady); err != nil {
+		t.Fatalf("rogue HELLO: %v", err)
+	}
+	r2.send(t, encode(t, ipc.KindAdd, &ipc.AddRequest{RequestID: "rogue-long", PromptTokenIDs: []int32{5, 6, 7}, Params: ipc.SamplingParams{MaxTokens: 1500, IgnoreEOS: true, Logprobs: -1}}))
+	if st := r2.stats(t); st.RunningByFrontend != 1 {
+		t.Fatalf("rogue session: %d running requests, want 1", st.RunningByFrontend)
+	}
+	attack("garbage after HELLO", func() { r2.send(t, garbage(300)) })
+	if _, err := r2.expect(ipc.KindReject); err != nil {
+		t.Errorf("garbage after HELLO: %v", err)
+	}
+	// A new session of the same peer finds nothing of the old one running.
+	r2.send(t, hello("rogue-session", ipc.ProtocolVersion))
+	if _, err := r2.expect(ipc.KindReady); err != nil {
+		t.Fatalf("rogue HELLO again: %v", err)
+	}
+	if st := r2.stats(t); st.RunningByFrontend != 0 {
+		t.Errorf("dropped peer's request still running: %+v", st)
+	}
+
 	// Unknown peers sending garbage are refused.
 	r1 := newRogue(t, addr, "rogue-garbage")
 	for i := 0; i < 50; i++ {
@@ -385,16 +447,6 @@ func TestRoguePeer(t *testing.T) {
 		}
 	})
 
-	// A valid session, then garbage: the peer is dropped.
-	r2 := newRogue(t, addr, "rogue-session")
-	r2.send(t, hello("rogue-session", ipc.ProtocolVersion))
-	if _, err := r2.expect(ipc.KindReady); err != nil {
-		t.Fatalf("rogue HELLO: %v", err)
-	}
-	attack("garbage after HELLO", func() { r2.send(t, garbage(300)) })
-	if _, err := r2.expect(ipc.KindReject); err != nil {
-		t.Errorf("garbage after HELLO: %v", err)
-	}
 	// Valid frames with absurd contents from a session.
 	r3 := newRogue(t, addr, "rogue-absurd")
 	r3.send(t, hello("rogue-absurd", ipc.ProtocolVersion))
@@ -458,7 +510,7 @@ func TestRoguePeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.errAt >= 0 || r.usage != 1500 || r.finish != "length" || !r.done {
+	if r.errAt >= 0 || r.usage != 1900 || r.finish != "length" || !r.done {
 		t.Fatalf("real stream during the attack: error %q usage %d finish %q done %v", r.errMsg, r.usage, r.finish, r.done)
 	}
 	checkServes(t, fe.base)
@@ -469,5 +521,5 @@ func TestRoguePeer(t *testing.T) {
 		t.Errorf("engine logged a panic: %s", tail(out, 3000))
 	}
 	t.Logf("%d rogue frames/attacks survived", attacks)
-	record(t, "rogue engine-socket attacks survived", attacks)
+	record(t, "rogue engine-socket attacks survived ("+executor+")", attacks)
 }
