@@ -50,6 +50,7 @@ type EngineConn struct {
 	log     *zap.Logger
 	ctx     *zmq.Context
 	dealer  *zmq.Socket
+	monitor *zmq.Socket // PAIR receiving the dealer's disconnect events
 	push    *zmq.Socket // owned by the sender, guarded by sendMu
 	pull    *zmq.Socket
 	sendMu  sync.Mutex
@@ -119,6 +120,18 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 		c.dealer.Close()
 		ctx.Term()
 		return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
+	}
+	// A socket monitor reports a dropped connection at once (a killed
+	// engine's ipc/tcp connection closes), so streams fail well before the
+	// liveness timeout; liveness still covers a hung (SIGSTOPped) engine.
+	monAddr := fmt.Sprintf("inproc://sluice-monitor-%d", inprocSeq.Add(1))
+	if err := c.dealer.Monitor(monAddr, zmq.EVENT_DISCONNECTED); err == nil {
+		if c.monitor, err = ctx.NewSocket(zmq.PAIR); err == nil {
+			if err := c.monitor.Connect(monAddr); err != nil {
+				c.monitor.Close()
+				c.monitor = nil
+			}
+		}
 	}
 	if c.push, c.pull, err = newPair(ctx, "frontend"); err != nil {
 		c.dealer.Close()
@@ -232,10 +245,16 @@ func (c *EngineConn) ioLoop() {
 	defer close(c.outputs)
 	defer c.dealer.Close()
 	defer c.pull.Close()
+	if c.monitor != nil {
+		defer c.monitor.Close()
+	}
 	codec := ipc.NewCodec()
 	poller := zmq.NewPoller()
 	poller.Add(c.dealer, zmq.POLLIN)
 	poller.Add(c.pull, zmq.POLLIN)
+	if c.monitor != nil {
+		poller.Add(c.monitor, zmq.POLLIN)
+	}
 	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName}
 	var lastHello, lastPing, lastSeen time.Time
 	sendDirect := func(kind ipc.Kind, msg any) {
@@ -262,6 +281,19 @@ func (c *EngineConn) ioLoop() {
 		}
 		polled, _ := poller.Poll(50 * time.Millisecond)
 		for _, p := range polled {
+			if c.monitor != nil && p.Socket == c.monitor {
+				for {
+					ev, _, _, err := c.monitor.RecvEvent(zmq.DONTWAIT)
+					if err != nil {
+						break
+					}
+					if ev == zmq.EVENT_DISCONNECTED {
+						c.setDown("engine connection lost")
+						lastHello = time.Time{}
+					}
+				}
+				continue
+			}
 			if p.Socket == c.pull {
 				for {
 					frame, err := c.pull.RecvBytes(zmq.DONTWAIT)

@@ -236,24 +236,31 @@ func (s *EngineSocket) ioLoop() {
 			}
 		}
 		t := time.Now()
-		if t.Sub(lastPing) >= s.cfg.PingInterval {
+		ping := t.Sub(lastPing) >= s.cfg.PingInterval
+		if ping {
 			lastPing = t
 			if pingFrame, err = codec.Encode(ipc.KindPing, &ipc.Ping{Time: now()}); err == nil {
 				pingFrame = append([]byte(nil), pingFrame...)
 			}
-			s.mu.Lock()
-			var gone []string
-			for id, st := range s.frontends {
-				if t.Sub(st.lastSeen) > s.cfg.LivenessTimeout {
-					gone = append(gone, id)
-					continue
-				}
+		}
+		// Liveness is checked every poll (≤ 100 ms), not only when pinging,
+		// so a dead frontend is dropped within the timeout of its last frame.
+		var gone []string
+		s.mu.Lock()
+		for id, st := range s.frontends {
+			if t.Sub(st.lastSeen) > s.cfg.LivenessTimeout {
+				gone = append(gone, id)
+				continue
+			}
+			if ping {
 				s.sendRaw(id, pingFrame)
 			}
-			for _, id := range gone {
-				delete(s.frontends, id)
-			}
-			s.mu.Unlock()
+		}
+		for _, id := range gone {
+			delete(s.frontends, id)
+		}
+		s.mu.Unlock()
+		{
 			for _, id := range gone {
 				s.log.Warn("frontend silent, dropping its requests", zap.String("frontend", id), zap.Duration("timeout", s.cfg.LivenessTimeout))
 				s.deliver(Inbound{Frontend: id, Kind: KindFrontendGone})

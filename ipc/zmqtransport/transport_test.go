@@ -289,3 +289,43 @@ func BenchmarkRouterDealer(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")
 }
+
+// TestKilledEngineDetectedFast: a raw ROUTER that answers HELLO and then
+// closes its socket (what a SIGKILLed engine's kernel does) is detected by
+// the socket monitor well before the liveness timeout.
+func TestKilledEngineDetectedFast(t *testing.T) {
+	addr := ipcAddr(t)
+	if err := prepareIPC(addr); err != nil {
+		t.Fatal(err)
+	}
+	router, _ := zmq.NewSocket(zmq.ROUTER)
+	router.SetLinger(0)
+	if err := router.Bind(addr); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-1", LivenessTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	router.SetRcvtimeo(3 * time.Second)
+	parts, err := router.RecvMessageBytes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, _ := ipc.NewCodec().Encode(ipc.KindReady, &ipc.Ready{ProtocolVersion: ipc.ProtocolVersion, EngineID: "raw"})
+	router.SendMessage(parts[0], frame)
+	waitUp(t, c)
+	start := time.Now()
+	router.Close()
+	for {
+		if _, ok := c.Ready(); !ok {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("closed engine connection not detected within 2s (liveness is 30s here)")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("detected after %s", time.Since(start))
+}
