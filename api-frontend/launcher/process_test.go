@@ -427,8 +427,10 @@ func TestKilledFrontendComesBack(t *testing.T) {
 	}
 }
 
-// TestKilledEngineComesBack SIGKILLs engine-core: the frontends answer 503
-// until the launcher has restarted it, then serve again.
+// TestKilledEngineComesBack SIGKILLs engine-core: the launcher starts a new
+// one on the same socket, the frontends notice the old one is gone (they
+// answer 503 meanwhile; the window can be shorter than a poll), reconnect
+// by themselves and serve again.
 func TestKilledEngineComesBack(t *testing.T) {
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "5", "--engine-liveness-timeout", "1s")
 	waitHealth(t, base, 60*time.Second)
@@ -440,8 +442,17 @@ func TestKilledEngineComesBack(t *testing.T) {
 	if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, base, http.StatusServiceUnavailable, 20*time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for !reported(p.output(), "frontend-1 | ", "engine down") || !reported(p.output(), "frontend-2 | ", "engine down") {
+		if time.Now().After(deadline) {
+			t.Fatal("the frontends did not both report the engine down within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	waitStatus(t, base, http.StatusOK, 30*time.Second)
+	if !strings.Contains(p.output(), "engine-core exited; restarting it") {
+		t.Error("the launcher did not log the engine restart")
+	}
 	if again := childNamed(t, p.cmd.Process.Pid, "engine-core"); again == 0 || again == engine {
 		t.Fatalf("engine-core child after restart: %d (killed %d)", again, engine)
 	}
@@ -460,6 +471,16 @@ func TestKilledEngineComesBack(t *testing.T) {
 	if len(served) < 2 {
 		t.Fatalf("only frontends %v served after the engine restart", served)
 	}
+}
+
+// reported reports whether a line of out starts with prefix and contains s.
+func reported(out, prefix, s string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, prefix) && strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitStatus polls /health on fresh connections until it answers want.

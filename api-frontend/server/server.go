@@ -7,10 +7,14 @@
 // request per choice; ids <id>-<i>), and then served by its handler
 // goroutine. The engine's output goroutine runs each choice's outputproc
 // State, the reasoning and tool parsers, and renders ready-to-send SSE bytes
-// into the request's mailbox; it then wakes the handler (a one-slot channel,
-// so wakes coalesce), which writes everything pending with one write and one
-// flush. When the client falls behind, pending tokens stay in the State and
-// merge into the next chunk, so a slow client never stalls the engine loop.
+// into the request's mailbox. Streams over HTTP/1.1 are hijacked: the output
+// goroutine then writes the mailbox to the socket itself with one
+// non-blocking write (chunk framing pre-reserved in the buffer). When the
+// socket is full, when batches queue behind the one being dispatched, or
+// for HTTP/2, it wakes the stream's handler goroutine instead (a one-slot
+// channel, so wakes coalesce), which writes everything pending at once.
+// While a client is behind, pending tokens stay in the State and merge into
+// the next chunk, so a slow client never stalls the engine loop.
 package server
 
 import (

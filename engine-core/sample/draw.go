@@ -20,10 +20,6 @@ import (
 // (widening until they bracket t), and only the elements between the two
 // (a few hundred) are selected exactly.
 func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
-	m := rowMax(row)
-	if m == negInf || m != m || m == posInf {
-		return argmax(row)
-	}
 	invT := 1 / p.Temperature
 	lo := float32(expLo)
 	if p.MinP > 0 {
@@ -36,8 +32,8 @@ func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
 		tp = 0
 	}
 	e := s.e[:len(row)]
-	z, npos := s.expRow(e, row, m, invT, lo)
-	if npos == 0 {
+	m, z, npos := s.expRow(e, row, invT, lo)
+	if m == negInf || m == posInf || npos == 0 {
 		return argmax(row)
 	}
 	if k >= npos {
@@ -79,20 +75,29 @@ func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
 
 var posInf = float32(math.Inf(1))
 
-// expRow fills e with the unnormalised probabilities of row and
-// s.chunkSum with their per-chunk sums; it returns the total and the
-// number of non-zero entries.
-func (s *worker) expRow(e, row []float32, m, invT, lo float32) (float64, int) {
-	var z float64
-	var cnt int
-	for c := 0; c*chunk < len(row); c++ {
+// expRow fills e with the unnormalised probabilities of row,
+// exp((v-m)/T) with m the row's maximum (NaNs ignored), and s.chunkSum
+// with their per-chunk sums; it returns m, the total and the number of
+// non-zero entries (nothing else when m is infinite).
+//
+// (A single pass taking each chunk's maximum in L1 and recomputing the
+// chunks done before the maximum last rose measured no faster: half the
+// chunks are recomputed on average, which costs what the separate
+// maximum pass does.)
+func (s *worker) expRow(e, row []float32, invT, lo float32) (m float32, z float64, npos int) {
+	m = rowMax(row)
+	if m == negInf || m == posInf {
+		return m, 0, 0
+	}
+	nch := (len(row) + chunk - 1) / chunk
+	for c := range nch {
 		a, b := c*chunk, min((c+1)*chunk, len(row))
 		cz, cc := expChunk(e[a:b], row[a:b], m, invT, lo, &s.ln32)
 		s.chunkSum[c] = cz
 		z += cz
-		cnt += cc
+		npos += cc
 	}
-	return z, cnt
+	return m, z, npos
 }
 
 // drawChunks returns the id at which the running sum of e, in id order,
@@ -278,7 +283,7 @@ func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) 
 		x[0].t, x[1].t = t1, t2
 		for c := range nch {
 			a, b := c*chunk, min((c+1)*chunk, V)
-			s1, c1, s2, c2 := massCount2(e[a:b], t1, t2, &s.ln32)
+			s1, c1, s2, c2 := massCount2(e[a:b], t1, t2, &s.mc)
 			s.passChunk[0][c], s.passChunk[1][c] = s1, s2
 			x[0].s += s1
 			x[0].c += c1
@@ -298,31 +303,19 @@ func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) 
 			}
 		}
 	}
-	// Select in the band: compress it (in id order), select on a copy.
+	// Select in the band: its ids (in id order) and values, then a
+	// histogram by value narrows the exact selection to one bucket.
 	idx, val := s.idx, s.val
-	n := compress(e, 0, lo.t, hi.t, idx, val)
+	n := bandIDs(e, lo.t, hi.t, idx)
 	if n == 0 { // cannot happen while the invariant holds
-		n = compress(e, 0, lo.t, posInf, idx, val)
+		hi = bound{posInf, 0, 0}
+		clear(hiChunk)
+		n = bandIDs(e, lo.t, posInf, idx)
 	}
-	bi, bv := s.bidx[:n], s.bval[:n]
-	copy(bi, idx[:n])
-	copy(bv, val[:n])
-	var nb int
-	if byMass {
-		nb = nucleus(bi, bv, need-hi.s)
-	} else {
-		nb = max(min(int(need)-hi.c, n), 1)
-		if nb < n {
-			selectTop(bi, bv, nb)
-		}
+	for i, id := range idx[:n] {
+		val[i] = e[id]
 	}
-	t = bv[0]
-	for _, v := range bv[:nb] {
-		t = min(t, v)
-	}
-	for _, v := range bv[:nb] {
-		r += b2i(v == t)
-	}
+	t, r = s.selectBand(idx[:n], val[:n], lo.t, hi.t, byMass, need-hi.s, float64(int(need)-hi.c))
 	// The set's mass per chunk: hiChunk plus its band members, whose ties
 	// go to the lowest ids.
 	copy(s.chunkSum[:nch], hiChunk)
@@ -351,6 +344,75 @@ func (s *worker) threshold(e []float32, byMass bool, need, z float64, npos int) 
 		s.chunkTies[cur] = int32(ties)
 	}
 	return t, r, mass
+}
+
+// bandBuckets is the number of value buckets selectBand sorts a band into.
+const bandBuckets = 64
+
+// selectBand returns t and r such that the band's values > t plus its
+// first r values == t (by id; idx and val are in id order) are the
+// smallest top set of the band whose mass reaches needMass (byMass) or
+// whose size reaches needCount; the band's values lie in [lo, hi). A
+// histogram by value (linear buckets, which keep value order) finds the
+// bucket where the set ends; only that bucket's members are selected
+// exactly, so nothing depends on a comparison sort's branches.
+func (s *worker) selectBand(idx []int32, val []float32, lo, hi float32, byMass bool, needMass, needCount float64) (float32, int) {
+	var mass [bandBuckets]float64
+	var cnt [bandBuckets]int
+	scale := float32(bandBuckets) / (hi - lo)
+	if hi == posInf { // only after a failed invariant: one bucket
+		scale = 0
+	}
+	bucket := func(v float32) int { return min(int((v-lo)*scale), bandBuckets-1) }
+	for _, v := range val {
+		b := bucket(v)
+		mass[b] += float64(v)
+		cnt[b]++
+	}
+	need := needCount
+	if byMass {
+		need = needMass
+	}
+	top, acc := 0, 0.0
+	for b := bandBuckets - 1; b >= 0; b-- {
+		x := float64(cnt[b])
+		if byMass {
+			x = mass[b]
+		}
+		if acc+x >= need {
+			top = b
+			break
+		}
+		acc += x
+	}
+	// The boundary bucket's members (branch-free gather), then exact.
+	bi, bv := s.bidx, s.bval
+	m := 0
+	for i, v := range val {
+		bi[m], bv[m] = idx[i], v
+		m += b2i(bucket(v) == top)
+	}
+	var k int
+	if byMass {
+		k = nucleus(bi[:m], bv[:m], need-acc)
+	} else {
+		k = max(min(int(need-acc), m), 1)
+		if k < m {
+			selectTop(bi[:m], bv[:m], k)
+		}
+	}
+	if m == 0 { // rounding left the boundary bucket empty: take the band
+		bv, k = val, len(val)
+	}
+	t := bv[0]
+	for _, v := range bv[:k] {
+		t = min(t, v)
+	}
+	r := 0
+	for _, v := range bv[:k] {
+		r += b2i(v == t)
+	}
+	return t, r
 }
 
 // sortCoarse sorts q (values in [0, 1]) ascending after rounding each
@@ -521,7 +583,7 @@ func (s *worker) logprobs(tok int32, k int, lp *ipc.TokenLogprobs, ids []int32, 
 		z += cz
 	}
 	lse := float64(m) + math.Log(z)
-	_, above, _, _ := massCount2(raw, math.Nextafter32(tv, posInf), posInf, &s.ln32) // counts only
+	_, above, _, _ := massCount2(raw, math.Nextafter32(tv, posInf), posInf, &s.mc) // counts only
 	lp.Logprob = float32(float64(tv) - lse)
 	lp.Rank = int32(above) + 1
 	if k > 0 {

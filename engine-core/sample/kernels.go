@@ -13,15 +13,11 @@ type lanes32 struct {
 	c2 [16]int32
 }
 
-// sums returns the float64 totals of the lanes.
-func (l *lanes32) sums() (s1 float64, c1 int, s2 float64, c2 int) {
-	for i := range 16 {
-		s1 += float64(l.s1[i])
-		c1 += int(l.c1[i])
-		s2 += float64(l.s2[i])
-		c2 += int(l.c2[i])
-	}
-	return s1, c1, s2, c2
+// massCount is the result of massCount2AVX512 (the assembly relies on
+// this layout).
+type massCount struct {
+	s1, s2 float64
+	c1, c2 int64
 }
 
 // sum1 returns the float64 totals of the first pair of lanes.
@@ -166,13 +162,13 @@ func expChunkGeneric(dst, src []float32, m, invT, lo float32) (float64, int) {
 
 // massCount2 returns the sums and counts of the elements of x >= t1 and
 // of those >= t2. Sums are float32 within a lane: pass at most a chunk.
-func massCount2(x []float32, t1, t2 float32, l *lanes32) (s1 float64, c1 int, s2 float64, c2 int) {
+func massCount2(x []float32, t1, t2 float32, mc *massCount) (s1 float64, c1 int, s2 float64, c2 int) {
 	n := 0
 	if haveAVX512 {
 		n = len(x) &^ 15
 		if n > 0 {
-			massCount2AVX512(x[:n], t1, t2, l)
-			s1, c1, s2, c2 = l.sums()
+			massCount2AVX512(x[:n], t1, t2, mc)
+			s1, c1, s2, c2 = mc.s1, int(mc.c1), mc.s2, int(mc.c2)
 		}
 	}
 	a, b, c, d := massCount2Generic(x[n:], t1, t2)
@@ -215,6 +211,33 @@ func compressGeneric(x []float32, base int32, lo, hi float32, idx []int32, val [
 	for i, v := range x {
 		idx[k], val[k] = base+int32(i), v
 		k += b2i(v >= lo && v < hi)
+	}
+	return k
+}
+
+
+// bandIDs writes the ids i with lo <= x[i] < hi to idx, in order, and
+// returns their number; x, lo and hi must be non-negative (then float
+// order is the order of the bits). idx needs room for that number plus
+// slack.
+func bandIDs(x []float32, lo, hi float32, idx []int32) int {
+	lb := math.Float32bits(lo)
+	width := math.Float32bits(hi) - lb
+	n, k := 0, 0
+	if haveAVX512 {
+		n = len(x) &^ 15
+		if n > 0 {
+			k = bandIDsAVX512(x[:n], lb, width, &idx[0])
+		}
+	}
+	return k + bandIDsGeneric(x[n:], int32(n), lb, width, idx[k:])
+}
+
+func bandIDsGeneric(x []float32, base int32, lb, width uint32, idx []int32) int {
+	k := 0
+	for i, v := range x {
+		idx[k] = base + int32(i)
+		k += b2i(math.Float32bits(v)-lb < width)
 	}
 	return k
 }

@@ -28,12 +28,12 @@ func indexEqAVX512(x []float32, v float32) int
 //go:noescape
 func expAVX512(dst, src []float32, m, invT, lo float32, out *lanes32)
 
-// massCount2AVX512 fills out with the lane sums and counts of the elements
-// of x >= t1 (s1, c1) and >= t2 (s2, c2); len(x) is a positive multiple of
-// 16.
+// massCount2AVX512 fills out with the sums and counts of the elements of
+// x >= t1 (s1, c1) and >= t2 (s2, c2); len(x) is a positive multiple of
+// 16 (and at most a chunk: lanes sum in float32).
 //
 //go:noescape
-func massCount2AVX512(x []float32, t1, t2 float32, out *lanes32)
+func massCount2AVX512(x []float32, t1, t2 float32, out *massCount)
 
 // compressAVX512 writes the elements with lo <= x[i] < hi to val and
 // base+i to idx, in order, and returns their number; len(x) is a positive
@@ -41,3 +41,11 @@ func massCount2AVX512(x []float32, t1, t2 float32, out *lanes32)
 //
 //go:noescape
 func compressAVX512(x []float32, base int32, lo, hi float32, idx *int32, val *float32) int
+
+
+// bandIDsAVX512 writes the i with lo <= bits(x[i]) < lo+width (unsigned)
+// to idx, in order, and returns their number; len(x) is a positive
+// multiple of 16 and idx has room for that number plus 16.
+//
+//go:noescape
+func bandIDsAVX512(x []float32, lo, width uint32, idx *int32) int

@@ -154,9 +154,10 @@ exploop:
 	VZEROUPPER
 	RET
 
-// func massCount2AVX512(x []float32, t1, t2 float32, out *lanes32)
-// Lane sums (float32) and counts of the elements >= t1 (out.s1, out.c1)
-// and of those >= t2 (out.s2, out.c2).
+// func massCount2AVX512(x []float32, t1, t2 float32, out *massCount)
+// The sums and counts of the elements >= t1 (out.s1, out.c1) and of those
+// >= t2 (out.s2, out.c2). Lanes sum in float32 (callers pass at most a
+// chunk), then are added in float64.
 TEXT ·massCount2AVX512(SB), NOSPLIT, $0-40
 	MOVQ x_base+0(FP), SI
 	MOVQ x_len+8(FP), CX
@@ -181,10 +182,52 @@ mcloop:
 	SUBQ $16, CX
 	JNZ  mcloop
 
-	VMOVUPS Z2, (R8)
-	VMOVDQU32 Z3, 64(R8)
-	VMOVUPS Z4, 128(R8)
-	VMOVDQU32 Z5, 192(R8)
+	// s1: 16 float32 lanes to one float64.
+	VEXTRACTF64X4 $1, Z2, Y9
+	VCVTPS2PD Y2, Z10
+	VCVTPS2PD Y9, Z11
+	VADDPD Z11, Z10, Z10
+	VEXTRACTF64X4 $1, Z10, Y11
+	VADDPD Y11, Y10, Y10
+	VEXTRACTF128 $1, Y10, X11
+	VADDPD X11, X10, X10
+	VUNPCKHPD X10, X10, X11
+	VADDSD X11, X10, X10
+	VMOVSD X10, 0(R8)
+	// s2
+	VEXTRACTF64X4 $1, Z4, Y9
+	VCVTPS2PD Y4, Z10
+	VCVTPS2PD Y9, Z11
+	VADDPD Z11, Z10, Z10
+	VEXTRACTF64X4 $1, Z10, Y11
+	VADDPD Y11, Y10, Y10
+	VEXTRACTF128 $1, Y10, X11
+	VADDPD X11, X10, X10
+	VUNPCKHPD X10, X10, X11
+	VADDSD X11, X10, X10
+	VMOVSD X10, 8(R8)
+	// c1: 16 int32 lanes to one count.
+	VEXTRACTI64X4 $1, Z3, Y9
+	VPADDD Y9, Y3, Y3
+	VEXTRACTI128 $1, Y3, X9
+	VPADDD X9, X3, X3
+	VPSHUFD $0x4e, X3, X9
+	VPADDD X9, X3, X3
+	VPSHUFD $0xb1, X3, X9
+	VPADDD X9, X3, X3
+	VMOVD X3, AX
+	MOVQ AX, 16(R8)
+	// c2
+	VEXTRACTI64X4 $1, Z5, Y9
+	VPADDD Y9, Y5, Y5
+	VEXTRACTI128 $1, Y5, X9
+	VPADDD X9, X5, X5
+	VPSHUFD $0x4e, X5, X9
+	VPADDD X9, X5, X5
+	VPSHUFD $0xb1, X5, X9
+	VPADDD X9, X5, X5
+	VMOVD X5, AX
+	MOVQ AX, 24(R8)
 	VZEROUPPER
 	RET
 
@@ -227,5 +270,42 @@ cpnext:
 	JNZ  cploop
 
 	MOVQ AX, ret+56(FP)
+	VZEROUPPER
+	RET
+
+
+// func bandIDsAVX512(x []float32, lo, width uint32, idx *int32) int
+// Appends to idx the i with lo <= bits(x[i]) < lo+width (for non-negative
+// x: lo <= x[i] < hi as floats), in order, and returns how many. One
+// unsigned compare of bits(x)-lo against width; each step stores 16 ids,
+// so idx needs 16 slots of slack.
+TEXT ·bandIDsAVX512(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ idx+32(FP), R8
+	MOVL lo+24(FP), AX
+	VPBROADCASTD AX, Z1
+	MOVL width+28(FP), AX
+	VPBROADCASTD AX, Z2
+	VMOVDQU32 iota32<>(SB), Z0
+	MOVL $16, AX
+	VPBROADCASTD AX, Z3
+	XORQ AX, AX
+
+bdloop:
+	VMOVDQU32 (SI), Z4
+	VPSUBD Z1, Z4, Z4
+	VPCMPUD $1, Z2, Z4, K1 // bits-lo < width (unsigned)
+	VPCOMPRESSD Z0, K1, Z5
+	VMOVDQU32 Z5, (R8)(AX*4)
+	KMOVW K1, BX
+	POPCNTL BX, BX
+	ADDQ BX, AX
+	VPADDD Z3, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ  bdloop
+
+	MOVQ AX, ret+40(FP)
 	VZEROUPPER
 	RET

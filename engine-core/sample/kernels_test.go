@@ -93,7 +93,8 @@ func checkKernels(t *testing.T, row []float32, lo, hi float32) {
 				}
 			}
 		}
-		s1, c1, s2, c2 := massCount2(got[:min(len(got), chunk)], lo, hi, &l)
+		var mc massCount
+		s1, c1, s2, c2 := massCount2(got[:min(len(got), chunk)], lo, hi, &mc)
 		w1, d1, w2, d2 := massCount2Generic(got[:min(len(got), chunk)], lo, hi)
 		if c1 != d1 || c2 != d2 || math.Abs(s1-w1) > 1e-6*w1 || math.Abs(s2-w2) > 1e-6*w2 {
 			t.Fatalf("massCount2(%v, %v) = %v %d %v %d, want %v %d %v %d", lo, hi, s1, c1, s2, c2, w1, d1, w2, d2)

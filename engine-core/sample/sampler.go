@@ -90,6 +90,7 @@ type worker struct {
 	sample    [sampleSize]float32
 	keys      [2][sampleSize]uint16 // sortCoarse scratch
 	ln32      lanes32
+	mc        massCount
 }
 
 func newWorker(vocab int) *worker {

@@ -109,8 +109,7 @@ func TestThresholdMatchesReference(t *testing.T) {
 		}
 		w := newWorker(V)
 		e := w.e[:V]
-		m := rowMax(row)
-		z, npos := w.expRow(e, row, m, 1/temp, lo)
+		_, z, npos := w.expRow(e, row, 1/temp, lo)
 		byMass := trial%2 == 0
 		var need float64
 		if byMass {
@@ -166,7 +165,7 @@ func TestThresholdMatchesReference(t *testing.T) {
 		}
 		// Plain temperature: the draw over every candidate (drawChunks
 		// uses the chunk sums of expRow, which threshold overwrote).
-		w.expRow(e, row, m, 1/temp, lo)
+		w.expRow(e, row, 1/temp, lo)
 		all := make([]bool, V)
 		for i, x := range e {
 			all[i] = x > 0
@@ -253,5 +252,55 @@ func TestSampleAllocFree(t *testing.T) {
 		if n := testing.AllocsPerRun(20, step); n != 0 {
 			t.Errorf("%+v: %v allocations per step", p, n)
 		}
+	}
+}
+
+// expRow gives exactly the chunk-wise exps against the row's maximum,
+// whatever the maximum's position, with -inf and NaN runs.
+func TestExpRowMatchesDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for trial := range 60 {
+		V := []int{5, 1000, 5000, 32000, 32007}[trial%5]
+		row := selectRow(rng, V, trial%5)
+		switch trial % 4 {
+		case 1: // rising: every chunk raises the maximum
+			for i := range row {
+				row[i] += float32(i) / 100
+			}
+		case 2: // the maximum in the first chunk, -inf runs
+			row[0] = 100
+			for i := V / 3; i < V/2; i++ {
+				row[i] = negInf
+			}
+		case 3:
+			for i := 0; i < V/2; i++ {
+				row[i] = float32(math.NaN())
+			}
+		}
+		w := newWorker(V)
+		m, z, npos := w.expRow(w.e[:V], row, 1.3, expLo)
+		if want := maxOf(row); m != want {
+			t.Fatalf("trial %d: max %v, want %v", trial, m, want)
+		}
+		want := make([]float32, V)
+		var l lanes32
+		wz, wc := 0.0, 0
+		for a := 0; a < V; a += chunk {
+			b := min(a+chunk, V)
+			cz, cc := expChunk(want[a:b], row[a:b], m, 1.3, expLo, &l)
+			wz += cz
+			wc += cc
+		}
+		if !slices.Equal(w.e[:V], want) || z != wz || npos != wc {
+			t.Fatalf("trial %d: expRow differs from exps against the maximum (sum %v %v, count %d %d)", trial, z, wz, npos, wc)
+		}
+	}
+	// Infinite maxima: nothing computed, the caller takes argmax.
+	w := newWorker(3)
+	if m, _, n := w.expRow(w.e[:3], []float32{1, posInf, 2}, 1, expLo); m != posInf || n != 0 {
+		t.Fatalf("+inf row: max %v count %d", m, n)
+	}
+	if m, _, n := w.expRow(w.e[:2], []float32{negInf, float32(math.NaN())}, 1, expLo); m != negInf || n != 0 {
+		t.Fatalf("-inf row: max %v count %d", m, n)
 	}
 }

@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"bufio"
-	"os"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,12 +9,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluice-llm/sluice/ipc"
 )
@@ -319,23 +318,58 @@ func (r *rogue) expect(kind ipc.Kind) ([]byte, error) {
 	return nil, fmt.Errorf("no %s within 3 s", kind)
 }
 
-// stats asks the engine for its stats on the rogue's session.
-func (r *rogue) stats(t *testing.T) ipc.SchedulerStats {
+// progress counts the tokens generated for request id in the OUTPUTS
+// frames that arrive within window.
+func (r *rogue) progress(t *testing.T, id string, window time.Duration) int {
 	t.Helper()
-	r.send(t, encode(t, ipc.KindUtility, &ipc.Utility{CallID: 77, Method: "stats"}))
-	f, err := r.expect(ipc.KindUtilityResult)
-	if err != nil {
-		t.Fatalf("rogue stats: %v", err)
+	n := 0
+	codec := ipc.NewCodec()
+	deadline := time.Now().Add(window)
+	_ = r.sock.SetRcvtimeo(50 * time.Millisecond)
+	defer func() { _ = r.sock.SetRcvtimeo(3 * time.Second) }()
+	for time.Now().Before(deadline) {
+		f, err := r.sock.RecvBytes(0)
+		if err != nil || len(f) == 0 || ipc.Kind(f[0]) != ipc.KindOutputs {
+			continue
+		}
+		var out ipc.Outputs
+		if err := codec.DecodeInto(f, &out); err != nil {
+			t.Fatalf("decode outputs: %v", err)
+		}
+		for _, o := range out.Outputs {
+			if o.RequestID == id {
+				n += len(o.NewTokenIDs)
+			}
+		}
 	}
-	var res ipc.UtilityResult
-	if err := ipc.NewCodec().DecodeInto(f, &res); err != nil {
-		t.Fatalf("decode utility result: %v", err)
+	return n
+}
+
+// finishes collects the final output of each request that finishes within
+// window.
+func (r *rogue) finishes(t *testing.T, window time.Duration) map[string]ipc.Output {
+	t.Helper()
+	got := map[string]ipc.Output{}
+	codec := ipc.NewCodec()
+	deadline := time.Now().Add(window)
+	_ = r.sock.SetRcvtimeo(50 * time.Millisecond)
+	defer func() { _ = r.sock.SetRcvtimeo(3 * time.Second) }()
+	for time.Now().Before(deadline) {
+		f, err := r.sock.RecvBytes(0)
+		if err != nil || len(f) == 0 || ipc.Kind(f[0]) != ipc.KindOutputs {
+			continue
+		}
+		var out ipc.Outputs
+		if err := codec.DecodeInto(f, &out); err != nil {
+			t.Fatalf("decode outputs: %v", err)
+		}
+		for _, o := range out.Outputs {
+			if o.FinishReason != ipc.FinishNone {
+				got[o.RequestID] = o
+			}
+		}
 	}
-	var st ipc.SchedulerStats
-	if err := msgpack.Unmarshal(res.Result, &st); err != nil {
-		t.Fatalf("decode stats: %v (error %q)", err, res.Error)
-	}
-	return st
+	return got
 }
 
 func encode(t *testing.T, kind ipc.Kind, msg any) []byte {
@@ -411,20 +445,25 @@ func roguePeer(t *testing.T, executor string) {
 		t.Fatalf("rogue HELLO: %v", err)
 	}
 	r2.send(t, encode(t, ipc.KindAdd, &ipc.AddRequest{RequestID: "rogue-long", PromptTokenIDs: []int32{5, 6, 7}, Params: ipc.SamplingParams{MaxTokens: 1500, IgnoreEOS: true, Logprobs: -1}}))
-	if st := r2.stats(t); st.RunningByFrontend != 1 {
-		t.Fatalf("rogue session: %d running requests, want 1", st.RunningByFrontend)
+	if n := r2.progress(t, "rogue-long", 500*time.Millisecond); n == 0 {
+		t.Fatal("rogue session's request produces no outputs")
 	}
 	attack("garbage after HELLO", func() { r2.send(t, garbage(300)) })
 	if _, err := r2.expect(ipc.KindReject); err != nil {
 		t.Errorf("garbage after HELLO: %v", err)
 	}
-	// A new session of the same peer finds nothing of the old one running.
+	// A new session of the same peer gets nothing more of the old request.
 	r2.send(t, hello("rogue-session", ipc.ProtocolVersion))
 	if _, err := r2.expect(ipc.KindReady); err != nil {
 		t.Fatalf("rogue HELLO again: %v", err)
 	}
-	if st := r2.stats(t); st.RunningByFrontend != 0 {
-		t.Errorf("dropped peer's request still running: %+v", st)
+	// Outputs already in flight when the peer was dropped may still
+	// arrive (they travel on another goroutine than REJECT); drain them,
+	// then a live request would make hundreds of tokens in 500 ms.
+	time.Sleep(time.Second)
+	r2.progress(t, "rogue-long", 200*time.Millisecond)
+	if n := r2.progress(t, "rogue-long", 500*time.Millisecond); n != 0 {
+		t.Errorf("dropped peer's request still generating: %d tokens in 500 ms", n)
 	}
 
 	// Unknown peers sending garbage are refused.
@@ -472,6 +511,16 @@ func roguePeer(t *testing.T, executor string) {
 	}
 	for i := range adds {
 		attack("ADD "+adds[i].RequestID, func() { r3.send(t, encode(t, ipc.KindAdd, &adds[i])) })
+	}
+	// Each absurd request is refused or runs to a normal end; none hangs.
+	fins := r3.finishes(t, 3*time.Second)
+	for _, a := range adds {
+		f, ok := fins[a.RequestID]
+		if !ok {
+			t.Errorf("absurd ADD %q: no finished output within 3 s", a.RequestID)
+			continue
+		}
+		t.Logf("absurd ADD %-16q → finish %d %q", a.RequestID, f.FinishReason, f.Error)
 	}
 	attack("ABORT unknown", func() {
 		r3.send(t, encode(t, ipc.KindAbort, &ipc.Abort{RequestIDs: []string{"nope", "", strings.Repeat("z", 1<<16)}}))

@@ -260,11 +260,9 @@ func (s *EngineSocket) ioLoop() {
 			delete(s.frontends, id)
 		}
 		s.mu.Unlock()
-		{
-			for _, id := range gone {
-				s.log.Warn("frontend silent, dropping its requests", zap.String("frontend", id), zap.Duration("timeout", s.cfg.LivenessTimeout))
-				s.deliver(Inbound{Frontend: id, Kind: KindFrontendGone})
-			}
+		for _, id := range gone {
+			s.log.Warn("frontend silent, dropping its requests", zap.String("frontend", id), zap.Duration("timeout", s.cfg.LivenessTimeout))
+			s.deliver(Inbound{Frontend: id, Kind: KindFrontendGone})
 		}
 	}
 }
