@@ -129,9 +129,22 @@ func run(args []string) error {
 	if served == "" {
 		served = cfg.Model
 	}
+	var curve *zmqtransport.CurveClient
+	if cfg.EngineCurveKeyFile != "" {
+		serverKey, err := zmqtransport.ReadKeyFile(cfg.EngineCurveKeyFile)
+		if err != nil {
+			return err
+		}
+		curve = &zmqtransport.CurveClient{ServerKey: serverKey}
+		if cfg.CurveSecretKeyFile != "" {
+			if curve.SecretKey, err = zmqtransport.ReadKeyFile(cfg.CurveSecretKeyFile); err != nil {
+				return err
+			}
+		}
+	}
 	var transports []engineclient.Transport
 	for _, a := range addrs {
-		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness})
+		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve})
 		if err != nil {
 			return fmt.Errorf("dial engine %s: %w", a, err)
 		}

@@ -34,6 +34,10 @@ type Frontend struct {
 	FrontendID        string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
 	EngineStartup     time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
 	EngineLiveness    time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+	// EngineCurveKeyFile turns on CURVE encryption towards tcp:// engines.
+	EngineCurveKeyFile string `flag:"engine-curve-public-key-file" yaml:"engine_curve_public_key_file" usage:"file with the engine's Z85 CURVE public key: encrypts the tcp:// connection to the engine"`
+	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).
+	CurveSecretKeyFile string `flag:"curve-secret-key-file" yaml:"curve_secret_key_file" usage:"file with this frontend's Z85 CURVE secret key (default: an ephemeral key; needed when the engine has --curve-allowed-clients-file)"`
 
 	// Engine flags passed through to engine-core when spawning.
 	Executor            string  `flag:"executor" yaml:"executor" usage:"engine executor when spawning: cpu or sim"`
