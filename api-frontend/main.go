@@ -16,14 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +30,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
@@ -79,6 +78,16 @@ func run(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+
+	if cfg.APIServerCount > 1 {
+		opts, err := launcher.FromFrontend(&cfg, args, cfg.APIServerCount, log)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return launcher.Run(ctx, opts)
+	}
 
 	modelPath, err := resolveModel(cfg.Model)
 	if err != nil {
@@ -181,7 +190,7 @@ func run(args []string) error {
 	if err := waitReady(ctx, client, child, cfg.EngineStartup); err != nil {
 		return err
 	}
-	ln, err := listen(net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	ln, err := launcher.Listen(cfg.Host, cfg.Port)
 	if err != nil {
 		return err
 	}
@@ -257,26 +266,6 @@ func waitReady(ctx context.Context, c *engineclient.Client, child *exec.Cmd, tim
 		}
 	}
 	return nil
-}
-
-// listen opens the TCP listener with SO_REUSEPORT, so several frontends can
-// share the port.
-func listen(addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: func(network, address string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return ln, nil
 }
 
 // spawnEngine starts engine-core (next to this executable) on a private

@@ -28,6 +28,7 @@ type Frontend struct {
 	MaxQueuedRequests int           `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
 	MaxBodyBytes      int64         `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
 	ChatTemplate      string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
+	APIServerCount    int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
 	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
 	PprofAddr         string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
@@ -59,6 +60,7 @@ func DefaultFrontend() Frontend {
 		StreamInterval:    1,
 		ReasoningField:    "reasoning",
 		MaxBodyBytes:      32 << 20,
+		APIServerCount:    1,
 		ShutdownTimeout:   30 * time.Second,
 		LogFormat:         "text",
 		EngineStartup:     5 * time.Minute,
@@ -95,6 +97,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-bytes must be > 0, got %d", f.MaxBodyBytes))
+	}
+	if f.APIServerCount < 1 {
+		errs = append(errs, fmt.Errorf("--api-server-count must be >= 1, got %d", f.APIServerCount))
 	}
 	if f.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be >= 0, got %s", f.ShutdownTimeout))

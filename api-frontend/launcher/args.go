@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,4 +158,28 @@ func hasFlag(cfg any, name string) bool {
 		}
 	}
 	return false
+}
+
+// secretFlags are flags whose values are never logged.
+var secretFlags = []string{"api-key"}
+
+// redact returns args with the values of secretFlags replaced by "***".
+func redact(args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		if out[i] == "--" {
+			break
+		}
+		name, hasValue, ok := flagName(out[i])
+		if !ok || !contains(secretFlags, name) {
+			continue
+		}
+		if hasValue {
+			out[i] = out[i][:strings.IndexByte(out[i], '=')+1] + "***"
+		} else if i+1 < len(out) {
+			i++
+			out[i] = "***"
+		}
+	}
+	return out
 }

@@ -98,3 +98,21 @@ func TestHasFlag(t *testing.T) {
 		t.Error("hasFlag of a non-struct is true")
 	}
 }
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"--model", "m", "--api-key", "s3cret", "--port", "1"}, []string{"--model", "m", "--api-key", "***", "--port", "1"}},
+		{[]string{"-api-key=s3cret"}, []string{"-api-key=***"}},
+		{[]string{"--api-key"}, []string{"--api-key"}},
+		{[]string{"--", "--api-key", "x"}, []string{"--", "--api-key", "x"}},
+	}
+	for _, tt := range tests {
+		in := slices.Clone(tt.in)
+		if got := redact(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if !slices.Equal(in, tt.in) {
+			t.Errorf("redact modified its input")
+		}
+	}
+}

@@ -1,14 +1,16 @@
 package launcher
 
 // Tests with real processes: engine-core with the simulated executor, the
-// real api-frontend as the frontend children, and testdata/launch (which
-// hands its flags to FromFrontend and Run the way api-frontend's main does)
-// as the launcher.
+// real api-frontend as the frontend children, and as the launcher
+// api-frontend itself when it knows --api-server-count, otherwise
+// testdata/launch (which hands its flags to FromFrontend and Run the way
+// api-frontend's main does).
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +28,10 @@ import (
 	"time"
 )
 
-var binDir string
+var (
+	binDir      string
+	launcherBin string // "api-frontend" or "launch"
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -48,6 +53,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	launcherBin = "launch"
+	help, _ := exec.Command(filepath.Join(dir, "api-frontend"), "--help").CombinedOutput()
+	if strings.Contains(string(help), "-api-server-count") {
+		launcherBin = "api-frontend"
+	}
+	fmt.Fprintln(os.Stderr, "launcher tests: the launcher is", launcherBin)
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -88,7 +99,7 @@ func startLauncher(t *testing.T, extra ...string) (*launcherProc, string) {
 	port := freePort(t)
 	args := append([]string{"--model", "demo", "--executor", "sim", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
 	p := &launcherProc{exited: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, "launch"), args...)
+	p.cmd = exec.Command(filepath.Join(binDir, launcherBin), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start launcher: %v", err)
@@ -98,8 +109,16 @@ func startLauncher(t *testing.T, extra ...string) (*launcherProc, string) {
 		select {
 		case <-p.exited:
 		default:
-			_ = p.cmd.Process.Kill() // the children die with it (Pdeathsig)
-			<-p.exited
+			// SIGTERM lets it stop its children and remove its socket
+			// directory; SIGKILL if that hangs (the children die with
+			// it: Pdeathsig).
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(15 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
 		}
 		if t.Failed() {
 			out := p.output()
@@ -209,40 +228,46 @@ type stream struct {
 
 // openStream connects, asks /version, then posts a streamed completion on
 // the same connection, so the stream's frontend is known. It returns once
-// the response headers arrived.
+// the response headers arrived, or nil after reporting an error.
 func openStream(t *testing.T, base string, maxTokens int) *stream {
 	t.Helper()
+	s, err := tryOpenStream(base, maxTokens)
+	if err != nil {
+		t.Errorf("open stream: %v", err)
+		return nil
+	}
+	return s
+}
+
+func tryOpenStream(base string, maxTokens int) (*stream, error) {
 	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}
 	c := &http.Client{Transport: tr}
 	v, err := getVersion(c, base)
 	if err != nil {
-		t.Errorf("open stream: %v", err)
-		return nil
+		return nil, err
 	}
 	reused := false
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
 	})
-	body := fmt.Sprintf(`{"model":"demo","prompt":"Once upon a time","max_tokens":%d,"stream":true}`, maxTokens)
+	body := fmt.Sprintf(`{"model":"demo","prompt":"Once upon a time","max_tokens":%d,"stream":true,`+
+		`"stream_options":{"include_usage":true}}`, maxTokens)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Errorf("post completion: %v", err)
-		return nil
+		return nil, fmt.Errorf("post completion: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		t.Errorf("completion: status %d: %s", resp.StatusCode, b)
-		return nil
+		return nil, fmt.Errorf("completion: status %d: %s", resp.StatusCode, b)
 	}
 	if !reused {
 		resp.Body.Close()
-		t.Errorf("completion did not reuse the /version connection: its frontend is unknown")
-		return nil
+		return nil, errors.New("completion did not reuse the /version connection: its frontend is unknown")
 	}
-	return &stream{frontend: v, body: resp.Body, r: bufio.NewReader(resp.Body), tr: tr}
+	return &stream{frontend: v, body: resp.Body, r: bufio.NewReader(resp.Body), tr: tr}, nil
 }
 
 // next returns the next SSE data payload.
@@ -260,7 +285,7 @@ func (s *stream) next() (string, error) {
 
 // result reads the stream to its end.
 type result struct {
-	tokens int    // completion chunks with text or a finish reason
+	tokens int    // usage.completion_tokens of the final chunk
 	done   bool   // ended with data: [DONE]
 	errMsg string // an error event's message
 	err    error  // a transport error (stream cut)
@@ -286,6 +311,9 @@ func (s *stream) finish() result {
 			Choices []struct {
 				Text string `json:"text"`
 			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
 			Error *struct {
 				Message string `json:"message"`
 			} `json:"error"`
@@ -297,8 +325,8 @@ func (s *stream) finish() result {
 		if chunk.Error != nil {
 			r.errMsg = chunk.Error.Message
 		}
-		if len(chunk.Choices) > 0 {
-			r.tokens++
+		if chunk.Usage != nil {
+			r.tokens = chunk.Usage.CompletionTokens
 		}
 	}
 }
@@ -331,7 +359,7 @@ func TestServesManyStreamsOnOnePort(t *testing.T) {
 
 	perFrontend := map[int]int{}
 	for i, r := range results {
-		if !r.done || r.err != nil || r.errMsg != "" || r.tokens < maxTokens {
+		if !r.done || r.err != nil || r.errMsg != "" || r.tokens != maxTokens {
 			t.Errorf("stream %d (frontend %s): done=%v tokens=%d err=%v error event=%q",
 				i, streams[i].frontend.FrontendID, r.done, r.tokens, r.err, r.errMsg)
 		}
@@ -458,10 +486,13 @@ func TestKilledEngineComesBack(t *testing.T) {
 	}
 	// Both frontends serve again (each reconnected by itself).
 	served := map[int]bool{}
-	for tries := 0; tries < 100 && len(served) < 2; tries++ {
-		s := openStream(t, base, 8)
-		if s == nil {
-			t.FailNow()
+	deadline = time.Now().Add(30 * time.Second)
+	for len(served) < 2 && time.Now().Before(deadline) {
+		s, err := tryOpenStream(base, 8)
+		if err != nil {
+			// a frontend that has not reconnected yet answers 503
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
 		if r := s.finish(); !r.done || r.err != nil || r.errMsg != "" {
 			t.Fatalf("stream after engine restart on frontend %d: done=%v err=%v error event=%q", s.frontend.PID, r.done, r.err, r.errMsg)
@@ -563,7 +594,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 	wg.Wait()
 	for i, r := range results {
-		if !r.done || r.err != nil || r.errMsg != "" || r.tokens < maxTokens-1 {
+		if !r.done || r.err != nil || r.errMsg != "" || r.tokens != maxTokens {
 			t.Errorf("stream %d on frontend %d: done=%v tokens=%d err=%v error event=%q",
 				i, streams[i].frontend.PID, r.done, r.tokens, r.err, r.errMsg)
 		}
@@ -612,8 +643,8 @@ func TestStartupFailures(t *testing.T) {
 			[]string{"engine-core exited (exit status 1) before it was ready", "\n    engine-core: load tokenizer of /nonexistent/model"}},
 		{"bad engine flag", []string{"--executor", "gpu"},
 			[]string{"engine-core exited (exit status 2) before it was ready", "\n    engine-core: --executor: must be"}},
-		{"frontend keeps failing", []string{"--tool-call-parser", "no-such-parser"},
-			[]string{" exited 5 times in a row within 5s of starting", "\n    api-frontend: --tool-call-parser no-such-parser"}},
+		{"frontend keeps failing", []string{"--chat-template", "/nonexistent/template.jinja"},
+			[]string{" exited 5 times in a row within 5s of starting", "\n    api-frontend: load chat template"}},
 		{"port taken", []string{"--port", heldPort}, []string{"port not available"}},
 	}
 	for _, tt := range tests {

@@ -195,7 +195,6 @@ type supervisor struct {
 	log        *zap.Logger
 	port       int
 	engineAddr string
-	sockDir    string
 
 	outMu    sync.Mutex    // whole lines on Stdout and Stderr
 	stopping chan struct{} // closed when shutdown begins
@@ -213,7 +212,6 @@ func (s *supervisor) run(ctx context.Context) error {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("launcher: chmod socket dir: %w", err)
 		}
-		s.sockDir = dir
 		s.engineAddr = "ipc://" + filepath.Join(dir, "engine.sock")
 		if engine, err = s.startEngine(ctx); err != nil {
 			return err
@@ -232,7 +230,7 @@ func (s *supervisor) run(ctx context.Context) error {
 		frontends.Add(1)
 		go func() { defer frontends.Done(); s.superviseFrontend(i) }()
 	}
-	s.log.Info("launcher serving", zap.String("host", s.o.Host), zap.Int("port", s.port),
+	s.log.Info("launcher supervising", zap.String("host", s.o.Host), zap.Int("port", s.port),
 		zap.Int("frontends", s.o.Count), zap.String("engine", s.engineAddr))
 
 	var err error
@@ -280,7 +278,7 @@ func (s *supervisor) start(name, exe string, args []string) (*child, error) {
 	}
 	c.started = time.Now()
 	s.log.Info("started", zap.String("child", name), zap.Int("pid", c.cmd.Process.Pid),
-		zap.String("args", strings.Join(args, " ")))
+		zap.String("args", strings.Join(redact(args), " ")))
 	go func() {
 		_ = c.cmd.Wait()
 		stdout.Flush()
@@ -402,7 +400,8 @@ func (s *supervisor) superviseEngine(e *child, stop <-chan struct{}) {
 		}
 		s.log.Error("engine-core exited; restarting it (frontends answer 503 meanwhile)",
 			zap.String("status", e.status()), zap.Duration("backoff", backoff), zap.String("last_output", e.tail.String()))
-		if !s.sleep(backoff, stop) {
+		if !s.sleep(backoff, s.stopping) {
+			<-stop // shutdown began: the frontends drain, nothing to restart
 			return
 		}
 		_ = os.Remove(strings.TrimPrefix(s.engineAddr, "ipc://"))

@@ -1,9 +1,19 @@
 package launcher
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 func TestRunRejectsBadOptions(t *testing.T) {
@@ -39,5 +49,122 @@ func TestOptionsDefaults(t *testing.T) {
 		o.MinUptime != DefaultMinUptime || o.MaxQuickFailures != DefaultMaxQuickFailures ||
 		o.Stdout == nil || o.Stderr == nil || o.Log == nil {
 		t.Fatalf("defaults not applied: %+v", o)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the children's writers and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shFrontends returns Options whose frontends are shell loops that print
+// "up <index> <restart> <pid>" and "bye <index>" on SIGTERM.
+func shFrontends(out io.Writer, count int) Options {
+	return Options{
+		Executable: "/bin/sh",
+		FrontendArgs: func(spec FrontendSpec) []string {
+			return []string{"-c", fmt.Sprintf(`trap 'echo bye %d; exit 0' TERM; echo up %d %d $$; while :; do sleep 0.02; done`,
+				spec.Index, spec.Index, spec.Restart)}
+		},
+		Count:          count,
+		EngineAddr:     "ipc:///nonexistent",
+		Host:           "127.0.0.1",
+		RestartBackoff: 10 * time.Millisecond,
+		Stdout:         out,
+		Stderr:         out,
+	}
+}
+
+// TestRunRestartsAndStops drives Run in-process (under -race in CI) with
+// shell children: a killed child is restarted, and cancelling the context
+// sends SIGTERM to every child and returns nil.
+func TestRunRestartsAndStops(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, shFrontends(&out, 2)) }()
+
+	upRE := regexp.MustCompile(`(?m)^frontend-(\d) \| up (\d) (\d+) (\d+)$`)
+	waitFor(t, "two children up", 10*time.Second, func() bool { return len(upRE.FindAllString(out.String(), -1)) >= 2 })
+	m := upRE.FindStringSubmatch(out.String())
+	pid, _ := strconv.Atoi(m[4])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	restarted := regexp.MustCompile(`(?m)^frontend-` + m[1] + ` \| up ` + m[1] + ` 1 \d+$`)
+	waitFor(t, "the killed child restarted", 10*time.Second, func() bool { return restarted.MatchString(out.String()) })
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	for _, want := range []string{"frontend-1 | bye 1\n", "frontend-2 | bye 2\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunGivesUpOnQuickFailures(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var out syncBuffer
+	o := shFrontends(&out, 1)
+	o.FrontendArgs = func(FrontendSpec) []string { return []string{"-c", "echo boom >&2; exit 3"} }
+	o.MinUptime, o.MaxQuickFailures = time.Second, 3
+	err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "frontend-1 exited 3 times in a row") || !strings.Contains(err.Error(), "\n    boom") {
+		t.Fatalf("Run: %v, want it to give up after 3 quick failures relaying \"boom\"", err)
+	}
+	if n := strings.Count(out.String(), "frontend-1 | boom\n"); n != 3 {
+		t.Errorf("%d starts passed through, want 3:\n%s", n, out.String())
+	}
+}
+
+func TestRunEngineFailsBeforeReady(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var out syncBuffer
+	o := shFrontends(&out, 2)
+	o.EngineAddr = ""
+	o.EngineExecutable = "/bin/sh"
+	o.EngineArgs = []string{"-c", "echo 'engine-core: KV cache too small' >&2; exit 1"}
+	err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "engine-core exited (exit status 1) before it was ready") ||
+		!strings.Contains(err.Error(), "\n    engine-core: KV cache too small") {
+		t.Fatalf("Run: %v", err)
+	}
+	if strings.Contains(out.String(), "frontend-") {
+		t.Errorf("frontends started although the engine failed:\n%s", out.String())
 	}
 }
