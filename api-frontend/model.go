@@ -1,24 +1,36 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/modelfile/demo"
+	"github.com/sluice-llm/sluice/modelfile/hub"
 	"github.com/sluice-llm/sluice/outputproc/reasoning"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
 
-// resolveModel maps --model to the path the tokenizer loads from ("demo" is
-// the generated demo model, cached on first use).
+// resolveModel maps --model to the path the tokenizer loads from: "demo"
+// (or demo-15m, demo-110m) is the generated demo model, cached on first use;
+// org/name is a Hugging Face Hub repository, downloaded into the HF cache
+// (HF_HOME, HF_TOKEN, HF_HUB_OFFLINE honoured). With --engine spawn the
+// frontend resolves first, so the engine finds the files cached.
 func resolveModel(m string) (string, error) {
-	if m == "demo" {
-		dir, err := demo.EnsureCached("tiny", 0)
+	if hub.IsRepoID(m) {
+		dir, err := hub.Download(context.Background(), m, hub.OptionsFromEnv())
 		if err != nil {
-			return "", fmt.Errorf("prepare demo model: %w", err)
+			return "", fmt.Errorf("download %s: %w", m, err)
 		}
+		return dir, nil
+	}
+	dir, ok, err := demo.Resolve(m)
+	if err != nil {
+		return "", fmt.Errorf("prepare demo model: %w", err)
+	}
+	if ok {
 		return dir, nil
 	}
 	return m, nil
@@ -28,12 +40,12 @@ func resolveModel(m string) (string, error) {
 func checkParsers(toolParser, reasoningParser string) error {
 	if toolParser != "" {
 		if _, err := toolparse.New(toolParser, nil, func() string { return "" }); err != nil {
-			return fmt.Errorf("--tool-call-parser %s: %w (known: %s)", toolParser, err, strings.Join(toolparse.Names(), ", "))
+			return fmt.Errorf("--tool-call-parser %s: %w", toolParser, err)
 		}
 	}
 	if reasoningParser != "" {
 		if _, err := reasoning.New(reasoningParser, reasoning.Options{}); err != nil {
-			return fmt.Errorf("--reasoning-parser %s: %w (known: %s)", reasoningParser, err, strings.Join(reasoning.Names(), ", "))
+			return fmt.Errorf("--reasoning-parser %s: %w", reasoningParser, err)
 		}
 	}
 	return nil

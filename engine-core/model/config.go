@@ -13,6 +13,10 @@
 // weights (whose converter permutes the q and k rows) rotate interleaved
 // pairs. Loading picks the style per file so the same model gives the same
 // logits from every format.
+//
+// Not implemented: sliding-window attention (Mistral's sliding_window is
+// ignored, which is exact for contexts up to the window) and RoPE scaling
+// other than "llama3" and "linear" (such configs fail at load).
 package model
 
 import (

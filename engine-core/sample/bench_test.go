@@ -85,6 +85,8 @@ func BenchmarkSampleRow(b *testing.B) {
 		{"temperature", ipc.SamplingParams{Temperature: 0.8, Logprobs: -1}},
 		{"top_p", ipc.SamplingParams{Temperature: 0.8, TopP: 0.9, Logprobs: -1}},
 		{"top_k", ipc.SamplingParams{Temperature: 0.8, TopK: 50, Logprobs: -1}},
+		{"top_k_top_p", ipc.SamplingParams{Temperature: 0.8, TopK: 50, TopP: 0.9, Logprobs: -1}},
+		{"greedy_logprobs5", ipc.SamplingParams{Logprobs: 5}},
 	}
 	row := make([]float32, V)
 	b.Run("copy", func(b *testing.B) {

@@ -17,8 +17,12 @@ import (
 // lowest ids, as a stable sort by probability would give). t is found
 // without sorting the vocabulary: a strided sample suggests two thresholds
 // around it, one vectorised pass counts and sums the elements above each
-// (widening until they bracket t), and only the elements between the two
-// (a few hundred) are selected exactly.
+// (widening until they bracket t), a histogram by value splits the few
+// hundred elements between the two, and only the histogram bucket where
+// the set ends is selected exactly. The draw then goes straight to the
+// chunk holding its target (per-chunk masses come from those passes) and
+// scans that chunk alone. With top-k and top-p together, the top k are
+// gathered and top-p is applied to them by selection.
 func (s *worker) draw(row []float32, p *ipc.SamplingParams, u float64) int32 {
 	invT := 1 / p.Temperature
 	lo := float32(expLo)
@@ -193,9 +197,9 @@ func (s *worker) scanChunk(e []float32, c int, t float32, target float64) int32 
 	return last
 }
 
-// Threshold search tuning: the sample size, the band of candidates that
-// is selected exactly, and the most bracketing passes before selecting
-// whatever band is left.
+// Threshold search tuning: the sample size, the band of candidates left
+// to selectBand, and the most bracketing passes before selecting whatever
+// band is left (always correct, slower for a wide band).
 const (
 	sampleSize = 256
 	bandMax    = 1024
@@ -373,7 +377,7 @@ func (s *worker) selectBand(idx []int32, val []float32, lo, hi float32, byMass b
 	if byMass {
 		need = needMass
 	}
-	top, acc := 0, 0.0
+	top, acc := -1, 0.0
 	for b := bandBuckets - 1; b >= 0; b-- {
 		x := float64(cnt[b])
 		if byMass {
@@ -384,6 +388,9 @@ func (s *worker) selectBand(idx []int32, val []float32, lo, hi float32, byMass b
 			break
 		}
 		acc += x
+	}
+	if top < 0 { // rounding: the band does not reach need; take it all
+		return minTies(val, len(val))
 	}
 	// The boundary bucket's members (branch-free gather), then exact.
 	bi, bv := s.bidx, s.bval
@@ -401,16 +408,21 @@ func (s *worker) selectBand(idx []int32, val []float32, lo, hi float32, byMass b
 			selectTop(bi[:m], bv[:m], k)
 		}
 	}
-	if m == 0 { // rounding left the boundary bucket empty: take the band
-		bv, k = val, len(val)
+	if m == 0 { // cannot happen: the boundary bucket is not empty
+		return minTies(val, len(val))
 	}
-	t := bv[0]
-	for _, v := range bv[:k] {
-		t = min(t, v)
+	return minTies(bv, k)
+}
+
+// minTies returns the least of v[:k] and how many of v[:k] equal it.
+func minTies(v []float32, k int) (float32, int) {
+	t := v[0]
+	for _, x := range v[:k] {
+		t = min(t, x)
 	}
 	r := 0
-	for _, v := range bv[:k] {
-		r += b2i(v == t)
+	for _, x := range v[:k] {
+		r += b2i(x == t)
 	}
 	return t, r
 }

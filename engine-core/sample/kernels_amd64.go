@@ -42,7 +42,6 @@ func massCount2AVX512(x []float32, t1, t2 float32, out *massCount)
 //go:noescape
 func compressAVX512(x []float32, base int32, lo, hi float32, idx *int32, val *float32) int
 
-
 // bandIDsAVX512 writes the i with lo <= bits(x[i]) < lo+width (unsigned)
 // to idx, in order, and returns their number; len(x) is a positive
 // multiple of 16 and idx has room for that number plus 16.

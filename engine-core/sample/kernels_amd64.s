@@ -309,3 +309,4 @@ bdloop:
 	MOVQ AX, ret+40(FP)
 	VZEROUPPER
 	RET
+

@@ -99,6 +99,21 @@ func checkKernels(t *testing.T, row []float32, lo, hi float32) {
 		if c1 != d1 || c2 != d2 || math.Abs(s1-w1) > 1e-6*w1 || math.Abs(s2-w2) > 1e-6*w2 {
 			t.Fatalf("massCount2(%v, %v) = %v %d %v %d, want %v %d %v %d", lo, hi, s1, c1, s2, c2, w1, d1, w2, d2)
 		}
+		// bandIDs on the (non-negative) exps, for a positive band.
+		blo, bhi := float32(math.Abs(float64(lo))), float32(math.Abs(float64(hi)))
+		if blo == blo && bhi == bhi && blo <= bhi {
+			ids := make([]int32, len(got)+slack)
+			n := bandIDs(got, blo, bhi, ids)
+			var want []int32
+			for i, v := range got {
+				if v >= blo && v < bhi {
+					want = append(want, int32(i))
+				}
+			}
+			if !slices.Equal(ids[:n], want) {
+				t.Fatalf("bandIDs [%v, %v): %v, want %v", blo, bhi, ids[:n], want)
+			}
+		}
 	}
 	idx, val := make([]int32, len(row)+slack), make([]float32, len(row)+slack)
 	widx, wval := make([]int32, len(row)+1), make([]float32, len(row)+1)

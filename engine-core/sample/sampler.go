@@ -33,19 +33,22 @@
 //
 // The per-logit work runs in AVX-512 assembly where the CPU has it (chosen
 // at start-up; plain Go elsewhere, or with the purego build tag): max and
-// argmax, exp with float64 sums, counting and summing above thresholds,
-// and compaction. Greedy rows without logprobs cost one argmax pass.
-// Precision: exp is Cephes' expf polynomial (relative error below 2.5e-7
-// against math.Exp, the same in assembly and Go to a few ulps); every sum
-// of probabilities is taken in float64. Given those probabilities the
+// first index, exp, counting and summing above thresholds, and
+// compaction. Greedy rows without logprobs cost one max pass and a partial
+// index pass; top-k and top-p find their cut with a sampled estimate, one
+// or two counting passes and a histogram of the few hundred values near
+// the cut (see draw).
+//
+// Precision: probabilities are float32 exps (Cephes' expf polynomial,
+// relative error below 2.5e-7 against math.Exp; assembly and Go agree to
+// 4e-7). Sums of probabilities are float32 within 64-value lane runs and
+// float64 beyond (about 1e-7 relative). Given the probabilities, the
 // top-k / top-p set and the token drawn for a uniform number are those of
-// a full stable sort and a cumulative sum in float64 (tested), except
-// where a cumulative sum lies within float64 rounding of the cut or of the
-// uniform draw's target. Against exact real arithmetic the difference is
-// therefore confined to tokens whose probabilities differ by less than
-// about 2.5e-7 relative, or whose cumulative mass lies that close to
-// top_p. The assembly and Go paths may pick different tokens in those
-// same cases, so seeded runs reproduce exactly on the same kind of CPU.
+// a full stable sort by probability (ties to the lowest id) and float64
+// cumulative sums, except where a cumulative sum lies within 2e-6 of the
+// total of the cut or of the draw's target (tested). The assembly and Go
+// paths may choose differently in those rounding-sized cases, so seeded
+// runs reproduce exactly on the same kind of CPU.
 package sample
 
 import (
