@@ -29,6 +29,8 @@ var allowed = map[string][]string{
 	"configs":      {},
 	"modelfile":    {},
 	"internal":     {},
+	"deploy":       {},
+	"scripts":      {"ipc", "configs", "modelfile", "outputproc"},
 	"outputproc":   {"ipc", "modelfile"},
 	"engine-core":  {"ipc", "kernels", "configs", "modelfile", "outputproc"},
 	"api-frontend": {"ipc", "configs", "modelfile", "outputproc"},
