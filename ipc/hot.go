@@ -232,7 +232,7 @@ func (o *Output) DecodeMsgpack(d *msgpack.Decoder) error {
 	for i := 0; i < n && i < outputFields; i++ {
 		switch i {
 		case 0:
-			o.RequestID, err = d.DecodeString()
+			o.RequestID, err = decodeID(d)
 		case 1:
 			o.NewTokenIDs, err = decodeInt32s(d, o.NewTokenIDs, "Output.NewTokenIDs")
 		case 2:
