@@ -40,6 +40,7 @@ type commonRequest struct {
 	StreamInterval         *int64             `json:"stream_interval"`
 	Priority               *int64             `json:"priority"`
 	RequestID              string             `json:"request_id"`
+	structuredFields
 }
 
 // CompletionRequest is the body of POST /v1/completions.
@@ -100,6 +101,7 @@ func Decode(body []byte, v any) *Error {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field := strings.TrimPrefix(te.Field, "commonRequest.")
+			field = strings.TrimPrefix(field, "structuredFields.")
 			if i := strings.IndexByte(field, '.'); i >= 0 && !strings.HasPrefix(field, "stream_options") {
 				field = field[:i]
 			}

@@ -8,6 +8,8 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"prompt":"hi","max_tokens":5,"stop":["a"],"logit_bias":{"3":1}}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`))
 	f.Add([]byte(`{"prompt":[[1,2],[3]],"n":2,"logprobs":3,"stream":true,"stream_options":{"include_usage":true}}`))
+	f.Add([]byte(`{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^a+$"}}}}},"structured_outputs":{"disable_any_whitespace":true}}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"integer"}}}}}],"tool_choice":"required","guided_regex":"a|b"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		lim := Limits{VocabSize: 100, MaxModelLen: 64}
 		var cr CompletionRequest

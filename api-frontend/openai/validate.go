@@ -15,6 +15,9 @@ type Limits struct {
 	MaxModelLen int // context length (0: unchecked)
 	MaxLogprobs int // most top logprobs per token (default 20)
 	MaxN        int // most choices per request (default 128)
+	// Constraints, when set, memoizes compiled structured-output
+	// constraints across requests.
+	Constraints *ConstraintCache
 }
 
 func (l Limits) maxLogprobs() int64 {
@@ -46,6 +49,9 @@ type Options struct {
 	StreamInterval  int // 0: the server's default
 	Priority        int32
 	RequestID       string
+	// ConstraintParam names the request field Params.Constraint came from
+	// ("response_format", "guided_json", "tool_choice", …); "" when none.
+	ConstraintParam string
 }
 
 // Prompt is one prompt of a completions request: text, or token ids.
@@ -83,10 +89,13 @@ type ToolConfig struct {
 // Chat is a validated chat completions request.
 type Chat struct {
 	Options
-	Messages             []json.RawMessage
-	Tools                []json.RawMessage
-	ToolDefs             []Tool
-	ToolChoice           ToolChoice
+	Messages   []json.RawMessage
+	Tools      []json.RawMessage
+	ToolDefs   []Tool
+	ToolChoice ToolChoice
+	// ToolOutput says how to read the output when tool_choice is required
+	// or named (Params.Constraint then holds the tool-call grammar).
+	ToolOutput           ToolOutput
 	Kwargs               map[string]any
 	AddGenerationPrompt  bool
 	ContinueFinalMessage bool
@@ -292,6 +301,9 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 		return nil, err
 	}
 	c.Prompts = prompts
+	if e := r.compileStructured(lim.Constraints, &c.Options); e != nil {
+		return nil, e
+	}
 	return c, nil
 }
 
@@ -452,6 +464,29 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if err := c.validateTools(r, tc); err != nil {
 		return nil, err
 	}
+	var extra []string
+	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
+		extra = append(extra, "tool_choice")
+	}
+	if e := r.compileStructured(lim.Constraints, &c.Options, extra...); e != nil {
+		return nil, e
+	}
+	if extra != nil {
+		multiple := r.ParallelToolCalls == nil || *r.ParallelToolCalls
+		key, _ := json.Marshal(struct {
+			P string
+			C ToolChoice
+			M bool
+			T []json.RawMessage
+		}{tc.Parser, c.ToolChoice, multiple, r.Tools})
+		ct, out, err := lim.Constraints.get("tools\x00"+string(key), func() (ipc.Constraint, ToolOutput, error) {
+			return ToolConstraint(tc.Parser, c.ToolDefs, c.ToolChoice, multiple)
+		})
+		if err != nil {
+			return nil, constraintError("tools", err)
+		}
+		c.Params.Constraint, c.ConstraintParam, c.ToolOutput = &ct, "tool_choice", out
+	}
 	return c, nil
 }
 
@@ -536,9 +571,6 @@ func (c *Chat) validateTools(r *ChatRequest, tc ToolConfig) *Error {
 		}
 		if s == "auto" && (!tc.AutoEnabled || tc.Parser == "") {
 			return BadRequest("tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set")
-		}
-		if s == "required" && tc.Parser == "" {
-			return BadRequest("tool_choice", "\"required\" tool choice requires --tool-call-parser to be set")
 		}
 		c.ToolChoice.Mode = s
 		return nil

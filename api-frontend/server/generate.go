@@ -73,9 +73,12 @@ type choice struct {
 	// chat parsers
 	reasoning ReasoningParser
 	tools     toolparse.Parser
-	named     string // named tool_choice: the function
+	named     string // named tool_choice, arguments only: the function
 	namedSent bool
-	toolIDGen func() string
+	namedTool bool // named tool_choice read by tools: finish "stop"
+	// afterReasoning: the constraint starts after the reasoning end.
+	afterReasoning bool
+	toolIDGen      func() string
 
 	echo       string // text to put before the first delta
 	textOffset int    // characters streamed so far (legacy logprobs)
@@ -345,7 +348,7 @@ func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.St
 		text = ch.echo + text
 	}
 	content, reasoning, calls := ch.chatContent(text, d.Finished)
-	if finish == "stop" && ch.tools != nil && ch.tools.Called() {
+	if finish == "stop" && ch.tools != nil && ch.tools.Called() && !ch.namedTool {
 		finish = "tool_calls"
 	}
 	if !r.opts.Stream {
@@ -506,6 +509,11 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 		p := r.opts.Params
 		if p.HasSeed {
 			p.Seed += int64(ch.index % r.opts.N)
+		}
+		if p.Constraint != nil && ch.afterReasoning {
+			ct := *p.Constraint
+			ct.AfterReasoning = true
+			p.Constraint = &ct
 		}
 		req := &ipc.AddRequest{RequestID: ch.engineID, PromptTokenIDs: ch.promptIDs, Params: p, ArrivalTime: arrival, Priority: r.opts.Priority}
 		if err := s.deps.Engines.Add(eng, req, ch); err != nil {

@@ -101,8 +101,17 @@ func (s *Server) completions(c *gin.Context) {
 			return
 		}
 		r.promptTokens += len(p.IDs)
+		after := false
+		if cr.Params.Constraint != nil && s.cfg.ReasoningParser != "" {
+			text := p.Text
+			if !p.FromText {
+				text = tok.Decode(p.IDs, false)
+			}
+			after = !openai.ReasoningClosed(text)
+		}
 		for i := 0; i < cr.N; i++ {
 			ch := r.newChoice(pi*cr.N+i, p.IDs)
+			ch.afterReasoning = after
 			if cr.Echo {
 				if p.FromText {
 					ch.echo = p.Text
@@ -174,20 +183,42 @@ func (s *Server) chatCompletions(c *gin.Context) {
 				ch.reasoning = rp
 			}
 		}
-		switch chat.ToolChoice.Mode {
-		case "auto", "required":
-			tp, err := toolparse.New(s.cfg.ToolCallParser, tools, idGen)
-			if err != nil {
-				writeError(c, openai.BadRequest("tool_choice", "tool call parser: %v", err))
-				return
-			}
-			ch.tools = tp
-		case "named":
-			ch.named = chat.ToolChoice.Name
+		// vLLM holds a constraint until reasoning ends, unless the prompt
+		// already closed it (or thinking is off: no reasoning parser).
+		ch.afterReasoning = ch.reasoning != nil && !openai.ReasoningClosed(text)
+		if e := ch.setToolOutput(chat, s.cfg.ToolCallParser, tools, idGen); e != nil {
+			writeError(c, e)
+			return
 		}
 		r.choices = append(r.choices, ch)
 	}
 	s.run(c, r)
+}
+
+// setToolOutput sets how ch reads tool calls for the request's
+// tool_choice: the configured parser (auto, and required or named in the
+// model's own format), vLLM's generic JSON array, or the named function's
+// bare arguments.
+func (ch *choice) setToolOutput(chat *openai.Chat, parser string, tools []toolparse.Tool, idGen func() string) *openai.Error {
+	mode := chat.ToolChoice.Mode
+	switch {
+	case mode == "auto" || chat.ToolOutput == openai.ToolOutputParser:
+		tp, err := toolparse.New(parser, tools, idGen)
+		if err != nil {
+			return openai.BadRequest("tool_choice", "tool call parser: %v", err)
+		}
+		ch.tools = tp
+		ch.namedTool = mode == "named"
+	case chat.ToolOutput == openai.ToolOutputJSONArray:
+		tp, err := toolparse.New("mistral", tools, idGen)
+		if err != nil {
+			return openai.BadRequest("tool_choice", "tool call parser: %v", err)
+		}
+		ch.tools = newJSONArrayParser(tp)
+	case mode == "named":
+		ch.named = chat.ToolChoice.Name
+	}
+	return nil
 }
 
 // Non-streamed response shapes.

@@ -107,6 +107,8 @@ type Server struct {
 	metrics *Metrics
 	router  *gin.Engine
 	started time.Time
+	// constraints memoizes compiled structured-output constraints.
+	constraints *openai.ConstraintCache
 
 	draining   atomic.Bool
 	waiting    atomic.Int64 // requests without a first token yet
@@ -132,7 +134,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(cfg.ServedModelNames[0])
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now()}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), constraints: openai.NewConstraintCache(256)}
 	s.endCtx, s.endStreams = context.WithCancel(context.Background())
 	if deps.Engines != nil {
 		for i := 0; i < deps.Engines.NumEngines(); i++ {
@@ -278,7 +280,7 @@ func (s *Server) eosIDs() []int32 {
 }
 
 func (s *Server) limits() openai.Limits {
-	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen()}
+	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints}
 }
 
 func (s *Server) models(c *gin.Context) {

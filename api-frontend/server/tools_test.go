@@ -99,9 +99,17 @@ func TestToolsAndReasoningEveryInterval(t *testing.T) {
 	if m.Content == nil || *m.Content != "Checking." || *m.Reasoning != "Let me check." || len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Name != "get_weather" || r.Choices[0].FinishReason != "tool_calls" {
 		t.Fatalf("non-streamed: %s", raw)
 	}
-	// named tool_choice streams the whole output as the function's arguments
+	// named tool_choice constrains the output to one hermes call, after
+	// the reasoning (this fake engine ignores constraints: the ADD is
+	// checked here, the parsing in structured_test.go)
 	_, raw = env.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"weather?"}],`+tools+`,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"max_tokens":3,"stream":true}`)
-	if !strings.Contains(string(raw), `"name":"get_weather"`) || !strings.Contains(string(raw), `"finish_reason":"length"`) {
+	if !strings.Contains(string(raw), `"finish_reason":"length"`) {
 		t.Fatalf("named tool choice: %s", raw)
+	}
+	eng.mu.Lock()
+	ct := eng.added[len(eng.added)-1].Params.Constraint
+	eng.mu.Unlock()
+	if ct == nil || ct.Kind != "grammar" || !ct.AfterReasoning || !strings.Contains(ct.Spec, `<tool_call>`) {
+		t.Fatalf("named tool choice constraint: %+v", ct)
 	}
 }

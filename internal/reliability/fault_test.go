@@ -128,7 +128,7 @@ func checkServes(t *testing.T, base string) {
 func TestEngineSIGKILLMidStream(t *testing.T) {
 	addr := engineAddr(t)
 	eng := startEngine(t, addr, "--sim-step-ms", "5")
-	fe := startFrontend(t, addr, "--engine-liveness-timeout", "2s")
+	fe := startFrontend(t, addr) // default liveness (3 s); a dropped socket is noticed sooner
 	streams := openStreamsN(t, fe.base, 12, 1500)
 	time.Sleep(200 * time.Millisecond)
 	fault := time.Now()

@@ -347,14 +347,14 @@ func (r *rogue) progress(t *testing.T, id string, window time.Duration) int {
 
 // finishes collects the final output of each request that finishes within
 // window.
-func (r *rogue) finishes(t *testing.T, window time.Duration) map[string]ipc.Output {
+func (r *rogue) finishes(t *testing.T, window time.Duration, want int) map[string]ipc.Output {
 	t.Helper()
 	got := map[string]ipc.Output{}
 	codec := ipc.NewCodec()
 	deadline := time.Now().Add(window)
 	_ = r.sock.SetRcvtimeo(50 * time.Millisecond)
 	defer func() { _ = r.sock.SetRcvtimeo(3 * time.Second) }()
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && len(got) < want {
 		f, err := r.sock.RecvBytes(0)
 		if err != nil || len(f) == 0 || ipc.Kind(f[0]) != ipc.KindOutputs {
 			continue
@@ -513,7 +513,11 @@ func roguePeer(t *testing.T, executor string) {
 		attack("ADD "+adds[i].RequestID, func() { r3.send(t, encode(t, ipc.KindAdd, &adds[i])) })
 	}
 	// Each absurd request is refused or runs to a normal end; none hangs.
-	fins := r3.finishes(t, 3*time.Second)
+	ids := map[string]bool{}
+	for _, a := range adds {
+		ids[a.RequestID] = true
+	}
+	fins := r3.finishes(t, 5*time.Second, len(ids))
 	for _, a := range adds {
 		f, ok := fins[a.RequestID]
 		if !ok {

@@ -150,7 +150,9 @@ func TestSoak(t *testing.T) {
 		if s.goroutines > warm.goroutines*5/4+conc/4 {
 			t.Errorf("frontend goroutines grew: %d at %s vs %d at %s", s.goroutines, s.at.Round(time.Second), warm.goroutines, warm.at.Round(time.Second))
 		}
-		if s.p99 > 2*warm.p99+100*time.Millisecond {
+		// Generous: the CI machine is shared; a leak or a queue that grows
+		// drifts without bound, contention does not.
+		if s.p99 > warm.p99*5/2+250*time.Millisecond {
 			t.Errorf("p99 latency drifted: %s at %s vs %s at %s", s.p99, s.at.Round(time.Second), warm.p99, warm.at.Round(time.Second))
 		}
 	}

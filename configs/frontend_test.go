@@ -1,0 +1,77 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFrontendValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		edit    func(*Frontend)
+		wantErr string // substring; "" means valid
+	}{
+		{"defaults with model", func(*Frontend) {}, ""},
+		{"no model", func(f *Frontend) { f.Model = "" }, "--model"},
+		{"bad port", func(f *Frontend) { f.Port = 70000 }, "--port"},
+		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
+		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
+		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},
+		{"negative queue", func(f *Frontend) { f.MaxQueuedRequests = -1 }, "--max-queued-requests"},
+		{"bad log format", func(f *Frontend) { f.LogFormat = "xml" }, "--log-format"},
+		{"negative shutdown", func(f *Frontend) { f.ShutdownTimeout = -time.Second }, "--shutdown-timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := DefaultFrontend()
+			f.Model = "demo"
+			tc.edit(&f)
+			err := f.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestFrontendEngineArgs(t *testing.T) {
+	f := DefaultFrontend()
+	if f.EngineAddrs() != nil {
+		t.Fatal("spawn must give no addresses")
+	}
+	f.Engine = "ipc:///a.sock, tcp://h:5555,"
+	if got := f.EngineAddrs(); !slices.Equal(got, []string{"ipc:///a.sock", "tcp://h:5555"}) {
+		t.Fatalf("addrs %q", got)
+	}
+	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript = "sim", 64, 2.5, "s.jsonl"
+	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
+	if got := f.SpawnArgs(); !slices.Equal(got, want) {
+		t.Fatalf("spawn args %q, want %q", got, want)
+	}
+}
+
+func TestFrontendLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "fe.yaml")
+	if err := os.WriteFile(path, []byte("model: demo\nstream_interval: 4\nport: 9000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_API_KEY", "from-env")
+	f := DefaultFrontend()
+	if _, err := Load("api-frontend", []string{"--config", path, "--port", "9001", "--shutdown-timeout", "2s"}, &f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.Model != "demo" || f.StreamInterval != 4 || f.Port != 9001 || f.APIKey != "from-env" || f.ShutdownTimeout != 2*time.Second {
+		t.Fatalf("loaded %+v", f)
+	}
+}
