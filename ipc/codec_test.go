@@ -3,10 +3,10 @@ package ipc
 import (
 	"bytes"
 	"fmt"
-	"runtime"
-	"syscall"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
