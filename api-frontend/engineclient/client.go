@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,10 +91,11 @@ type engine struct {
 	idx int
 	t   Transport
 
-	mu    sync.Mutex
-	sinks map[string]Sink
-	up    bool
-	ready ipc.Ready
+	mu     sync.Mutex
+	sinks  map[string]Sink
+	up     bool
+	ready  ipc.Ready
+	reason string // why it is down (the latest)
 
 	// load accounting
 	inflight   atomic.Int64 // registered requests
@@ -176,6 +178,25 @@ func (c *Client) Pick() (int, error) {
 		return -1, ErrNoEngine
 	}
 	return best, nil
+}
+
+// DownReason says why no engine can take requests: the latest reason each
+// down engine gave, or "" when one is up.
+func (c *Client) DownReason() string {
+	var reasons []string
+	for _, e := range c.engines {
+		e.mu.Lock()
+		up, reason := e.up, e.reason
+		e.mu.Unlock()
+		if up {
+			return ""
+		}
+		if reason == "" {
+			reason = "not connected yet"
+		}
+		reasons = append(reasons, reason)
+	}
+	return strings.Join(reasons, "; ")
 }
 
 // Add registers sink for req and sends req to engine. On error nothing stays
@@ -347,7 +368,7 @@ func (c *Client) readEvents(e *engine) {
 			e.mu.Unlock()
 		} else {
 			e.mu.Lock()
-			e.up = false
+			e.up, e.reason = false, ev.Reason
 			e.mu.Unlock()
 			e.failAll("engine is down: " + ev.Reason)
 		}

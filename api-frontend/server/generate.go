@@ -463,6 +463,11 @@ func (s *Server) admit() *openai.Error {
 	}
 	if s.deps.Engines == nil || !s.deps.Engines.Healthy() {
 		s.metrics.Rejected.WithLabelValues("engine_down").Inc()
+		if s.deps.Engines != nil {
+			if why := s.deps.Engines.DownReason(); why != "" {
+				return openai.NewError(http.StatusServiceUnavailable, "the engine is not available: %s", why)
+			}
+		}
 		return openai.NewError(http.StatusServiceUnavailable, "the engine is not available")
 	}
 	if s.cfg.MaxQueuedRequests > 0 && s.waiting.Load() >= int64(s.cfg.MaxQueuedRequests) {

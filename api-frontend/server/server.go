@@ -23,6 +23,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -314,13 +315,33 @@ func (s *Server) checkModel(m string) *openai.Error {
 	return openai.NotFound("model", "The model `%s` does not exist.", m)
 }
 
-// readBody reads the request body within the size limit.
+// bodyReadTimeout bounds how long a client may take to send its request
+// body (a slowloris dripping bytes would otherwise hold a goroutine and a
+// connection forever). It is a per-request read deadline, set here and
+// cleared once the body is in, rather than http.Server.ReadTimeout, which
+// would also cancel long streaming responses.
+const bodyReadTimeout = 30 * time.Second
+
+// readBody reads the request body within the size limit and the time limit.
 func (s *Server) readBody(c *gin.Context) ([]byte, *openai.Error) {
+	rc := http.NewResponseController(c.Writer)
+	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		// Leave the deadline in place and close the connection: net/http
+		// would otherwise wait for the rest of the body to reuse it.
+		c.Header("Connection", "close")
+	} else if deadline {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, openai.NewError(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", s.cfg.MaxBodyBytes)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, openai.NewError(http.StatusRequestTimeout, "request body not received within %s", bodyReadTimeout)
 		}
 		return nil, openai.BadRequest("", "read request body: %v", err)
 	}

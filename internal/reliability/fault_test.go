@@ -160,7 +160,8 @@ func TestEngineSIGKILLMidStream(t *testing.T) {
 }
 
 // TestFrontendSIGKILLFreesKV: the engine drops a dead frontend's requests
-// and frees their KV blocks after the 3 s liveness timeout.
+// and frees their KV blocks within 3 s of its death (frontends ping every
+// 250 ms; the engine drops one silent for 2.5 s, checked every poll).
 func TestFrontendSIGKILLFreesKV(t *testing.T) {
 	addr := engineAddr(t)
 	startEngine(t, addr, "--sim-step-ms", "5")
@@ -180,9 +181,9 @@ func TestFrontendSIGKILLFreesKV(t *testing.T) {
 	victim.kill()
 	took, _ := obs.waitIdle(t, 8*time.Second)
 	took = time.Since(fault)
-	// Liveness: 3 s of silence, checked at the 1 s ping tick.
-	if took > 4500*time.Millisecond {
-		t.Errorf("KV freed %s after the frontend died; want ≤ 3 s liveness + 1.5 s", took)
+	// A small allowance for scheduling on a loaded 2-core machine.
+	if took > 3200*time.Millisecond {
+		t.Errorf("KV freed %s after the frontend died; want ≤ 3 s", took)
 	}
 	// The other frontend still serves, and its /metrics agree.
 	checkServes(t, other.base)

@@ -23,7 +23,8 @@ type ClientConfig struct {
 	// rejects the HELLO and the connection stays down.
 	ModelName string
 	Log       *zap.Logger
-	// PingInterval and LivenessTimeout default to 1 s and 3 s.
+	// PingInterval and LivenessTimeout (how long the engine may be silent)
+	// default to 250 ms and 3 s.
 	PingInterval    time.Duration
 	LivenessTimeout time.Duration
 	// OutputsBuffer is the capacity of the Outputs channel (default 256).
@@ -31,6 +32,11 @@ type ClientConfig struct {
 	// Curve, when set, encrypts the connection with CURVE (the engine must
 	// be a CURVE server).
 	Curve *CurveClient
+	// AllowModelChange lets the connection accept an engine that comes back
+	// serving a different model. By default the first READY pins the model
+	// (name and fingerprint): an engine restarted with another model is
+	// refused, the connection stays down, and the reason names both models.
+	AllowModelChange bool
 }
 
 // ConnEvent reports a change of the engine connection's state.
@@ -60,8 +66,10 @@ type EngineConn struct {
 	outputs chan *ipc.Outputs
 	events  chan ConnEvent
 
-	up    atomic.Bool
-	ready atomic.Pointer[ipc.Ready]
+	up       atomic.Bool
+	ready    atomic.Pointer[ipc.Ready]
+	pinned   *ipc.Ready             // the first READY (I/O goroutine only)
+	mismatch atomic.Pointer[string] // why the current engine is refused, if it is
 
 	callSeq atomic.Uint64
 	callsMu sync.Mutex
@@ -76,7 +84,7 @@ type EngineConn struct {
 // use Events or Ready to learn when the engine is up.
 func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if cfg.PingInterval <= 0 {
-		cfg.PingInterval = DefaultPingInterval
+		cfg.PingInterval = DefaultClientPingInterval
 	}
 	if cfg.LivenessTimeout <= 0 {
 		cfg.LivenessTimeout = DefaultLivenessTimeout
@@ -156,6 +164,15 @@ func (c *EngineConn) Ready() (ipc.Ready, bool) {
 		return ipc.Ready{}, false
 	}
 	return *r, true
+}
+
+// Mismatch returns why the engine that answered is refused (it serves
+// another model than the first one this connection saw), or "".
+func (c *EngineConn) Mismatch() string {
+	if p := c.mismatch.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Send encodes msg and queues it for the engine. It fails with ErrNotReady
@@ -332,6 +349,25 @@ func (c *EngineConn) ioLoop() {
 					r := msg.(*ipc.Ready)
 					if prev := c.ready.Load(); prev != nil && c.up.Load() && prev.EngineID == r.EngineID && prev.PID == r.PID {
 						continue // duplicate answer to a retried HELLO
+					}
+					if pin := c.pinned; pin != nil && !c.cfg.AllowModelChange &&
+						(pin.ModelName != r.ModelName || pin.ModelFingerprint != r.ModelFingerprint) {
+						reason := fmt.Sprintf("engine at %s now serves model %q (fingerprint %q), but this frontend serves %q (fingerprint %q): restart the frontend for the new model",
+							c.cfg.Addr, r.ModelName, r.ModelFingerprint, pin.ModelName, pin.ModelFingerprint)
+						c.up.Store(false)
+						c.mismatch.Store(&reason)
+						if reason != rejected {
+							rejected = reason
+							c.log.Error("engine model changed; refusing it", zap.String("reason", reason))
+							c.emit(ConnEvent{Up: false, Reason: reason})
+						}
+						lastHello = time.Now().Add(2 * time.Second) // keep asking, slowly
+						continue
+					}
+					c.mismatch.Store(nil)
+					if c.pinned == nil {
+						pinned := *r
+						c.pinned = &pinned
 					}
 					if c.up.Load() {
 						c.setDown("engine restarted")

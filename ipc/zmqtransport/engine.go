@@ -20,7 +20,8 @@ type EngineConfig struct {
 	Ready ipc.Ready
 	// Log receives connection events; nil means no logging.
 	Log *zap.Logger
-	// PingInterval and LivenessTimeout default to 1 s and 3 s.
+	// PingInterval and LivenessTimeout (how long a frontend may be silent)
+	// default to 1 s and 2.5 s.
 	PingInterval    time.Duration
 	LivenessTimeout time.Duration
 	// InboundBuffer is the capacity of the Inbound channel (default 4096).
@@ -79,7 +80,7 @@ func Listen(cfg EngineConfig) (*EngineSocket, error) {
 		cfg.PingInterval = DefaultPingInterval
 	}
 	if cfg.LivenessTimeout <= 0 {
-		cfg.LivenessTimeout = DefaultLivenessTimeout
+		cfg.LivenessTimeout = DefaultFrontendLivenessTimeout
 	}
 	if cfg.InboundBuffer <= 0 {
 		cfg.InboundBuffer = 4096
@@ -353,13 +354,18 @@ func (s *EngineSocket) handle(codec *ipc.Codec, from string, frame []byte) {
 		}
 		s.mu.Lock()
 		st, known := s.frontends[from]
-		restarted := known && st.pid != h.PID
 		s.frontends[from] = &frontendState{pid: h.PID, lastSeen: t}
 		s.mu.Unlock()
-		if restarted {
+		// A HELLO opens a new session: a frontend only says HELLO before its
+		// first READY or after it decided the engine was gone (and failed its
+		// streams), and frames on one connection arrive in order, so every
+		// request it sent before this HELLO is orphaned. Abort them.
+		if known {
 			s.deliver(Inbound{Frontend: from, Kind: KindFrontendGone})
-		}
-		if !known || restarted {
+			if st.pid != h.PID {
+				s.log.Info("frontend restarted", zap.String("frontend", from), zap.Int("pid", h.PID))
+			}
+		} else {
 			s.log.Info("frontend connected", zap.String("frontend", from), zap.Int("pid", h.PID))
 		}
 		ready := s.cfg.Ready

@@ -27,10 +27,16 @@ import (
 	"github.com/sluice-llm/sluice/ipc"
 )
 
-// Defaults for liveness.
+// Defaults for liveness. Frontends ping often (4/s: a few bytes each) and the
+// engine drops a frontend silent for 2.5 s, so a killed frontend's requests
+// are freed within 3 s of its death; the engine pings each frontend every
+// second and a frontend gives an engine 3 s (a killed engine is noticed at
+// once anyway, through the socket monitor).
 const (
-	DefaultPingInterval    = time.Second
-	DefaultLivenessTimeout = 3 * time.Second
+	DefaultPingInterval            = time.Second
+	DefaultClientPingInterval      = 250 * time.Millisecond
+	DefaultLivenessTimeout         = 3 * time.Second
+	DefaultFrontendLivenessTimeout = 2500 * time.Millisecond
 )
 
 // KindFrontendGone is a synthetic kind (never on the wire) delivered on the
