@@ -22,16 +22,19 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/server"
+	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 	"github.com/sluice-llm/sluice/outputproc/chattemplate"
@@ -186,6 +189,9 @@ func run(args []string) error {
 		Commit:               Commit,
 	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log})
 	client.Start()
+	if cfg.WebUI {
+		mountWebUI(srv, client, metrics, served, &cfg)
+	}
 
 	if err := waitReady(ctx, client, child, cfg.EngineStartup); err != nil {
 		return err
@@ -312,4 +318,32 @@ func spawnEngine(cfg *configs.Frontend, log *zap.Logger) (string, *exec.Cmd, fun
 		_ = os.RemoveAll(dir)
 	}
 	return addr, cmd, cleanup, nil
+}
+
+// mountWebUI serves the built-in web UI at /ui/ (outside the API-key check:
+// the page must load before a key is typed, and its stats hold no prompts or
+// outputs; the playground sends the key with its API calls).
+func mountWebUI(srv *server.Server, client *engineclient.Client, metrics *server.Metrics, served string, cfg *configs.Frontend) {
+	stats := func() any {
+		st, err := webui.FromGatherer(metrics.Registry, served, cfg.FrontendID)
+		if err != nil {
+			return st
+		}
+		live := metrics.EngineStats()
+		for i := range st.Engines {
+			idx, err := strconv.Atoi(st.Engines[i].ID)
+			if err != nil {
+				continue
+			}
+			if s, ok := live[idx]; ok {
+				up := st.Engines[i].Up
+				st.Engines[i] = webui.EngineFromScheduler(st.Engines[i].ID, up, s)
+			}
+		}
+		return st
+	}
+	ui := gin.WrapH(webui.Handler(webui.Options{Stats: stats, APIKeyRequired: cfg.APIKey != ""}))
+	r := srv.Router()
+	r.GET("/ui/*path", ui)
+	r.HEAD("/ui/*path", ui)
 }

@@ -28,6 +28,7 @@ type Frontend struct {
 	MaxQueuedRequests int           `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
 	MaxBodyBytes      int64         `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
 	ChatTemplate      string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
+	WebUI             bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
 	APIServerCount    int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
 	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`

@@ -14,9 +14,13 @@
 # Environment: STREAMS (1024), INPUT_LEN (1024), OUTPUT_LEN (1024), STEP_MS (20),
 # BATCHED_TOKENS (engine --max-num-batched-tokens, 8192), INTERVALS ("1 10"),
 # FRONTENDS ("1 2 2r": 2 = two api-frontend processes on two ports with the
-# bench split across them, 2r = one port served by --api-server-count 2), MODEL (a model directory for the tokenizer; default the
-# generated demo-15m: 32000-token byte-level BPE, max_model_len 2048), OUT
-# (result directory, default /tmp/sluice-bench-host), SKIP_BUILD=1 to reuse bin/.
+# bench split across them, 2r = one port served by --api-server-count 2),
+# MODEL (a model directory for the tokenizer; default the generated demo-15m:
+# 32000-token byte-level BPE, max_model_len 2048), OUT
+# (result directory, default /tmp/sluice-bench-host), WINDOW_START_S (8) and WINDOW_S
+# (8: a steady-state window in which frontend CPU is divided by the tokens the
+# frontends streamed, from their /metrics; 0 to skip; needs OUTPUT_LEN long enough
+# that every stream is still decoding then), SKIP_BUILD=1 to reuse bin/.
 source "$(dirname "$0")/bench-lib.sh"
 kids=()
 
@@ -28,12 +32,24 @@ BATCHED_TOKENS="${BATCHED_TOKENS:-8192}"
 INTERVALS="${INTERVALS:-1 10}"
 FRONTENDS="${FRONTENDS:-1 2 2r}"
 OUT="${OUT:-/tmp/sluice-bench-host}"
+WINDOW_START_S="${WINDOW_START_S:-8}"
+WINDOW_S="${WINDOW_S:-8}"
+# No window when the streams would finish before it ends.
+if (( OUTPUT_LEN * STEP_MS / 1000 < WINDOW_START_S + WINDOW_S + 2 )); then WINDOW_S=0; fi
+
+# scrape_sum PORT…: "tokens chunks" summed over the frontends' /metrics, where
+# tokens streamed = SSE chunks + tokens coalesced into an earlier chunk
+# (vllm:generation_tokens_total is only counted when a request finishes).
+scrape_sum() {
+  local port
+  for port in "$@"; do curl -fsS "http://127.0.0.1:$port/metrics"; done |
+    awk '/^sluice_frontend_coalesced_tokens_total/ {t += $NF} /^sluice_frontend_sse_chunks_total/ {c += $NF; t += $NF} END {printf "%.0f %.0f\n", t, c}'
+}
 mkdir -p "$OUT"
 
 bench_build
 MODEL="${MODEL:-}"
 if [[ -z "$MODEL" ]]; then
-  "$BIN/engine-core" gen-model --help >/dev/null 2>&1 || true
   MODEL="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/models/demo-15m-0"
   if [[ ! -f "$MODEL/tokenizer.json" ]]; then
     "$BIN/engine-core" gen-model --shape 15m --out "$MODEL"
@@ -42,7 +58,7 @@ fi
 
 echo "host-path benchmark: streams $STREAMS, input $INPUT_LEN, output $OUTPUT_LEN, step ${STEP_MS} ms, max-num-batched-tokens $BATCHED_TOKENS"
 summary="$OUT/summary.tsv"
-printf 'frontends\tinterval\tstreams\tout_tok_s\tideal_tok_s\tof_ideal\tttft_p50_ms\tttft_p99_ms\tideal_ttft_p50\tideal_ttft_p99\ttpot_p50_ms\ttpot_p99_ms\titl_p50_ms\titl_p99_ms\tfe_cpu_us_per_tok\teng_cpu_us_per_tok\tclient_cpu_cores\ttokens\tfailed\tload_before\tload_after\n' >"$summary"
+printf 'frontends\tinterval\tstreams\tout_tok_s\tideal_tok_s\tof_ideal\tttft_p50_ms\tttft_p99_ms\tideal_ttft_p50\tideal_ttft_p99\ttpot_p50_ms\ttpot_p99_ms\titl_p50_ms\titl_p99_ms\tfe_cpu_us_per_tok\tfe_window_us_per_tok\twindow_chunks_per_tok\teng_cpu_us_per_tok\tclient_cpu_cores\ttokens\tfailed\tload_before\tload_after\n' >"$summary"
 
 for iv in $INTERVALS; do
   for nfe in $FRONTENDS; do
@@ -97,6 +113,22 @@ for iv in $INTERVALS; do
       benches+=($!)
       PIDS+=($!)
     done
+    # Steady-state window: WINDOW_S seconds starting WINDOW_START_S after the
+    # bench starts (all prefills done, every stream decoding): frontend CPU
+    # over the tokens the frontends streamed in it (see scrape_sum).
+    # Skipped for one shared port (a scrape reaches only one child).
+    win="n/a	n/a"
+    if [[ "$nfe" != *r && "$WINDOW_S" -gt 0 ]]; then
+      sleep "$WINDOW_START_S"
+      w0="$(cpu_ticks "${fes[@]}")"; m0="$(scrape_sum "${ports[@]}")"
+      sleep "$WINDOW_S"
+      w1="$(cpu_ticks "${fes[@]}")"; m1="$(scrape_sum "${ports[@]}")"
+      win="$(python3 -c "import sys
+t0, c0 = map(float, '$m0'.split()); t1, c1 = map(float, '$m1'.split())
+tok = t1 - t0
+print(f'{($w1 - $w0) / $CLK_TCK * 1e6 / tok:.2f}\t{(c1 - c0) / tok:.3f}' if tok > 0 else 'n/a\tn/a')")"
+      echo "window: $((w1 - w0)) ticks, tokens+chunks before '$m0' after '$m1'"
+    fi
     for b in "${benches[@]}"; do wait "$b" || echo "bench $b exited with $?"; done
     fe_after="$(cpu_ticks "${fes[@]}")"
     i=0; for p in "${fes[@]}"; do echo "frontend pid $p: $(( $(cpu_ticks "$p") - per_before[i] )) ticks"; i=$((i + 1)); done
@@ -107,9 +139,9 @@ for iv in $INTERVALS; do
     for k in "${kids[@]:-}"; do [[ -n "$k" ]] && kill -KILL "$k" 2>/dev/null || true; done
     kids=()
     python3 - "$OUT" "$tag" "$nfe" "$iv" "$STREAMS" "$INPUT_LEN" "$OUTPUT_LEN" "$STEP_MS" "$BATCHED_TOKENS" \
-      "$((fe_after - fe_before))" "$((eng_after - eng_before))" "$CLK_TCK" "$load_before" "$load_after" "$nbench" >>"$summary" <<'EOF'
+      "$((fe_after - fe_before))" "$((eng_after - eng_before))" "$CLK_TCK" "$load_before" "$load_after" "$nbench" "$win" >>"$summary" <<'EOF'
 import json, sys
-out, tag, nfe, iv, streams, inlen, outlen, step, budget, fe_t, eng_t, tck, lb, la, nbench = sys.argv[1:]
+out, tag, nfe, iv, streams, inlen, outlen, step, budget, fe_t, eng_t, tck, lb, la, nbench, win = sys.argv[1:]
 nbench, streams, inlen, outlen, budget = int(nbench), int(streams), int(inlen), int(outlen), int(budget)
 step, tck = float(step), float(tck)
 rs = [json.load(open(f"{out}/{tag}-{i}.json")) for i in range(nbench)]
@@ -174,7 +206,7 @@ eng_us = float(eng_t) / tck * 1e6 / tokens if tokens else float("nan")
 print("\t".join(str(x) for x in [
     nfe, iv, streams, round(tps), round(ideal), f"{tps / ideal:.3f}",
     f"{pct(ttft, 50):.0f}", f"{pct(ttft, 99):.0f}", f"{pct(ideal_ttft, 50):.0f}", f"{pct(ideal_ttft, 99):.0f}", f"{pct(tpot, 50):.2f}", f"{pct(tpot, 99):.2f}",
-    f"{pct(itl, 50):.2f}", f"{pct(itl, 99):.2f}", f"{fe_us:.2f}", f"{eng_us:.2f}", f"{client:.2f}",
+    f"{pct(itl, 50):.2f}", f"{pct(itl, 99):.2f}", f"{fe_us:.2f}", win, f"{eng_us:.2f}", f"{client:.2f}",
     tokens, failed, lb, la]))
 EOF
     tail -1 "$summary" | column -t -s $'\t'

@@ -528,7 +528,15 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 			return
 		}
 	}
-	defer s.abortChoices(r, r.choices)
+	defer func() {
+		if n := s.abortChoices(r, r.choices); n > 0 {
+			// Ended by the client (disconnect) or the server before they
+			// finished: counted as vLLM does, finished_reason="abort".
+			for range n {
+				s.metrics.Finished("abort", 0, 0, time.Since(r.arrival).Seconds())
+			}
+		}
+	}()
 	if r.opts.Stream {
 		s.stream(c, r)
 	} else {
@@ -536,8 +544,9 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 	}
 }
 
-// abortChoices aborts the unfinished choices in the engine.
-func (s *Server) abortChoices(r *genRequest, chs []*choice) {
+// abortChoices aborts the unfinished choices in the engine and reports how
+// many there were.
+func (s *Server) abortChoices(r *genRequest, chs []*choice) int {
 	var ids []string
 	r.mu.Lock()
 	for _, ch := range chs {
@@ -549,6 +558,7 @@ func (s *Server) abortChoices(r *genRequest, chs []*choice) {
 	if len(ids) > 0 {
 		s.deps.Engines.Abort(r.engine, ids...)
 	}
+	return len(ids)
 }
 
 // stream serves an SSE response from the request's mailbox.

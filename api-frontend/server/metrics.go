@@ -127,6 +127,17 @@ func (m *Metrics) Batch(engine int, b *ipc.Outputs) {
 	}
 }
 
+// EngineStats returns each engine's latest scheduler stats (by engine index).
+func (m *Metrics) EngineStats() map[int]ipc.SchedulerStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]ipc.SchedulerStats, len(m.last))
+	for k, v := range m.last {
+		out[k] = v
+	}
+	return out
+}
+
 // Finished records a finished completion.
 func (m *Metrics) Finished(reason string, promptTokens, genTokens int, e2e float64) {
 	m.success.WithLabelValues(reason).Inc()

@@ -277,12 +277,17 @@ func (c *Core) handle(m zmqtransport.Inbound) {
 		if m.Abort == nil {
 			return
 		}
+		aborted := false
 		for _, id := range m.Abort.RequestIDs {
 			if fe, ok := c.owner[id]; ok && fe.name == m.Frontend {
 				c.sched.Abort(id)
 				delete(c.owner, id)
 				fe.live--
+				aborted = true
 			}
+		}
+		if aborted {
+			c.touchAll()
 		}
 	case ipc.KindUtility:
 		if m.Utility != nil {
@@ -302,7 +307,11 @@ func (c *Core) handle(m zmqtransport.Inbound) {
 			}
 		}
 		delete(c.frontends, m.Frontend)
+		c.dropDirty(fe)
 		c.log.Info("frontend gone: aborted its requests", zap.String("frontend", m.Frontend), zap.Int("aborted", n))
+		if n > 0 {
+			c.touchAll()
+		}
 	}
 }
 
@@ -339,6 +348,30 @@ func (c *Core) queue(fe *frontend, o ipc.Output) {
 		c.dirty = append(c.dirty, fe)
 	}
 	fe.pending.Outputs = append(fe.pending.Outputs, o)
+}
+
+// touchAll makes the next flush send every frontend a batch, empty if need
+// be, so their copies of the scheduler stats (running, waiting, KV usage)
+// stay current when requests end without outputs (aborts) on an engine that
+// then goes idle.
+func (c *Core) touchAll() {
+	for _, fe := range c.frontends {
+		if fe.pending == nil {
+			fe.pending = &ipc.Outputs{}
+			c.dirty = append(c.dirty, fe)
+		}
+	}
+}
+
+// dropDirty removes fe (a frontend that is gone) from this step's batches.
+func (c *Core) dropDirty(fe *frontend) {
+	for i, d := range c.dirty {
+		if d == fe {
+			c.dirty = append(c.dirty[:i], c.dirty[i+1:]...)
+			break
+		}
+	}
+	fe.pending = nil
 }
 
 // flush hands each frontend its batch.

@@ -234,6 +234,15 @@ func TestAbortAndFrontendGone(t *testing.T) {
 		s := st.tr.stats(t)
 		return s.Running == 0 && s.KVUsage == 0
 	})
+	// The idle engine still tells fa that nothing runs any more: its last
+	// batch (empty if need be) carries the current stats.
+	st.tr.waitFor(t, "stats pushed after the aborts", func() bool {
+		st.tr.mu.Lock()
+		defer st.tr.mu.Unlock()
+		batches := st.tr.outs["fa"]
+		last := batches[len(batches)-1]
+		return last.Stats != nil && last.Stats.Running == 0 && last.Stats.KVUsage == 0
+	})
 }
 
 func TestUtility(t *testing.T) {

@@ -47,6 +47,11 @@ type Config struct {
 	BlockSize int
 	// Threads is the number of compute threads (default GOMAXPROCS).
 	Threads int
+	// ExactQ8 keeps activations in F32 when they meet Q8_0 weights on the
+	// CPU backend. By default small batches (decode) quantize them to Q8_0
+	// and use integer dot products, as llama.cpp does (about twice as fast;
+	// see cpu.Options.QuantizeActivations for the error).
+	ExactQ8 bool
 	// MaxModelLen caps the context length (default: the model's).
 	MaxModelLen int
 	// MaxBatchTokens and MaxSeqs size the activations up front (defaults
@@ -134,7 +139,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{be: cfg.Backend}
 	if r.be == nil {
-		r.be = cpu.New(cpu.Options{Threads: cfg.Threads})
+		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8})
 		r.ownBE = true
 	}
 	r.m, err = model.Load(path, r.be, model.LoadOptions{MaxPos: cfg.MaxModelLen})

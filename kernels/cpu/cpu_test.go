@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -48,17 +49,75 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 	}
 	want := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
 	kernels.MatMulRef(want, x, w, n)
-	for _, plain := range []bool{false, true} {
-		b := New(Options{Threads: threads, Plain: plain})
-		got := b.Alloc(n, out).(*kernels.Host)
-		b.MatMul(got, x, w, n)
-		b.Close()
-		for i := range want.F {
-			if !close32(got.F[i], want.F[i], 1e-4) {
-				t.Fatalf("n=%d out=%d in=%d q8=%v plain=%v: [%d] got %v want %v", n, out, in, q8, plain, i, got.F[i], want.F[i])
+	// With quantized activations (Q8_0 weights with decoded scales, n < 4)
+	// the product must equal the reference on the dequantized activations,
+	// and stay within the activation-rounding bound of the exact product.
+	q8act := q8 && n < 4 && w.S != nil
+	var wantQ *kernels.Host
+	var bound []float32
+	if q8act {
+		wantQ = &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
+		xd := dequantAct(x, n)
+		kernels.MatMulRef(wantQ, xd, w, n)
+		bound = actBound(x, w, n)
+	}
+	for _, exact := range []bool{false, true} {
+		for _, plain := range []bool{false, true} {
+			b := New(Options{Threads: threads, Plain: plain, QuantizeActivations: !exact})
+			got := b.Alloc(n, out).(*kernels.Host)
+			b.MatMul(got, x, w, n)
+			b.Close()
+			for i := range want.F {
+				if q8act && !exact {
+					if !close32(got.F[i], wantQ.F[i], 1e-4) || math.Abs(float64(got.F[i]-want.F[i])) > float64(bound[i])*1.001+1e-5 {
+						t.Fatalf("n=%d out=%d in=%d q8act plain=%v: [%d] got %v want %v (exact %v, bound %v)", n, out, in, plain, i, got.F[i], wantQ.F[i], want.F[i], bound[i])
+					}
+					continue
+				}
+				if !close32(got.F[i], want.F[i], 1e-4) {
+					t.Fatalf("n=%d out=%d in=%d q8=%v plain=%v: [%d] got %v want %v", n, out, in, q8, plain, i, got.F[i], want.F[i])
+				}
 			}
 		}
 	}
+}
+
+// dequantAct returns the first n rows of x after quantizeQ8Act and back.
+func dequantAct(x *kernels.Host, n int) *kernels.Host {
+	K := x.C
+	nb := K / kernels.Q8Block
+	q, d := make([]int8, K), make([]float32, nb)
+	out := &kernels.Host{R: n, C: K, F: make([]float32, n*K)}
+	for m := 0; m < n; m++ {
+		quantizeQ8Act(x.F[m*K:(m+1)*K], q, d)
+		for j := range q {
+			out.F[m*K+j] = float32(q[j]) * d[j/kernels.Q8Block]
+		}
+	}
+	return out
+}
+
+// actBound returns, per output, the activation-rounding error bound
+// sum over blocks of d_x/2 * sum |w_j| (w dequantized).
+func actBound(x, w *kernels.Host, n int) []float32 {
+	K := x.C
+	nb := K / kernels.Q8Block
+	q, d := make([]int8, K), make([]float32, nb)
+	wr := make([]float32, K)
+	rb := w.DT.RowBytes(K)
+	out := make([]float32, n*w.R)
+	for m := 0; m < n; m++ {
+		quantizeQ8Act(x.F[m*K:(m+1)*K], q, d)
+		for o := 0; o < w.R; o++ {
+			kernels.DequantizeQ8_0(wr, w.Q[o*rb:(o+1)*rb])
+			var s float64
+			for j, v := range wr {
+				s += float64(d[j/kernels.Q8Block]) / 2 * math.Abs(float64(v))
+			}
+			out[m*w.R+o] = float32(s)
+		}
+	}
+	return out
 }
 
 func TestMatMulShapes(t *testing.T) {
@@ -204,9 +263,9 @@ func BenchmarkMatMul(b *testing.B) {
 		name       string
 		n, out, in int
 		q8         bool
-	}{{"gemv768x768", 1, 768, 768, false}, {"gemm128x768x768", 128, 768, 768, false}, {"gemm16x2048x768", 16, 2048, 768, false}, {"gemvQ8_768x768", 1, 768, 768, true}, {"gemv32000x768", 1, 32000, 768, false}, {"gemvQ8_32000x768", 1, 32000, 768, true}, {"gemmQ8_128x768x768", 128, 768, 768, true}} {
+	}{{"gemv768x768", 1, 768, 768, false}, {"gemm128x768x768", 128, 768, 768, false}, {"gemm16x2048x768", 16, 2048, 768, false}, {"gemvQ8_768x768", 1, 768, 768, true}, {"gemv32000x768", 1, 32000, 768, false}, {"gemvQ8_32000x768", 1, 32000, 768, true}, {"gemmQ8_128x768x768", 128, 768, 768, true}, {"gemvQ8act_768x768", 1, 768, 768, true}, {"gemvQ8_768x2048", 1, 768, 2048, true}, {"gemvQ8act_768x2048", 1, 768, 2048, true}, {"gemvQ8act_32000x768", 1, 32000, 768, true}} {
 		b.Run(c.name, func(b *testing.B) {
-			be := New(Options{})
+			be := New(Options{QuantizeActivations: strings.Contains(c.name, "Q8act")})
 			defer be.Close()
 			x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
 			wf := randF(r, c.out*c.in)

@@ -32,3 +32,10 @@ func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
 
 //go:noescape
 func dotq8sx4AVX512(x *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32)
+
+// hasVNNI reports whether dotq8q8x4AVX512 may run: it adds AVX512_VNNI's
+// VPDPBUSD (256-bit, so VL) to the AVX-512 set.
+var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32)

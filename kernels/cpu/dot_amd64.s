@@ -596,3 +596,99 @@ reduceqs:
 	VMOVUPS X0, 0(DX)
 	VZEROUPPER
 	RET
+
+// func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32)
+// out[j] = sum over blocks b of xd[b]*s[j*ss+b] * (xq block b · int8 of Q8_0 row j block b):
+// integer dot products with VPDPBUSD (AVX512_VNNI, 256-bit), the sign of
+// each weight moved onto the activation so that the unsigned operand is |w|.
+TEXT ·dotq8q8x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ xq+0(FP), SI
+	MOVQ xd+8(FP), R14
+	MOVQ w+16(FP), DI
+	MOVQ ws+24(FP), AX
+	LEAQ (DI)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	MOVQ s+32(FP), R8
+	MOVQ ss+40(FP), AX
+	SHLQ $2, AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), BX
+	MOVQ nblk+48(FP), CX
+	MOVQ out+56(FP), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	TESTQ CX, CX
+	JEQ reduceqq
+
+loopqq:
+	VMOVDQU (SI), Y4
+	VBROADCASTSS (R14), Y5
+
+	VMOVDQU 2(DI), Y6
+	VPABSB Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS.BCST (R8), Y5, Y10
+	VFMADD231PS Y10, Y9, Y0
+
+	VMOVDQU 2(R11), Y11
+	VPABSB Y11, Y12
+	VPSIGNB Y11, Y4, Y13
+	VPXOR Y14, Y14, Y14
+	VPDPBUSD Y13, Y12, Y14
+	VCVTDQ2PS Y14, Y14
+	VMULPS.BCST (R9), Y5, Y15
+	VFMADD231PS Y15, Y14, Y1
+
+	VMOVDQU 2(R12), Y6
+	VPABSB Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS.BCST (R10), Y5, Y10
+	VFMADD231PS Y10, Y9, Y2
+
+	VMOVDQU 2(R13), Y11
+	VPABSB Y11, Y12
+	VPSIGNB Y11, Y4, Y13
+	VPXOR Y14, Y14, Y14
+	VPDPBUSD Y13, Y12, Y14
+	VCVTDQ2PS Y14, Y14
+	VMULPS.BCST (BX), Y5, Y15
+	VFMADD231PS Y15, Y14, Y3
+
+	ADDQ $32, SI
+	ADDQ $4, R14
+	ADDQ $34, DI
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $34, R13
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, BX
+	DECQ CX
+	JNZ loopqq
+
+reduceqq:
+	VEXTRACTF128 $1, Y0, X6
+	VADDPS X6, X0, X0
+	VEXTRACTF128 $1, Y1, X6
+	VADDPS X6, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS X6, X2, X2
+	VEXTRACTF128 $1, Y3, X6
+	VADDPS X6, X3, X3
+	VHADDPS X1, X0, X0
+	VHADDPS X3, X2, X2
+	VHADDPS X2, X0, X0
+	VMOVUPS X0, 0(DX)
+	VZEROUPPER
+	RET

@@ -26,3 +26,9 @@ func wsumAVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
 func dotq8sx4AVX512(x *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32) {
 	panic("unreachable")
 }
+
+const hasVNNI = false
+
+func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32) {
+	panic("unreachable")
+}

@@ -9,7 +9,11 @@ import (
 // kern picks, per call, the AVX-512 kernel or its plain-Go twin. The Go
 // versions are the fallback on other CPUs and in builds for other
 // architectures; tests run both and compare them with the reference.
-type kern struct{ simd bool }
+type kern struct {
+	simd bool
+	// vnni enables the AVX512_VNNI integer Q8_0 kernel.
+	vnni bool
+}
 
 // dot returns a·b[:len(a)].
 func (k kern) dot(a, b []float32) float32 {

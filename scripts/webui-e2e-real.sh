@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the web UI's browser test against real processes: bin/api-frontend with
+# --web-ui spawning bin/engine-core (simulated executor, 20 ms steps, demo model).
+# The scripted fake server run (scripts/webui-test.sh) covers tool calls,
+# reasoning and mid-stream errors, which the demo model cannot produce.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+go build -o bin/ ./engine-core ./api-frontend
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+log=$(mktemp)
+bin/api-frontend --model demo --executor sim --sim-step-ms 20 --web-ui --host 127.0.0.1 --port "$port" >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+for _ in $(seq 1 600); do
+  curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+  kill -0 $pid 2>/dev/null || { cat "$log"; echo "webui-e2e-real: api-frontend exited" >&2; exit 1; }
+  sleep 0.1
+done
+SLUICE_UI_BASE_URL="http://127.0.0.1:$port" SLUICE_UI_SKIP=tools,reasoning,midstream-error SLUICE_UI_LONG_MAX_TOKENS=1500 \
+  bash scripts/webui-test.sh
