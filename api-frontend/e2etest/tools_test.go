@@ -32,49 +32,52 @@ type wantCall struct {
 	raw  string // expected raw (incomplete) arguments of a truncated call
 }
 
-var toolCases = []toolCase{
-	{
-		name:    "TCPROSECALL",
-		output:  "Let me check the weather for you.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>",
-		content: "Let me check the weather for you.\n",
-		calls:   []wantCall{{name: "get_weather", args: `{"city":"Paris","days":3}`}},
-		finish:  "tool_calls",
-	},
-	{
-		name:   "TCTWOCALLS",
-		output: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
-		calls:  []wantCall{{name: "get_weather", args: `{"city":"Oslo"}`}, {name: "get_time", args: `{}`}},
-		finish: "tool_calls",
-	},
-	{
-		name:   "TCCLOSETAG",
-		output: "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.xml\", \"content\": \"<tool_call>x</tool_call> and \\\"quoted\\\" \\\\ back}\"}}\n</tool_call>",
-		calls:  []wantCall{{name: "write_file", args: `{"path":"a.xml","content":"<tool_call>x</tool_call> and \"quoted\" \\ back}"}`}},
-		finish: "tool_calls",
-	},
-	{
-		name:   "TCUNICODE",
-		output: "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"données/日本語.txt\", \"content\": \"naïve café — 🌧️ über \\u00e9\"}}\n</tool_call>",
-		calls:  []wantCall{{name: "write_file", args: `{"path":"données/日本語.txt","content":"naïve café — 🌧️ über é"}`}},
-		finish: "tool_calls",
-	},
-	{
-		name:    "TCCALLPROSE",
-		output:  "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\nI asked for the time; one moment.",
-		content: "\nI asked for the time; one moment.",
-		calls:   []wantCall{{name: "get_time", args: `{}`}},
-		finish:  "tool_calls",
-	},
-	{
-		// max_tokens ends the output inside the arguments: the committed
-		// call keeps the raw arguments generated so far
-		name:    "TCTRUNCATED",
-		output:  "Writing it.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"story.txt\", \"content\": \"Once upon a time there was a long story that never ended because the budget ran out",
-		content: "Writing it.\n",
-		calls:   []wantCall{{name: "write_file"}}, // raw filled in from the token budget below
-		finish:  "length",
-		max:     0,
-	},
+// hermesCases returns the scripted cases (fresh each call: the truncated
+// case is completed from the server's tokenizer).
+func hermesCases() []toolCase {
+	return []toolCase{
+		{
+			name:    "TCPROSECALL",
+			output:  "Let me check the weather for you.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>",
+			content: "Let me check the weather for you.\n",
+			calls:   []wantCall{{name: "get_weather", args: `{"city":"Paris","days":3}`}},
+			finish:  "tool_calls",
+		},
+		{
+			name:   "TCTWOCALLS",
+			output: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
+			calls:  []wantCall{{name: "get_weather", args: `{"city":"Oslo"}`}, {name: "get_time", args: `{}`}},
+			finish: "tool_calls",
+		},
+		{
+			name:   "TCCLOSETAG",
+			output: "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.xml\", \"content\": \"<tool_call>x</tool_call> and \\\"quoted\\\" \\\\ back}\"}}\n</tool_call>",
+			calls:  []wantCall{{name: "write_file", args: `{"path":"a.xml","content":"<tool_call>x</tool_call> and \"quoted\" \\ back}"}`}},
+			finish: "tool_calls",
+		},
+		{
+			name:   "TCUNICODE",
+			output: "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"données/日本語.txt\", \"content\": \"naïve café — 🌧️ über \\u00e9\"}}\n</tool_call>",
+			calls:  []wantCall{{name: "write_file", args: `{"path":"données/日本語.txt","content":"naïve café — 🌧️ über é"}`}},
+			finish: "tool_calls",
+		},
+		{
+			name:    "TCCALLPROSE",
+			output:  "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\nI asked for the time; one moment.",
+			content: "\nI asked for the time; one moment.",
+			calls:   []wantCall{{name: "get_time", args: `{}`}},
+			finish:  "tool_calls",
+		},
+		{
+			// max_tokens ends the output inside the arguments: the committed
+			// call keeps the raw arguments generated so far
+			name:    "TCTRUNCATED",
+			output:  "Writing it.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"story.txt\", \"content\": \"Once upon a time there was a long story that never ended because the budget ran out",
+			content: "Writing it.\n",
+			calls:   []wantCall{{name: "write_file"}}, // raw filled in from the token budget below
+			finish:  "length",
+		},
+	}
 }
 
 const proseAnswer = "Sunny and mild all week, with a light breeze in the afternoons."
@@ -111,6 +114,7 @@ func sameJSON(a, b string) bool {
 // openai-go's ChatCompletionAccumulator at stream intervals 1 and 5.
 func TestToolsHermesScripted(t *testing.T) {
 	dir := t.TempDir()
+	toolCases := hermesCases()
 	var script strings.Builder
 	for _, c := range toolCases {
 		line, _ := json.Marshal(map[string]string{"match": c.name, "output": c.output})
