@@ -8,8 +8,11 @@
 // Matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
 // weight rows for batches (prefill and batched decode), a 1×4 tile for a
-// single row, and for Q8_0 weights a fused dequantize-and-dot for small
-// batches or a dequantized 4-row weight tile fed to the F32 tile otherwise.
+// single row, and for Q8_0 weights a dequantized 4-row weight tile fed to
+// the F32 tile for batches of 4 rows or more. Fewer rows against Q8_0
+// weights (decode) use, with Options.QuantizeActivations, activations
+// quantized to Q8_0 and integer dot products (AVX512_VNNI VPDPBUSD; see
+// q8act.go), else a fused dequantize-and-dot.
 package cpu
 
 import (

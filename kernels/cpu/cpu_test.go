@@ -302,3 +302,50 @@ func TestDequant(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatMulModel runs, per iteration, the matrix products of one
+// decode step of the 110M shape (12 layers of q, k, v, o, gate, up, down
+// and the 32000-row classifier) on distinct weights, so that they stream
+// from memory as in a real step; Q8act quantizes the activations.
+func BenchmarkMatMulModel(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, c := range []struct {
+		name    string
+		q8, act bool
+		n       int
+	}{{"F32", false, false, 1}, {"Q8", true, false, 1}, {"Q8act", true, true, 1}, {"F32-16", false, false, 16}, {"F32-32", false, false, 32}} {
+		b.Run(c.name, func(b *testing.B) {
+			be := New(Options{QuantizeActivations: c.act})
+			defer be.Close()
+			type mm struct{ w, x, o kernels.Tensor }
+			var ops []mm
+			var macs int
+			add := func(out, in int) {
+				wf := randF(r, out*in)
+				var w kernels.Tensor = &kernels.Host{R: out, C: in, F: wf}
+				if c.q8 {
+					w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
+				}
+				ops = append(ops, mm{w, &kernels.Host{R: c.n, C: in, F: randF(r, c.n*in)}, be.Alloc(c.n, out)})
+				macs += c.n * out * in
+			}
+			for l := 0; l < 12; l++ {
+				for i := 0; i < 4; i++ {
+					add(768, 768)
+				}
+				add(2048, 768)
+				add(2048, 768)
+				add(768, 2048)
+			}
+			add(32000, 768)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, op := range ops {
+					be.MatMul(op.o, op.x, op.w, c.n)
+				}
+			}
+			b.ReportMetric(float64(2*macs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+		})
+	}
+}

@@ -625,6 +625,14 @@ TEXT ·dotq8q8x4AVX512(SB), NOSPLIT, $0-64
 	JEQ reduceqq
 
 loopqq:
+	// software prefetch 4 KB ahead in each row (rows are contiguous, so
+	// this reaches into the next tiles): in decode the weights come from
+	// memory, and the hardware prefetcher alone left bandwidth unused
+	// (BenchmarkMatMulModel/Q8act 7.6 -> 5.0 ms per step)
+	PREFETCHT0 4096(DI)
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4096(R13)
 	VMOVDQU (SI), Y4
 	VBROADCASTSS (R14), Y5
 

@@ -299,6 +299,7 @@ describe("web UI", { skip: skipAll || false }, () => {
     await page.click("#tools-example");
     await waitFor("the tools error to clear", async () => !(await page.isVisible("#tools-error")));
     await watchGrowth("#transcript .tool-call .tool-args");
+    await setNumber("max_tokens", 200); // room for the whole call with a small real vocabulary
     await send("What's the weather in Paris? Use the tool.");
     await waitFor("the tool call to finish", async () => (await lastState()) === "done", 30000);
     const lengths = await growth();
@@ -311,11 +312,12 @@ describe("web UI", { skip: skipAll || false }, () => {
     assert.equal(await page.textContent("#m-finish"), "tool_calls");
     await shot("playground-tool-call");
     await page.fill("#tools", "");
+    await setNumber("max_tokens", 48);
   });
 
   it("shows reasoning in a collapsible block", { skip: skip.has("reasoning") && "SLUICE_UI_SKIP has reasoning" }, async () => {
     await page.click("#clear");
-    await setNumber("max_tokens", 24);
+    await setNumber("max_tokens", 64);
     await send("Please think before you answer.");
     await waitFor("the reply to finish", async () => (await lastState()) === "done", 30000);
     const details = await page.$("#transcript .msg.assistant .reasoning");
