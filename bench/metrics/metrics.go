@@ -22,6 +22,8 @@ type Record struct {
 	Success bool
 	// Error says why a failed request failed.
 	Error string
+	// HTTPStatus is the response's status code (0 when none arrived).
+	HTTPStatus int
 	// PromptLen is the prompt's token count (the server's usage figure when
 	// it reported one).
 	PromptLen int

@@ -149,6 +149,7 @@ func (c *client) do(ctx context.Context, reqBody []byte, id int, tok dataset.Tok
 		return ""
 	}
 	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		rec.Error = httpError(resp, &st.p)
 		return ""

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -182,7 +183,11 @@ func readyCheck(ctx context.Context, c *client, reqBody []byte, o Options) error
 		if rec.Success {
 			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		// A client error (bad arguments: unknown model, prompt ids out of
+		// the vocabulary, …) will not go away by waiting for readiness.
+		clientError := rec.HTTPStatus >= 400 && rec.HTTPStatus < 500 &&
+			rec.HTTPStatus != http.StatusRequestTimeout && rec.HTTPStatus != http.StatusTooManyRequests
+		if clientError || time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("initial test run failed - please make sure benchmark arguments are correctly specified: %s", rec.Error)
 		}
 		select {
