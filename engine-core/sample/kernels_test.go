@@ -79,7 +79,9 @@ func checkKernels(t *testing.T, row []float32, lo, hi float32) {
 			c += cc
 		}
 		wz, wc := expChunkGeneric(want, row, m, invT, max(lo, expLo))
-		if c != wc || math.Abs(z-wz) > 4e-7*wz {
+		// exp is accurate to 2.5e-7 relative per element and the lanes sum in
+		// float32 within a chunk, so allow a few ulps of float32 on the total.
+		if c != wc || math.Abs(z-wz) > 2e-6*wz {
 			t.Fatalf("expChunk: sum %v count %d, want %v %d", z, c, wz, wc)
 		}
 		for i := range got {
