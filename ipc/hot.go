@@ -299,6 +299,36 @@ func (o *Output) DecodeMsgpack(d *msgpack.Decoder) error {
 
 const statsFields = 13
 
+// setInt stores field i (any but 2, KVUsage) of the positional encoding.
+func (s *SchedulerStats) setInt(i int, v int64) {
+	switch i {
+	case 0:
+		s.Running = int32(v)
+	case 1:
+		s.Waiting = int32(v)
+	case 3:
+		s.NumKVBlocks = int32(v)
+	case 4:
+		s.PrefixQueries = v
+	case 5:
+		s.PrefixHits = v
+	case 6:
+		s.Preemptions = v
+	case 7:
+		s.StepCount = uint64(v)
+	case 8:
+		s.GeneratedTokens = v
+	case 9:
+		s.PromptTokens = v
+	case 10:
+		s.StepTimeMicros = v
+	case 11:
+		s.FinishedRequests = v
+	case 12:
+		s.RunningByFrontend = int32(v)
+	}
+}
+
 // EncodeMsgpack writes s as a positional array.
 func (s *SchedulerStats) EncodeMsgpack(e *msgpack.Encoder) error {
 	if err := e.EncodeArrayLen(statsFields); err != nil {
@@ -339,32 +369,7 @@ func (s *SchedulerStats) DecodeMsgpack(d *msgpack.Decoder) error {
 		if err != nil {
 			return fmt.Errorf("SchedulerStats field %d: %w", i, err)
 		}
-		switch i {
-		case 0:
-			s.Running = int32(v)
-		case 1:
-			s.Waiting = int32(v)
-		case 3:
-			s.NumKVBlocks = int32(v)
-		case 4:
-			s.PrefixQueries = v
-		case 5:
-			s.PrefixHits = v
-		case 6:
-			s.Preemptions = v
-		case 7:
-			s.StepCount = uint64(v)
-		case 8:
-			s.GeneratedTokens = v
-		case 9:
-			s.PromptTokens = v
-		case 10:
-			s.StepTimeMicros = v
-		case 11:
-			s.FinishedRequests = v
-		case 12:
-			s.RunningByFrontend = int32(v)
-		}
+		s.setInt(i, v)
 	}
 	return skipRest(d, n, statsFields)
 }

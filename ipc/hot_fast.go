@@ -326,32 +326,7 @@ func (s *SchedulerStats) readMsg(b []byte) ([]byte, error) {
 		if v, b, err = msgp.ReadInt64Bytes(b); err != nil {
 			return b, fmt.Errorf("SchedulerStats field %d: %w", i, err)
 		}
-		switch i {
-		case 0:
-			s.Running = int32(v)
-		case 1:
-			s.Waiting = int32(v)
-		case 3:
-			s.NumKVBlocks = int32(v)
-		case 4:
-			s.PrefixQueries = v
-		case 5:
-			s.PrefixHits = v
-		case 6:
-			s.Preemptions = v
-		case 7:
-			s.StepCount = uint64(v)
-		case 8:
-			s.GeneratedTokens = v
-		case 9:
-			s.PromptTokens = v
-		case 10:
-			s.StepTimeMicros = v
-		case 11:
-			s.FinishedRequests = v
-		case 12:
-			s.RunningByFrontend = int32(v)
-		}
+		s.setInt(i, v)
 	}
 	return skipN(b, n-statsFields)
 }

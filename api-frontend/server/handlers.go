@@ -61,18 +61,8 @@ func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
 }
 
 func (s *Server) completions(c *gin.Context) {
-	body, e := s.readBody(c)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
 	var req openai.CompletionRequest
-	if e := openai.Decode(body, &req); e != nil {
-		writeError(c, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(c, e)
+	if !s.bind(c, &req, &req.Model) {
 		return
 	}
 	lim := s.limits()
@@ -126,18 +116,8 @@ func (s *Server) completions(c *gin.Context) {
 }
 
 func (s *Server) chatCompletions(c *gin.Context) {
-	body, e := s.readBody(c)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
 	var req openai.ChatRequest
-	if e := openai.Decode(body, &req); e != nil {
-		writeError(c, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(c, e)
+	if !s.bind(c, &req, &req.Model) {
 		return
 	}
 	lim := s.limits()

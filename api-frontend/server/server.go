@@ -315,6 +315,24 @@ func (s *Server) checkModel(m string) *openai.Error {
 	return openai.NotFound("model", "The model `%s` does not exist.", m)
 }
 
+// bind reads and decodes the request body into req and checks the model it
+// names (*model, a field of req), writing the error response and reporting
+// false when any of that fails.
+func (s *Server) bind(c *gin.Context, req any, model *string) bool {
+	body, e := s.readBody(c)
+	if e == nil {
+		e = openai.Decode(body, req)
+	}
+	if e == nil {
+		e = s.checkModel(*model)
+	}
+	if e != nil {
+		writeError(c, e)
+		return false
+	}
+	return true
+}
+
 // bodyReadTimeout bounds how long a client may take to send its request
 // body (a slowloris dripping bytes would otherwise hold a goroutine and a
 // connection forever). It is a per-request read deadline, set here and
@@ -363,18 +381,8 @@ func newID() string {
 }
 
 func (s *Server) tokenize(c *gin.Context) {
-	body, e := s.readBody(c)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
 	var req openai.TokenizeRequest
-	if e := openai.Decode(body, &req); e != nil {
-		writeError(c, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(c, e)
+	if !s.bind(c, &req, &req.Model) {
 		return
 	}
 	var ids []int32
@@ -413,18 +421,8 @@ func (s *Server) tokenize(c *gin.Context) {
 }
 
 func (s *Server) detokenize(c *gin.Context) {
-	body, e := s.readBody(c)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
 	var req openai.DetokenizeRequest
-	if e := openai.Decode(body, &req); e != nil {
-		writeError(c, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(c, e)
+	if !s.bind(c, &req, &req.Model) {
 		return
 	}
 	vocab := s.deps.Tokenizer.VocabSize()
