@@ -1,10 +1,7 @@
 package model
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,67 +10,16 @@ import (
 	"github.com/sluice-llm/sluice/kernels/cpu"
 	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/llama2c"
-	"github.com/sluice-llm/sluice/modelfile/safetensors"
 )
 
-// metaToHF permutes q/k rows from the interleaved (Meta, llama2.c) rotary
-// layout to Hugging Face's rotate-half layout, as transformers'
-// convert_llama_weights_to_hf.py does: row 2j+half of a head becomes row
-// half*hd/2+j.
-func metaToHF(w []byte, rows, cols, heads int) []byte {
-	hd := rows / heads
-	rb := cols * 4
-	out := make([]byte, len(w))
-	for h := 0; h < heads; h++ {
-		for j := 0; j < hd/2; j++ {
-			for half := 0; half < 2; half++ {
-				src := h*hd + 2*j + half
-				dst := h*hd + half*hd/2 + j
-				copy(out[dst*rb:(dst+1)*rb], w[src*rb:(src+1)*rb])
-			}
-		}
-	}
-	return out
-}
-
-// exportHF converts a llama2.c checkpoint to a Hugging Face directory.
+// exportHF converts a llama2.c checkpoint to a Hugging Face directory with
+// llama2c.ExportHF (q/k rows permuted to rotate-half RoPE).
 func exportHF(t *testing.T, path string) string {
 	t.Helper()
-	f, err := llama2c.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := f.Config
-	var ts []safetensors.Tensor
-	for _, name := range f.Names() {
-		tt, _ := f.Tensor(name)
-		data := append([]byte(nil), tt.Data...)
-		switch {
-		case bytes.HasSuffix([]byte(name), []byte("q_proj.weight")):
-			data = metaToHF(data, tt.Rows, tt.Cols, c.Heads)
-		case bytes.HasSuffix([]byte(name), []byte("k_proj.weight")):
-			data = metaToHF(data, tt.Rows, tt.Cols, c.KVHeads)
-		}
-		shape := []int{tt.Rows, tt.Cols}
-		if tt.Rows == 1 {
-			shape = []int{tt.Cols}
-		}
-		ts = append(ts, safetensors.Tensor{Name: name, DType: "F32", Shape: shape, Data: data})
-	}
 	dir := t.TempDir()
-	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, ts, nil); err != nil {
+	if err := llama2c.ExportHF(path, dir); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644)
-	cfg, _ := json.Marshal(map[string]any{
-		"architectures": []string{"LlamaForCausalLM"}, "hidden_size": c.Dim, "intermediate_size": c.HiddenDim,
-		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
-		"rms_norm_eps": 1e-5, "max_position_embeddings": c.SeqLen, "vocab_size": c.VocabSize,
-		"tie_word_embeddings": c.SharedClassifier, "bos_token_id": 1, "eos_token_id": 2,
-	})
-	os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
 	return dir
 }
 

@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sluice-llm/sluice/engine-core/sample"
@@ -16,7 +14,6 @@ import (
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/llama2c"
-	"github.com/sluice-llm/sluice/modelfile/safetensors"
 )
 
 // recorder wraps the real sampler and keeps a copy of every logits row it
@@ -365,61 +362,12 @@ func TestNoAllocPerStep(t *testing.T) {
 	}
 }
 
-// exportHF converts a llama2.c checkpoint to a Hugging Face directory,
-// permuting the q/k rows from interleaved to rotate-half RoPE as
-// transformers' convert_llama_weights_to_hf.py does.
+// exportHF converts a llama2.c checkpoint to a Hugging Face directory with
+// llama2c.ExportHF (q/k rows permuted to rotate-half RoPE).
 func exportHF(t *testing.T, path string) string {
 	t.Helper()
-	f, err := llama2c.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := f.Config
-	permute := func(w []byte, rows, cols, heads int) []byte {
-		hd, rb := rows/heads, cols*4
-		out := make([]byte, len(w))
-		for h := 0; h < heads; h++ {
-			for j := 0; j < hd/2; j++ {
-				for half := 0; half < 2; half++ {
-					src, dst := h*hd+2*j+half, h*hd+half*hd/2+j
-					copy(out[dst*rb:(dst+1)*rb], w[src*rb:(src+1)*rb])
-				}
-			}
-		}
-		return out
-	}
-	var ts []safetensors.Tensor
-	for _, name := range f.Names() {
-		tt, _ := f.Tensor(name)
-		data := tt.Data
-		switch {
-		case strings.HasSuffix(name, "q_proj.weight"):
-			data = permute(data, tt.Rows, tt.Cols, c.Heads)
-		case strings.HasSuffix(name, "k_proj.weight"):
-			data = permute(data, tt.Rows, tt.Cols, c.KVHeads)
-		}
-		shape := []int{tt.Rows, tt.Cols}
-		if tt.Rows == 1 {
-			shape = []int{tt.Cols}
-		}
-		ts = append(ts, safetensors.Tensor{Name: name, DType: "F32", Shape: shape, Data: data})
-	}
 	dir := t.TempDir()
-	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, ts, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(map[string]any{
-		"architectures": []string{"LlamaForCausalLM"}, "hidden_size": c.Dim, "intermediate_size": c.HiddenDim,
-		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
-		"rms_norm_eps": 1e-5, "max_position_embeddings": c.SeqLen, "vocab_size": c.VocabSize,
-		"tie_word_embeddings": c.SharedClassifier, "bos_token_id": 1, "eos_token_id": 2,
-	})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+	if err := llama2c.ExportHF(path, dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
