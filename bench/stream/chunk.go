@@ -84,7 +84,7 @@ func (p *Parser) Parse(data []byte, c *Chunk, text []byte) ([]byte, error) {
 	}
 	if isErrorObject && !c.IsError {
 		c.IsError = true
-		c.ErrorMessage = string(topMessage)
+		c.ErrorMessage = validText(topMessage)
 	}
 	return text, nil
 }
@@ -179,14 +179,14 @@ func (p *Parser) errorValue(s *scanner) (string, error) {
 	switch s.peek() {
 	case '"':
 		v, _, err := p.stringOrSkip(s)
-		return string(v), err
+		return validText(v), err
 	case '{':
 		msg, raw := "", s.i
 		err := s.object(&p.key, func(key []byte) error {
 			if string(key) == "message" {
 				v, isStr, err := p.stringOrSkip(s)
 				if isStr {
-					msg = string(v)
+					msg = validText(v)
 				}
 				return err
 			}
@@ -200,6 +200,26 @@ func (p *Parser) errorValue(s *scanner) (string, error) {
 	raw := s.i
 	err := s.skip()
 	return string(s.b[raw:s.i]), err
+}
+
+// validText converts a decoded JSON string to Go text the way encoding/json
+// does: each byte that is not part of valid UTF-8 becomes U+FFFD, so an
+// error message reads the same as in any JSON client.
+func validText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return string(out)
 }
 
 // scanner walks JSON text.
