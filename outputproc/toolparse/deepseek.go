@@ -100,6 +100,9 @@ func (p *deepseek) run(final bool) {
 			p.st = dType
 		case dType:
 			i := bytes.Index(p.buf[p.pos:], []byte(dsSep))
+			if i+len(dsSep)-1 > maxNameLen+len(dsSep) {
+				i = -1 // as when streamed in pieces: too long before the separator
+			}
 			if i < 0 {
 				if len(p.buf)-p.pos > maxNameLen+len(dsSep) {
 					p.broken(false)
@@ -122,6 +125,9 @@ func (p *deepseek) run(final bool) {
 			p.st = dArgsWS
 		case dName:
 			i := bytes.IndexByte(p.buf[p.pos:], '\n')
+			if i > maxNameLen {
+				i = -1 // as when streamed in pieces
+			}
 			if i < 0 {
 				if len(p.buf)-p.pos > maxNameLen {
 					p.broken(false)

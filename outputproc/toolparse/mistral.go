@@ -165,6 +165,9 @@ func (p *mistral) run(final bool) {
 			p.commitName(name)
 		case mCallID:
 			i := bytes.Index(p.buf[p.pos:], []byte(mistralArgs))
+			if i+len(mistralArgs)-1 > maxNameLen {
+				i = -1 // as when streamed in pieces
+			}
 			if i < 0 {
 				if len(p.buf)-p.pos > maxNameLen {
 					p.broken(false)

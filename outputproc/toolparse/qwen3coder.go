@@ -101,7 +101,11 @@ func (p *qwen3Coder) run(final bool) {
 			}
 			p.st = qFname
 		case qFname:
+			start := p.pos
 			name, ok := p.upTo('>')
+			if ok && p.pos-1-start > maxNameLen {
+				p.pos, ok = start, false // as when streamed in pieces
+			}
 			if !ok {
 				if len(p.buf)-p.pos > maxNameLen {
 					p.broken()
@@ -142,7 +146,13 @@ func (p *qwen3Coder) run(final bool) {
 			p.closeArgs()
 			p.st = qRawAfter
 		case qPname:
+			start := p.pos
 			name, ok := p.upTo('>')
+			if ok && p.pos-1-start > maxNameLen {
+				// The same outcome whatever the chunking: streamed in pieces,
+				// more than maxNameLen bytes without '>' end the call here.
+				p.pos, ok = start, false
+			}
 			if !ok {
 				if len(p.buf)-p.pos > maxNameLen {
 					p.closeArgs()
