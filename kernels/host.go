@@ -18,6 +18,10 @@ type Host struct {
 	// decoded to float32 (R rows of C/32), so that kernels need not convert
 	// the float16 scales on every use. Nil means: read them from Q.
 	S []float32
+	// P is an optional copy of an F32 weight re-laid by a backend for its
+	// MatMul (the CPU backend's 16-column panels; see kernels/cpu). Nil
+	// means: use F.
+	P []float32
 }
 
 // Rows returns the number of rows.

@@ -156,3 +156,29 @@ type Backend interface {
 	// Close releases the backend's workers and memory.
 	Close()
 }
+
+// MatMulPreparer is implemented by backends that re-lay a weight once for
+// faster MatMul (the CPU backend packs F32 weights into column panels).
+// Model loaders call it for every weight they pass to MatMul; the tensor
+// keeps its other uses (Embed, ToHost) unchanged.
+type MatMulPreparer interface {
+	PrepareMatMul(w Tensor) error
+}
+
+// PrepareMatMul calls be.PrepareMatMul for each of ws when be implements
+// MatMulPreparer, skipping nil tensors.
+func PrepareMatMul(be Backend, ws ...Tensor) error {
+	p, ok := be.(MatMulPreparer)
+	if !ok {
+		return nil
+	}
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		if err := p.PrepareMatMul(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -226,6 +226,184 @@ func TestGreedyGenerationMatchesCPU(t *testing.T) {
 	}
 }
 
+// sampleRun generates steps tokens from prompt on ex with params and seed,
+// one sequence; when forced is not nil its tokens are fed back instead of
+// the sampled ones (teacher forcing), so two executors see the same inputs.
+func sampleRun(t *testing.T, ex sched.Executor, prompt []int32, steps, bs int, params *ipc.SamplingParams, seed uint64, forced []int32) []int32 {
+	t.Helper()
+	table := make([]int32, (len(prompt)+steps+bs-1)/bs)
+	for i := range table {
+		table[i] = int32(i)
+	}
+	toks := append([]int32(nil), prompt...)
+	done := 0
+	out := make([]sample.Result, 1)
+	var gen []int32
+	for step := range steps {
+		b := &sched.Batch{Step: uint64(step), Seqs: []sched.SeqWork{{
+			ReqID: "r", Tokens: toks[done:], StartPos: done, BlockTable: table, Sample: true,
+			In: sample.Input{Params: params, History: toks, NumPrompt: len(prompt), Seed: seed},
+		}}}
+		if err := ex.Execute(b, out); err != nil {
+			t.Fatal(err)
+		}
+		done = len(toks)
+		gen = append(gen, out[0].Token)
+		next := out[0].Token
+		if forced != nil {
+			next = forced[step]
+		}
+		toks = append(toks, next)
+	}
+	return gen
+}
+
+// TestDeviceSamplingMatchesHostSampling runs the runner's on-device
+// sampling (the default on the CUDA backend: only ids come back) against
+// host sampling of the same device logits (Config.HostSampling) and
+// against the CPU path: greedy ids must be identical; seeded temperature /
+// top-k / top-p draws use the host's random numbers and rule, so they may
+// differ only where a draw lands within float32 rounding of a boundary.
+func TestDeviceSamplingMatchesHostSampling(t *testing.T) {
+	openCUDA(t)
+	path := testenv.SharedFile(t, "aidreams260K/aidreams260K.bin")
+	const bs, steps = 16, 64
+	cfg := runner.Config{Model: path, BlockSize: bs, NumBlocks: 64, MaxBatchTokens: 128, MaxSeqs: 4}
+	cr, err := runner.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Close()
+	dr, err := New(cfg, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dr.Close()
+	if !dr.DeviceSampling() {
+		t.Fatal("CUDA runner does not sample on the device")
+	}
+	hcfg := cfg
+	hcfg.HostSampling = true
+	hr, err := New(hcfg, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hr.Close()
+	prompt := []int32{1, 403, 407, 261, 378}
+	for _, p := range []*ipc.SamplingParams{
+		{Temperature: 0, Logprobs: -1},
+		{Temperature: 0.8, TopK: 40, Logprobs: -1},
+		{Temperature: 1, TopP: 0.9, Logprobs: -1},
+		{Temperature: 1.5, Logprobs: -1},
+	} {
+		want := sampleRun(t, cr, prompt, steps, bs, p, 42, nil)
+		gotHost := sampleRun(t, hr, prompt, steps, bs, p, 42, want)
+		gotDev := sampleRun(t, dr, prompt, steps, bs, p, 42, want)
+		agree := func(a, b []int32) int {
+			n := 0
+			for i := range a {
+				if a[i] == b[i] {
+					n++
+				}
+			}
+			return n
+		}
+		if p.Temperature == 0 {
+			if agree(gotDev, want) != steps || agree(gotHost, want) != steps {
+				t.Errorf("greedy: device sampling %v\nhost sampling %v\nCPU %v", gotDev, gotHost, want)
+			}
+			continue
+		}
+		// 95%: a rounding-boundary draw is far rarer than one in twenty.
+		if n := agree(gotDev, gotHost); n < steps*95/100 {
+			t.Errorf("%+v: device and host sampling of the same logits agree on %d of %d draws", *p, n, steps)
+		}
+		if n := agree(gotDev, want); n < steps*95/100 {
+			t.Errorf("%+v: device sampling and the CPU path agree on %d of %d draws", *p, n, steps)
+		}
+	}
+	if d, h := dr.SampledRows(); d != 4*steps || h != 0 {
+		t.Errorf("device-sampling runner: %d rows on the device, %d on the host", d, h)
+	}
+	if d, _ := hr.SampledRows(); d != 0 {
+		t.Errorf("HostSampling runner sampled %d rows on the device", d)
+	}
+}
+
+// TestDeviceMixedStepMatchesCPU drives three greedy sequences in shared
+// steps on the CUDA runner: one sampled on the device, one asking for
+// logprobs and one with a repetition penalty (both sampled on the host
+// from logits gathered on the device into a tensor of their own). Tokens
+// must equal the CPU path's and logprobs agree to 1e-3.
+func TestDeviceMixedStepMatchesCPU(t *testing.T) {
+	openCUDA(t)
+	path := testenv.SharedFile(t, "aidreams260K/aidreams260K.bin")
+	const bs, steps = 16, 40
+	cfg := runner.Config{Model: path, BlockSize: bs, NumBlocks: 64, MaxBatchTokens: 128, MaxSeqs: 4}
+	cr, err := runner.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Close()
+	gr, err := New(cfg, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Close()
+	params := []*ipc.SamplingParams{
+		{Temperature: 0, Logprobs: -1},
+		{Temperature: 0, Logprobs: 2},
+		{Temperature: 0, RepetitionPenalty: 1.3, Logprobs: -1},
+	}
+	prompts := [][]int32{{1, 403, 407, 261, 378}, {1, 9, 300, 42}, {1, 77, 12}}
+	run := func(ex sched.Executor) ([][]int32, [][]ipc.TokenLogprobs) {
+		toks := make([][]int32, len(prompts))
+		done := make([]int, len(prompts))
+		lps := make([][]ipc.TokenLogprobs, len(prompts))
+		out := make([]sample.Result, len(prompts))
+		for i, p := range prompts {
+			toks[i] = append([]int32(nil), p...)
+		}
+		for step := range steps {
+			b := &sched.Batch{Step: uint64(step)}
+			for i := range prompts {
+				table := []int32{int32(4 * i), int32(4*i + 1), int32(4*i + 2), int32(4*i + 3)}
+				b.Seqs = append(b.Seqs, sched.SeqWork{ReqID: fmt.Sprint(i), Tokens: toks[i][done[i]:], StartPos: done[i], BlockTable: table,
+					Sample: true, In: sample.Input{Params: params[i], History: toks[i], NumPrompt: len(prompts[i])}})
+			}
+			if err := ex.Execute(b, out); err != nil {
+				t.Fatal(err)
+			}
+			for i := range prompts {
+				done[i] = len(toks[i])
+				toks[i] = append(toks[i], out[i].Token)
+				lp := out[i].Logprobs
+				lp.TopIDs, lp.TopLogprobs = append([]int32(nil), lp.TopIDs...), append([]float32(nil), lp.TopLogprobs...)
+				lps[i] = append(lps[i], lp)
+			}
+		}
+		return toks, lps
+	}
+	want, wantLP := run(cr)
+	got, gotLP := run(gr)
+	for i := range prompts {
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("seq %d token %d: CUDA %d, CPU %d\nCUDA %v\nCPU  %v", i, j, got[i][j], want[i][j], got[i], want[i])
+			}
+		}
+		for j := range wantLP[i] {
+			g, w := gotLP[i][j], wantLP[i][j]
+			if math.Abs(float64(g.Logprob-w.Logprob)) > 1e-3 || g.Rank != w.Rank || len(g.TopIDs) != len(w.TopIDs) {
+				t.Fatalf("seq %d token %d: CUDA logprobs %+v, CPU %+v", i, j, g, w)
+			}
+		}
+	}
+	if d, h := gr.SampledRows(); d != steps || h != 2*steps {
+		t.Errorf("sampled rows: %d on the device, %d on the host; want %d, %d", d, h, steps, 2*steps)
+	}
+}
+
 // TestDeviceGreedyMatchesHost checks on-device greedy sampling over the
 // model's own logits against the host argmax.
 func TestDeviceGreedyMatchesHost(t *testing.T) {

@@ -1,7 +1,10 @@
 // Package cudaexec is engine-core's hook for `--executor cuda`: it loads the
 // model onto the CUDA backend (kernels/cuda) and returns a runner that owns
 // that backend. Weights are uploaded once; every op of a step runs on the
-// backend's one stream.
+// backend's one stream. The runner samples on the device through the
+// backend's kernels.DeviceSampler, so a step copies back only the sampled
+// ids and logprobs (rows whose parameters need the host sampler — logprobs,
+// penalties, logits processors, min_p — still copy their logits rows).
 //
 // In binaries built without -tags cuda, New returns an error wrapping
 // cuda.ErrNotCompiled, which says how to build the CUDA variant

@@ -104,6 +104,20 @@ type Batch struct {
 // values into kv, and returns the logits of b.OutRows as host floats
 // [len(OutRows) × vocab]. The slice is reused by the next call.
 func (m *Model) Forward(s *Scratch, kv *KVCache, b *Batch) ([]float32, error) {
+	logits, err := m.ForwardTensor(s, kv, b)
+	if err != nil {
+		return nil, err
+	}
+	return m.be.ToHost(logits, len(b.OutRows)), nil
+}
+
+// ForwardTensor is Forward leaving the logits on the backend: row i of the
+// returned [s.MaxOut × vocab] tensor holds the logits of b.OutRows[i], for
+// i < len(b.OutRows). Nothing is copied to the host, so a backend that
+// samples where the logits live (kernels.DeviceSampler) can pick tokens
+// from it directly. The tensor is the scratch's and the next call
+// overwrites it.
+func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor, error) {
 	c, be := &m.Cfg, m.be
 	n := len(b.Tokens)
 	if n > s.MaxTokens || len(b.OutRows) > s.MaxOut {
@@ -168,5 +182,5 @@ func (m *Model) Forward(s *Scratch, kv *KVCache, b *Batch) ([]float32, error) {
 	be.Gather(s.last, s.x, b.OutRows)
 	be.RMSNorm(s.last, s.last, m.Norm, k, c.NormEps)
 	be.MatMul(s.logits, s.last, m.LMHead, k)
-	return be.ToHost(s.logits, k), nil
+	return s.logits, nil
 }

@@ -7,6 +7,12 @@
 // forward pass, keeps only the logits rows that must be sampled, and calls
 // the sampler.
 //
+// On a backend that samples on the device (kernels.DeviceSampler, the CUDA
+// backend) the runner leaves the logits there and copies back only the
+// sampled ids, for every row whose parameters the device rule serves with
+// the host sampler's semantics; the other rows of the step are sampled on
+// the host from their copied logits (see deviceParams).
+//
 // Steady-state steps allocate nothing: the batch-description slices and the
 // activations are reused, and grow only when a step is larger than any
 // before it.
@@ -57,8 +63,12 @@ type Config struct {
 	// MaxBatchTokens and MaxSeqs size the activations up front (defaults
 	// 512 and 64); bigger steps grow them.
 	MaxBatchTokens, MaxSeqs int
-	// Sampler overrides the default sample.New(vocab).
+	// Sampler overrides the default sample.New(vocab). A runner given its
+	// own Sampler samples every row with it, on the host.
 	Sampler Sampler
+	// HostSampling samples every row on the host even when the backend
+	// can sample on the device (kernels.DeviceSampler).
+	HostSampling bool
 	// Backend overrides the default CPU backend; the runner does not close
 	// a backend it was given.
 	Backend kernels.Backend
@@ -88,11 +98,31 @@ type Runner struct {
 	sampler Sampler
 	info    Info
 
+	// dev is the backend's device sampler, nil when every row is sampled
+	// on the host.
+	dev kernels.DeviceSampler
+
 	// per-step buffers, reused
 	batch     model.Batch
 	sampleSeq []int
 	in        []sample.Input
 	res       []sample.Result
+
+	// device sampling: the first nDev rows of a step go to the device with
+	// devParams (all greedy when devGreedy); hostOut and hostSeq stage the
+	// other rows while the batch is built; hostLogits and gatherRows move
+	// them to the front of a tensor of their own in a mixed step.
+	nDev       int
+	devGreedy  bool
+	devParams  []kernels.SampleParams
+	devIDs     []int32
+	devLPs     []float32
+	hostOut    []int32
+	hostSeq    []int
+	hostLogits kernels.Tensor
+	gatherRows []int32
+	// rows sampled so far on the device and on the host
+	devRows, hostRows uint64
 }
 
 var _ sched.Executor = (*Runner)(nil)
@@ -160,6 +190,9 @@ func New(cfg Config) (*Runner, error) {
 	r.sampler = cfg.Sampler
 	if r.sampler == nil {
 		r.sampler = sample.New(c.Vocab)
+		if ds, ok := r.be.(kernels.DeviceSampler); ok && !cfg.HostSampling {
+			r.dev = ds
+		}
 	}
 	r.info = Info{Name: c.Name, Arch: c.Arch, VocabSize: c.Vocab, BOS: c.BOS, EOS: c.EOS,
 		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize}
@@ -168,6 +201,15 @@ func New(cfg Config) (*Runner, error) {
 
 // Info returns the model facts the engine announces.
 func (r *Runner) Info() Info { return r.info }
+
+// DeviceSampling reports whether the runner samples eligible rows on the
+// device (its backend implements kernels.DeviceSampler, and neither
+// Config.Sampler nor Config.HostSampling was set).
+func (r *Runner) DeviceSampling() bool { return r.dev != nil }
+
+// SampledRows returns how many rows the runner has sampled on the device
+// and on the host (from logits copied to the host).
+func (r *Runner) SampledRows() (device, host uint64) { return r.devRows, r.hostRows }
 
 // Model returns the loaded model.
 func (r *Runner) Model() *model.Model { return r.m }
@@ -200,12 +242,21 @@ func (r *Runner) Execute(b *sched.Batch, out []sample.Result) error {
 	if len(out) < len(b.Seqs) {
 		return fmt.Errorf("runner: %d results for %d seqs", len(out), len(b.Seqs))
 	}
+	if r.dev != nil {
+		return r.executeDevice(b, out)
+	}
 	logits, err := r.Forward(b)
 	if err != nil || len(r.sampleSeq) == 0 {
 		return err
 	}
+	return r.sampleHost(b, logits, r.sampleSeq, out)
+}
+
+// sampleHost samples on the host the rows of logits, row k for seq
+// seqs[k] of b.
+func (r *Runner) sampleHost(b *sched.Batch, logits []float32, seqs []int, out []sample.Result) error {
 	r.in = r.in[:0]
-	for _, i := range r.sampleSeq {
+	for _, i := range seqs {
 		r.in = append(r.in, b.Seqs[i].In)
 	}
 	if cap(r.res) < len(r.in) {
@@ -215,9 +266,10 @@ func (r *Runner) Execute(b *sched.Batch, out []sample.Result) error {
 	if err := r.sampler.Sample(logits, r.in, res); err != nil {
 		return fmt.Errorf("runner: step %d: %w", b.Step, err)
 	}
-	for k, i := range r.sampleSeq {
+	for k, i := range seqs {
 		out[i] = res[k]
 	}
+	r.hostRows += uint64(len(seqs))
 	return nil
 }
 
@@ -225,6 +277,18 @@ func (r *Runner) Execute(b *sched.Batch, out []sample.Result) error {
 // logits of the seqs that sample, in order ([k × vocab]; a view reused by
 // the next call). SampledSeqs tells which seq each row belongs to.
 func (r *Runner) Forward(b *sched.Batch) ([]float32, error) {
+	lt, err := r.forward(b, false)
+	if err != nil || lt == nil {
+		return nil, err
+	}
+	return r.be.ToHost(lt, len(r.sampleSeq)), nil
+}
+
+// forward builds the varlen batch of b and runs the model, leaving the
+// logits on the backend (nil when b has no tokens). With split, the rows
+// that deviceParams accepts come first (r.nDev of them, with r.devParams)
+// and the host rows after them; otherwise the rows follow b.Seqs.
+func (r *Runner) forward(b *sched.Batch, split bool) (kernels.Tensor, error) {
 	bt := &r.batch
 	a := &bt.Attn
 	bs := r.info.BlockSize
@@ -232,6 +296,8 @@ func (r *Runner) Forward(b *sched.Batch) ([]float32, error) {
 	a.QStart, a.CtxLen, a.Tables, a.TableStart, a.Slots = append(a.QStart[:0], 0), a.CtxLen[:0], a.Tables[:0], append(a.TableStart[:0], 0), a.Slots[:0]
 	a.BlockSize = bs
 	r.sampleSeq = r.sampleSeq[:0]
+	r.nDev, r.devGreedy, r.devParams = 0, true, r.devParams[:0]
+	r.hostOut, r.hostSeq = r.hostOut[:0], r.hostSeq[:0]
 	for i := range b.Seqs {
 		sw := &b.Seqs[i]
 		if len(sw.Tokens) == 0 {
@@ -262,24 +328,39 @@ func (r *Runner) Forward(b *sched.Batch) ([]float32, error) {
 		a.CtxLen = append(a.CtxLen, int32(end))
 		a.Tables = append(a.Tables, sw.BlockTable...)
 		a.TableStart = append(a.TableStart, int32(len(a.Tables)))
-		if sw.Sample {
-			bt.OutRows = append(bt.OutRows, int32(len(bt.Tokens)-1))
-			r.sampleSeq = append(r.sampleSeq, i)
+		if !sw.Sample {
+			continue
 		}
+		row := int32(len(bt.Tokens) - 1)
+		if split {
+			sp, ok := deviceParams(&sw.In)
+			if !ok {
+				r.hostOut, r.hostSeq = append(r.hostOut, row), append(r.hostSeq, i)
+				continue
+			}
+			r.devParams = append(r.devParams, sp)
+			r.devGreedy = r.devGreedy && sp.Temperature <= 0
+		}
+		bt.OutRows = append(bt.OutRows, row)
+		r.sampleSeq = append(r.sampleSeq, i)
 	}
+	r.nDev = len(r.devParams)
+	bt.OutRows = append(bt.OutRows, r.hostOut...)
+	r.sampleSeq = append(r.sampleSeq, r.hostSeq...)
 	if len(bt.Tokens) == 0 {
 		return nil, nil
 	}
 	if len(bt.Tokens) > r.scratch.MaxTokens || len(bt.OutRows) > r.scratch.MaxOut {
 		r.scratch = r.m.NewScratch(max(len(bt.Tokens), r.scratch.MaxTokens), max(len(bt.OutRows), r.scratch.MaxOut))
 	}
-	logits, err := r.m.Forward(r.scratch, r.kv, bt)
+	logits, err := r.m.ForwardTensor(r.scratch, r.kv, bt)
 	if err != nil {
 		return nil, fmt.Errorf("runner: step %d: %w", b.Step, err)
 	}
 	return logits, nil
 }
 
-// SampledSeqs returns, for the last Forward, the index in Batch.Seqs of
-// each logits row.
+// SampledSeqs returns, for the last Forward or Execute, the index in
+// Batch.Seqs of each logits row (after an Execute that sampled on the
+// device, the device rows come first).
 func (r *Runner) SampledSeqs() []int { return r.sampleSeq }

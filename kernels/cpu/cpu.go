@@ -17,6 +17,7 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 )
@@ -45,6 +46,7 @@ type Backend struct {
 	pool *pool
 
 	mm   matmulTask
+	pt   panelTask
 	att  attnTask
 	norm normTask
 	silu siluTask
@@ -99,6 +101,10 @@ func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
 
 // MatMul sets out[:n] = x[:n] · wᵀ.
 func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
+	if wh := w.(*kernels.Host); wh.P != nil && n >= 2 {
+		b.matmulPanels(out.(*kernels.Host), x.(*kernels.Host), wh, n)
+		return
+	}
 	t := &b.mm
 	t.k, t.out, t.x, t.w, t.n = b.k, out.(*kernels.Host), x.(*kernels.Host), w.(*kernels.Host), n
 	t.xq = nil
@@ -177,8 +183,23 @@ func (t *matmulTask) run(lo, hi, wk int) {
 			}
 			m := m0
 			if wf != nil {
-				for ; m+4 <= mEnd; m += 4 {
-					t.k.dot4x4(x.F[m*xs:], xs, wf, wstride, K, &acc16)
+				// The 4·K/16 steps of each tile also prefetch rows of the
+				// next weight tile, spread over the tiles of this one, so
+				// that its load from memory overlaps this arithmetic.
+				pfBase, nm := uintptr(unsafe.Pointer(&wf[0])), (mEnd-m0)/4
+				if !q8 && o+8 <= hi {
+					pfBase += uintptr(4 * K * 4)
+				}
+				for j := 0; m+4 <= mEnd; m, j = m+4, j+1 {
+					pf0, pf1 := pfBase, pfBase
+					if j < 4 {
+						pf0 += uintptr(j * K * 4)
+						pf1 = pf0
+						if j+nm < 4 {
+							pf1 = pfBase + uintptr((j+nm)*K*4)
+						}
+					}
+					t.k.dot4x4(x.F[m*xs:], xs, wf, wstride, K, &acc16, pf0, pf1)
 					for r := 0; r < 4; r++ {
 						copy(out.F[(m+r)*os+o:(m+r)*os+o+4], acc16[r*4:r*4+4])
 					}

@@ -62,10 +62,23 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 		bound = actBound(x, w, n)
 	}
 	for _, exact := range []bool{false, true} {
-		for _, plain := range []bool{false, true} {
+		for _, v := range []struct{ plain, packed bool }{{false, false}, {true, false}, {false, true}} {
+			plain := v.plain
 			b := New(Options{Threads: threads, Plain: plain, QuantizeActivations: !exact})
+			wv := w
+			if v.packed {
+				// a copy, so that the other variants keep the unpacked weight
+				wc := *w
+				if err := b.PrepareMatMul(&wc); err != nil {
+					t.Fatal(err)
+				}
+				if !q8 && hasAVX512 && out >= panelCols && wc.P == nil {
+					t.Fatalf("n=%d out=%d in=%d: F32 weight not packed", n, out, in)
+				}
+				wv = &wc
+			}
 			got := b.Alloc(n, out).(*kernels.Host)
-			b.MatMul(got, x, w, n)
+			b.MatMul(got, x, wv, n)
 			b.Close()
 			for i := range want.F {
 				if q8act && !exact {
@@ -75,7 +88,7 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 					continue
 				}
 				if !close32(got.F[i], want.F[i], 1e-4) {
-					t.Fatalf("n=%d out=%d in=%d q8=%v plain=%v: [%d] got %v want %v", n, out, in, q8, plain, i, got.F[i], want.F[i])
+					t.Fatalf("n=%d out=%d in=%d q8=%v plain=%v packed=%v: [%d] got %v want %v", n, out, in, q8, plain, v.packed, i, got.F[i], want.F[i])
 				}
 			}
 		}
@@ -124,6 +137,7 @@ func TestMatMulShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ n, out, in int }{
 		{1, 4, 16}, {1, 7, 64}, {3, 13, 32}, {4, 16, 64}, {5, 17, 172}, {9, 64, 288}, {33, 100, 96}, {70, 36, 64}, {1, 512, 64}, {2, 3, 5},
+		{16, 768, 768}, {7, 130, 100}, {11, 64, 1}, {6, 200, 33}, {16, 2048, 768},
 	} {
 		for _, th := range []int{1, 2, 3} {
 			checkMatMul(t, r, c.n, c.out, c.in, false, th)
@@ -313,7 +327,9 @@ func BenchmarkMatMulModel(b *testing.B) {
 		name    string
 		q8, act bool
 		n       int
-	}{{"F32", false, false, 1}, {"Q8", true, false, 1}, {"Q8act", true, true, 1}, {"F32-16", false, false, 16}, {"F32-32", false, false, 32}} {
+		packed  bool
+	}{{"F32", false, false, 1, false}, {"Q8", true, false, 1, false}, {"Q8act", true, true, 1, false}, {"F32-16", false, false, 16, false}, {"F32-32", false, false, 32, false},
+		{"F32packed", false, false, 1, true}, {"F32packed-16", false, false, 16, true}, {"F32packed-32", false, false, 32, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := New(Options{QuantizeActivations: c.act})
 			defer be.Close()
@@ -325,6 +341,11 @@ func BenchmarkMatMulModel(b *testing.B) {
 				var w kernels.Tensor = &kernels.Host{R: out, C: in, F: wf}
 				if c.q8 {
 					w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
+				}
+				if c.packed {
+					if err := be.PrepareMatMul(w); err != nil {
+						b.Fatal(err)
+					}
 				}
 				ops = append(ops, mm{w, &kernels.Host{R: c.n, C: in, F: randF(r, c.n*in)}, be.Alloc(c.n, out)})
 				macs += c.n * out * in

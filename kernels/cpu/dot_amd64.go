@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasFMA
 
 //go:noescape
-func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32)
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32, pf0, pf1 uintptr)
 
 //go:noescape
 func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32)
@@ -39,3 +39,17 @@ var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
 
 //go:noescape
 func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32)
+
+// Panel kernels (panel_amd64.s, see panel.go): R rows × 64 columns.
+
+//go:noescape
+func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+
+//go:noescape
+func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+
+//go:noescape
+func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+
+//go:noescape
+func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)

@@ -4,7 +4,7 @@ package cpu
 
 const hasAVX512 = false
 
-func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32) {
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32, pf0, pf1 uintptr) {
 	panic("unreachable")
 }
 func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32) { panic("unreachable") }
@@ -30,5 +30,18 @@ func dotq8sx4AVX512(x *float32, w *byte, ws int, s *float32, ss int, nblk int, o
 const hasVNNI = false
 
 func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int, nblk int, out *[4]float32) {
+	panic("unreachable")
+}
+
+func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int) {
+	panic("unreachable")
+}
+func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int) {
+	panic("unreachable")
+}
+func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int) {
+	panic("unreachable")
+}
+func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int) {
 	panic("unreachable")
 }

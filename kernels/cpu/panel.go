@@ -1,0 +1,164 @@
+package cpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// Panel layout. Batched products (decode of many sequences, prefill) are
+// computed as outer products rather than dot products: the weight matrix
+// [N × K] is re-laid once, at load (PrepareMatMul), as panels of
+// panelCols output columns, each holding for every k the panelCols weights
+// of that k contiguously. A kernel call (panel_amd64.s) computes R ≤ 6
+// activation rows × panelBlock columns: per k it loads 4 panel vectors,
+// broadcasts x[r][k] and issues 4·R FMAs into 4·R accumulators. Compared
+// with dot products along weight rows this needs no horizontal sums, reads
+// each weight block from memory once per step as 4 sequential streams (the
+// hardware prefetcher's best case) and reuses it from L2 for every row
+// group, and keeps every output's summation order independent of the batch
+// (so batched and solo runs give identical logits).
+const (
+	panelCols  = 16
+	panelBlock = 64
+	panelsPer  = panelBlock / panelCols
+	panelMaxR  = 6
+)
+
+// packPanels returns w (rows × k, row-major) as panels: panel q holds, for
+// each kk < k, the weights w[q*16+j][kk] for j < 16 (zero beyond rows).
+// The panel count is rounded up to whole blocks of 4.
+func packPanels(w []float32, rows, k int) []float32 {
+	blocks := (rows + panelBlock - 1) / panelBlock
+	p := make([]float32, blocks*panelsPer*k*panelCols)
+	for q := 0; q < blocks*panelsPer; q++ {
+		dst := p[q*k*panelCols : (q+1)*k*panelCols]
+		for j := 0; j < panelCols; j++ {
+			r := q*panelCols + j
+			if r >= rows {
+				break
+			}
+			src := w[r*k : (r+1)*k]
+			for kk, v := range src {
+				dst[kk*panelCols+j] = v
+			}
+		}
+	}
+	return p
+}
+
+// PrepareMatMul packs an F32 weight into panels for the assembly kernels
+// (see packPanels). Other weights, and every weight when the assembly
+// kernels are off, are left alone. The row-major data stays in place for
+// Embed and ToHost; a memory-mapped F32 weight thus costs its packed size
+// in memory once, the mapping only page cache.
+func (b *Backend) PrepareMatMul(w kernels.Tensor) error {
+	h, ok := w.(*kernels.Host)
+	if !ok {
+		return fmt.Errorf("cpu: PrepareMatMul: %T is not a host tensor", w)
+	}
+	if !b.k.simd || h.DT != kernels.F32 || h.P != nil || h.R < panelCols || h.C < 1 {
+		return nil
+	}
+	if len(h.F) < h.R*h.C {
+		return fmt.Errorf("cpu: PrepareMatMul: %d×%d weight holds %d floats", h.R, h.C, len(h.F))
+	}
+	h.P = packPanels(h.F, h.R, h.C)
+	return nil
+}
+
+// panelTask computes blocks of panelBlock output columns from a packed
+// weight.
+type panelTask struct {
+	out, x, w *kernels.Host
+	n         int
+	tile      [][]float32 // per worker: an R × panelBlock tile for the ragged last block
+}
+
+func (t *panelTask) run(lo, hi, wk int) {
+	x, w, out := t.x, t.w, t.out
+	K, xs, os := w.C, x.C, out.C
+	blockFloats := panelsPer * K * panelCols
+	groups := 0 // kernel calls per block
+	for m := 0; m < t.n; m += panelRows(t.n - m) {
+		groups++
+	}
+	// Each call prefetches its share of the next block, two lines per k.
+	share := (blockFloats*4 + groups - 1) / groups
+	step := min(128, (share/K+63)&^63)
+	for blk := lo; blk < hi; blk++ {
+		col0 := blk * panelBlock
+		valid := min(panelBlock, w.R-col0)
+		p := w.P[blk*blockFloats : (blk+1)*blockFloats]
+		var next uintptr
+		pfStep := 0
+		if blk+1 < hi {
+			next, pfStep = uintptr(unsafe.Pointer(&w.P[(blk+1)*blockFloats])), step
+		} else {
+			next = uintptr(unsafe.Pointer(&p[0]))
+		}
+		for m, g := 0, 0; m < t.n; g++ {
+			r := panelRows(t.n - m)
+			pf := next + uintptr(g*share)
+			if pfStep == 0 {
+				pf = next
+			}
+			xr := x.F[m*xs : (m+r-1)*xs+K]
+			if valid == panelBlock {
+				o := out.F[m*os+col0 : (m+r-1)*os+col0+panelBlock]
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os, pf, pfStep)
+			} else {
+				if t.tile[wk] == nil {
+					t.tile[wk] = make([]float32, panelMaxR*panelBlock)
+				}
+				tile := t.tile[wk]
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock, pf, pfStep)
+				for i := 0; i < r; i++ {
+					copy(out.F[(m+i)*os+col0:(m+i)*os+col0+valid], tile[i*panelBlock:i*panelBlock+valid])
+				}
+			}
+			m += r
+		}
+	}
+}
+
+// panelRows returns how many of the left rows the next kernel call takes:
+// 6, 4, 2 or 1.
+func panelRows(left int) int {
+	r := min(left, panelMaxR)
+	if r == 5 || r == 3 {
+		r--
+	}
+	return r
+}
+
+// panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1).
+func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int, pf uintptr, pfStep int) {
+	switch r {
+	case 6:
+		panel6AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+	case 4:
+		panel4AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+	case 2:
+		panel2AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+	default:
+		panel1AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+	}
+}
+
+// matmulPanels runs MatMul for a packed weight.
+func (b *Backend) matmulPanels(out, x, w *kernels.Host, n int) {
+	t := &b.pt
+	if t.tile == nil {
+		t.tile = make([][]float32, b.pool.n)
+	}
+	t.out, t.x, t.w, t.n = out, x, w, n
+	blocks := (w.R + panelBlock - 1) / panelBlock
+	if n*w.R*w.C < 1<<15 {
+		t.run(0, blocks, 0)
+	} else {
+		b.pool.parallel(blocks, 1, 0, t)
+	}
+	t.out, t.x, t.w = nil, nil, nil
+}
