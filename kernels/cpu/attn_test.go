@@ -90,3 +90,46 @@ func FuzzAttention(f *testing.F) {
 		checkAttention(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1)
 	})
 }
+
+// BenchmarkAttentionDecode runs, per iteration, the decode attention of
+// the 110M shape (12 layers, 12 heads of 64) for 16 sequences of 200
+// cached positions, each layer with its own cache and block tables
+// scattered over it, so that keys and values stream from memory as in a
+// real step (236 MB of K and V).
+func BenchmarkAttentionDecode(b *testing.B) {
+	const nseq, ctx, heads, hd, bs, layers = 16, 200, 12, 64, 16, 12
+	r := rand.New(rand.NewPCG(5, 5))
+	be := New(Options{})
+	defer be.Close()
+	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
+	nb := (ctx + bs - 1) / bs
+	perm := r.Perm(nseq * nb)
+	for s := 0; s < nseq; s++ {
+		for i := 0; i < nb; i++ {
+			a.Tables = append(a.Tables, int32(perm[s*nb+i]))
+		}
+		a.TableStart = append(a.TableStart, int32(len(a.Tables)))
+		a.QStart = append(a.QStart, int32(s+1))
+		a.CtxLen = append(a.CtxLen, ctx)
+	}
+	slots := nseq * nb * bs
+	type layer struct{ kc, vc kernels.Tensor }
+	var ls []layer
+	for l := 0; l < layers; l++ {
+		kc, vc := be.Alloc(slots, heads*hd), be.Alloc(slots, heads*hd)
+		copy(be.ToHost(kc, slots), randF(r, slots*heads*hd))
+		copy(be.ToHost(vc, slots), randF(r, slots*heads*hd))
+		ls = append(ls, layer{kc, vc})
+	}
+	q, o := be.Alloc(nseq, heads*hd), be.Alloc(nseq, heads*hd)
+	copy(be.ToHost(q, nseq), randF(r, nseq*heads*hd))
+	sh := kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.125}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, l := range ls {
+			be.Attention(o, q, l.kc, l.vc, a, sh)
+		}
+	}
+	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*4/b.Elapsed().Seconds()/1e9, "GB/s")
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+}

@@ -289,18 +289,18 @@ func (t *normTask) run(lo, hi, _ int) {
 // SiLUMul sets out[:n] = silu(gate[:n]) * up[:n].
 func (b *Backend) SiLUMul(out, gate, up kernels.Tensor, n int) {
 	t := &b.silu
-	t.out, t.gate, t.up = out.(*kernels.Host), gate.(*kernels.Host), up.(*kernels.Host)
+	t.k, t.out, t.gate, t.up = b.k, out.(*kernels.Host), gate.(*kernels.Host), up.(*kernels.Host)
 	b.pool.parallel(n*t.out.C, 1024, 8192, t)
 	t.out, t.gate, t.up = nil, nil, nil
 }
 
-type siluTask struct{ out, gate, up *kernels.Host }
+type siluTask struct {
+	k             kern
+	out, gate, up *kernels.Host
+}
 
 func (t *siluTask) run(lo, hi, _ int) {
-	o, g, u := t.out.F[lo:hi], t.gate.F[lo:hi], t.up.F[lo:hi]
-	for i, v := range g {
-		o[i] = v / (1 + expf(-v)) * u[i]
-	}
+	t.k.siluMul(t.out.F[lo:hi], t.gate.F[lo:hi], t.up.F[lo:hi])
 }
 
 // RoPE rotates each headDim-long head of the first len(pos) rows of x.
@@ -407,6 +407,9 @@ type attnTask struct {
 	scores         [][]float32
 }
 
+// attnAhead is how many KV blocks ahead attention prefetches.
+const attnAhead = 2
+
 func (t *attnTask) run(lo, hi, wk int) {
 	s, a := t.s, t.a
 	hd := s.HeadDim
@@ -427,31 +430,35 @@ func (t *attnTask) run(lo, hi, wk int) {
 		off := (h / group) * hd
 		// scores block by block: a block's keys for this kv head are kvDim
 		// apart
+		// Blocks lie anywhere in the cache and a head's keys are kvDim
+		// apart, which defeats the hardware prefetcher: each block's rows
+		// are prefetched attnAhead blocks before use.
+		pf := func(c []float32, p0 int) {
+			if p0 < ctx {
+				t.k.prefetchRows(c, int(table[p0/bs])*bs*kvDim+off, kvDim, min(bs, ctx-p0), hd)
+			}
+		}
+		for d := 0; d < attnAhead; d++ {
+			pf(t.kc.F, d*bs)
+		}
 		for p0 := 0; p0 < ctx; p0 += bs {
+			pf(t.kc.F, p0+attnAhead*bs)
 			base := int(table[p0/bs]) * bs * kvDim
 			t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
 		}
-		mx := float32(math.Inf(-1))
-		for p, v := range sc {
-			v *= s.Scale
-			sc[p] = v
-			mx = max(mx, v)
+		for d := 0; d < attnAhead; d++ {
+			pf(t.vc.F, d*bs)
 		}
-		var sum float32
-		for p, v := range sc {
-			e := expf(v - mx)
-			sc[p] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for p := range sc {
-			sc[p] *= inv
-		}
+		inv := 1 / t.k.softmaxUnnorm(sc, s.Scale)
 		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
 		clear(oh)
 		for p0 := 0; p0 < ctx; p0 += bs {
+			pf(t.vc.F, p0+attnAhead*bs)
 			base := int(table[p0/bs]) * bs * kvDim
 			t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+		}
+		for d := range oh {
+			oh[d] *= inv
 		}
 	}
 }

@@ -370,3 +370,39 @@ func BenchmarkMatMulModel(b *testing.B) {
 		})
 	}
 }
+
+// TestVectorExp checks the AVX-512 softmax and SiLU loops against their
+// scalar twins, including extreme arguments and every tail length.
+func TestVectorExp(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	fast, plain := kern{simd: hasAVX512}, kern{}
+	special := []float32{0, -0.5, 0.5, -88, 88, -103, -150, 89, 1e-8, -1e-8, 20, -20}
+	for n := 0; n <= 70; n++ {
+		x := randF(r, n)
+		for i := range x {
+			x[i] *= 30
+			if r.IntN(4) == 0 {
+				x[i] = special[r.IntN(len(special))]
+			}
+		}
+		a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+		sa, sb := fast.softmaxUnnorm(a, 0.7), plain.softmaxUnnorm(b, 0.7)
+		if !close32(sa, sb, 1e-5) {
+			t.Fatalf("n=%d: softmax sum %v, want %v", n, sa, sb)
+		}
+		for i := range a {
+			if !close32(a[i], b[i], 1e-5) && math.Abs(float64(a[i]-b[i])) > 1e-30 {
+				t.Fatalf("n=%d [%d] x=%v: exp %v, want %v", n, i, x[i], a[i], b[i])
+			}
+		}
+		g, u := append([]float32(nil), x...), randF(r, n)
+		oa, ob := make([]float32, n), make([]float32, n)
+		fast.siluMul(oa, g, u)
+		plain.siluMul(ob, g, u)
+		for i := range oa {
+			if !close32(oa[i], ob[i], 1e-5) && math.Abs(float64(oa[i]-ob[i])) > 1e-30 {
+				t.Fatalf("n=%d [%d] g=%v: silu %v, want %v", n, i, g[i], oa[i], ob[i])
+			}
+		}
+	}
+}

@@ -53,3 +53,23 @@ func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, o
 
 //go:noescape
 func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+
+//go:noescape
+func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int)
+
+// exp_amd64.s
+
+//go:noescape
+func expSubSumAVX512(x *float32, n int, sub float32) float32
+
+//go:noescape
+func siluMulAVX512(dst, gate, up *float32, n int)
+
+//go:noescape
+func scaleMaxAVX512(x *float32, n int, scale float32) float32
+
+//go:noescape
+func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
+
+//go:noescape
+func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32)

@@ -707,3 +707,26 @@ reduceqq:
 	VMOVUPS X0, 0(DX)
 	VZEROUPPER
 	RET
+
+// func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int)
+// Prefetches (into L1) bytes bytes (a multiple of 64) at each of n rows
+// stride bytes apart, starting at p: a hint, never a fault.
+TEXT ·prefetchRowsAVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ n+16(FP), CX
+	MOVQ bytes+24(FP), R9
+	TESTQ CX, CX
+	JEQ donepf
+rowpf:
+	XORQ BX, BX
+linepf:
+	PREFETCHT0 (SI)(BX*1)
+	ADDQ $64, BX
+	CMPQ BX, R9
+	JLT linepf
+	ADDQ R8, SI
+	DECQ CX
+	JNZ rowpf
+donepf:
+	RET

@@ -45,3 +45,15 @@ func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, o
 func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int) {
 	panic("unreachable")
 }
+
+func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int) { panic("unreachable") }
+
+func expSubSumAVX512(x *float32, n int, sub float32) float32  { panic("unreachable") }
+func siluMulAVX512(dst, gate, up *float32, n int)             { panic("unreachable") }
+func scaleMaxAVX512(x *float32, n int, scale float32) float32 { panic("unreachable") }
+func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}

@@ -1,6 +1,11 @@
 package cpu
 
 import (
+	"math"
+	"unsafe"
+)
+
+import (
 	"encoding/binary"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -174,12 +179,28 @@ func (k kern) scores(q, kc []float32, stride int, out []float32) {
 	}
 	_ = kc[(n-1)*stride+hd-1]
 	if k.simd && hd%16 == 0 {
-		scoresAVX512(&q[0], &kc[0], stride, n, hd, &out[0])
+		n4 := n &^ 3
+		if n4 > 0 {
+			scores4AVX512(&q[0], &kc[0], stride, n4, hd, &out[0])
+		}
+		if n4 < n {
+			scoresAVX512(&q[0], &kc[n4*stride], stride, n-n4, hd, &out[n4])
+		}
 		return
 	}
 	for p := range out {
 		out[p] = k.dot(q, kc[p*stride:p*stride+hd])
 	}
+}
+
+// prefetchRows hints that n rows of the cache c (stride floats apart),
+// hd floats each from float offset at, are read soon.
+func (k kern) prefetchRows(c []float32, at, stride, n, hd int) {
+	if !k.simd || n <= 0 || hd%16 != 0 {
+		return
+	}
+	_ = c[at+(n-1)*stride+hd-1]
+	prefetchRowsAVX512(uintptr(unsafe.Pointer(&c[at])), stride*4, n, hd*4)
 }
 
 // wsum adds sum_p w[p] * v[p*stride : p*stride+len(out)] to out.
@@ -189,11 +210,59 @@ func (k kern) wsum(w, v []float32, stride int, out []float32) {
 		return
 	}
 	_ = v[(n-1)*stride+hd-1]
+	if k.simd && hd%64 == 0 {
+		wsum64AVX512(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
 	if k.simd && hd%16 == 0 {
 		wsumAVX512(&w[0], &v[0], stride, n, hd, &out[0])
 		return
 	}
 	for p, wp := range w {
 		k.axpy(wp, v[p*stride:p*stride+hd], out)
+	}
+}
+
+// softmaxUnnorm sets x[i] = exp(x[i]*scale - max) and returns the sum of
+// the new x: a softmax without its final division, which the caller
+// applies where it is cheaper.
+func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
+	n16 := 0
+	mx := float32(math.Inf(-1))
+	if k.simd {
+		n16 = len(x) &^ 15
+		if n16 > 0 {
+			mx = scaleMaxAVX512(&x[0], n16, scale)
+		}
+	}
+	for i := n16; i < len(x); i++ {
+		x[i] *= scale
+		mx = max(mx, x[i])
+	}
+	var sum float32
+	if n16 > 0 {
+		sum = expSubSumAVX512(&x[0], n16, mx)
+	}
+	for i := n16; i < len(x); i++ {
+		e := expf(x[i] - mx)
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// siluMul sets o[i] = silu(g[i]) * u[i].
+func (k kern) siluMul(o, g, u []float32) {
+	n16 := 0
+	if k.simd {
+		n16 = len(o) &^ 15
+		if n16 > 0 {
+			_, _ = g[n16-1], u[n16-1]
+			siluMulAVX512(&o[0], &g[0], &u[0], n16)
+		}
+	}
+	for i := n16; i < len(o); i++ {
+		v := g[i]
+		o[i] = v / (1 + expf(-v)) * u[i]
 	}
 }
