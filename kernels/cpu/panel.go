@@ -24,6 +24,9 @@ const (
 	panelBlock = 64
 	panelsPer  = panelBlock / panelCols
 	panelMaxR  = 6
+	// panelMChunk bounds the activation rows one pass over the weight
+	// blocks takes (a multiple of panelMaxR).
+	panelMChunk = 96
 )
 
 // packPanels returns w (rows × k, row-major) as panels: panel q holds, for
@@ -77,11 +80,20 @@ type panelTask struct {
 }
 
 func (t *panelTask) run(lo, hi, wk int) {
+	// Rows go in chunks of panelMChunk, so that a chunk's activations stay
+	// in L2 while the blocks pass (prefill); decode batches are one chunk.
+	for m0 := 0; m0 < t.n; m0 += panelMChunk {
+		t.runRows(lo, hi, wk, m0, min(t.n, m0+panelMChunk))
+	}
+}
+
+// runRows computes rows [m0, m1) of blocks [lo, hi).
+func (t *panelTask) runRows(lo, hi, wk, m0, m1 int) {
 	x, w, out := t.x, t.w, t.out
 	K, xs, os := w.C, x.C, out.C
 	blockFloats := panelsPer * K * panelCols
 	groups := 0 // kernel calls per block
-	for m := 0; m < t.n; m += panelRows(t.n - m) {
+	for m := m0; m < m1; m += panelRows(m1 - m) {
 		groups++
 	}
 	// Each call prefetches its share of the next block, two lines per k.
@@ -98,8 +110,8 @@ func (t *panelTask) run(lo, hi, wk int) {
 		} else {
 			next = uintptr(unsafe.Pointer(&p[0]))
 		}
-		for m, g := 0, 0; m < t.n; g++ {
-			r := panelRows(t.n - m)
+		for m, g := m0, 0; m < m1; g++ {
+			r := panelRows(m1 - m)
 			pf := next + uintptr(g*share)
 			if pfStep == 0 {
 				pf = next
