@@ -101,12 +101,21 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
+// maskTimes are per-mask timings: thread CPU time (what the mask cost,
+// without time preempted on a loaded machine) and wall-clock time.
+type maskTimes struct{ cpu, wall []time.Duration }
+
+func (a *maskTimes) add(b maskTimes) {
+	a.cpu = append(a.cpu, b.cpu...)
+	a.wall = append(a.wall, b.wall...)
+}
+
 // replayTimes replays every instance of every case, timing each Mask
-// (thread CPU time; the goroutine is locked to its thread).
-func replayTimes(t testing.TB, c *Compiler, cases []replayCase) []time.Duration {
+// (thread CPU and wall time; the goroutine is locked to its thread).
+func replayTimes(t testing.TB, c *Compiler, cases []replayCase) maskTimes {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var times []time.Duration
+	var times maskTimes
 	for _, rc := range cases {
 		ct := rc.constraint(t)
 		for _, inst := range rc.Instances {
@@ -115,9 +124,10 @@ func replayTimes(t testing.TB, c *Compiler, cases []replayCase) []time.Duration 
 			m = mustMatcher(t, c, ct)
 			mask := NewBitmask(c.vocab.Size())
 			for _, tok := range append(toks, c.vocab.eos[0]) {
-				st := threadCPU()
+				st, wst := threadCPU(), time.Now()
 				m.Mask(mask)
-				times = append(times, threadCPU()-st)
+				times.wall = append(times.wall, time.Since(wst))
+				times.cpu = append(times.cpu, threadCPU()-st)
 				if !mask.Allowed(tok) {
 					t.Fatalf("%s: mask forbids %q", rc.Name, c.vocab.toks[tok])
 				}
@@ -145,8 +155,21 @@ func report(b *testing.B, times []time.Duration) {
 	b.ReportMetric(float64(len(times)), "samples")
 }
 
+// reportMasks reports thread CPU percentiles (see report) and wall-clock
+// p50, p99 and max.
+func reportMasks(b *testing.B, times maskTimes) {
+	report(b, times.cpu)
+	w := times.wall
+	slices.Sort(w)
+	q := func(p float64) float64 { return float64(w[int(p*float64(len(w)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.5), "wall-p50-µs")
+	b.ReportMetric(q(0.99), "wall-p99-µs")
+	b.ReportMetric(q(1), "wall-max-µs")
+}
+
 // BenchmarkMaskReplay reports per-mask thread CPU time percentiles (the
-// machine this runs on is shared, so wall time includes preemption). It
+// machine this runs on is shared, so wall time includes preemption), and
+// wall-clock p50/p99/max (wall-*). It
 // replays valid instances of realistic schemas
 // (testdata/replay.json), MaskBench-style, timing every mask:
 //   - cold: fresh compiler (terminal caches empty: first request ever);
@@ -158,15 +181,15 @@ func BenchmarkMaskReplay(b *testing.B) {
 	cases := loadReplay(b)
 	for _, rv := range realVocabs(b) {
 		b.Run(rv.name+"/cold", func(b *testing.B) {
-			var times []time.Duration
+			var times maskTimes
 			for b.Loop() {
 				c := NewCompiler(rv.v, 64)
-				times = append(times, replayTimes(b, c, cases)...)
+				times.add(replayTimes(b, c, cases))
 			}
-			report(b, times)
+			reportMasks(b, times)
 		})
 		b.Run(rv.name+"/cold-warmed", func(b *testing.B) {
-			var times []time.Duration
+			var times maskTimes
 			for b.Loop() {
 				c := NewCompiler(rv.v, 64)
 				b.StopTimer()
@@ -174,27 +197,27 @@ func BenchmarkMaskReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				times = append(times, replayTimes(b, c, cases)...)
+				times.add(replayTimes(b, c, cases))
 			}
-			report(b, times)
+			reportMasks(b, times)
 		})
 		b.Run(rv.name+"/miss", func(b *testing.B) {
 			c := NewCompilerWithOptions(rv.v, Options{MaskCacheBytes: 1})
 			replayTimes(b, c, cases)
-			var times []time.Duration
+			var times maskTimes
 			for b.Loop() {
-				times = append(times, replayTimes(b, c, cases)...)
+				times.add(replayTimes(b, c, cases))
 			}
-			report(b, times)
+			reportMasks(b, times)
 		})
 		b.Run(rv.name+"/hit", func(b *testing.B) {
 			c := NewCompiler(rv.v, 64)
 			replayTimes(b, c, cases)
-			var times []time.Duration
+			var times maskTimes
 			for b.Loop() {
-				times = append(times, replayTimes(b, c, cases)...)
+				times.add(replayTimes(b, c, cases))
 			}
-			report(b, times)
+			reportMasks(b, times)
 		})
 	}
 }

@@ -53,8 +53,8 @@ type terminal struct {
 	// budget is the compiler-wide byte budget for inner masks (nil: no
 	// limit); past it new masks are computed but not kept.
 	budget *atomic.Int64
-	steps  map[int32]*charStep // charStep memo, under mu
-	reps   []byte              // jointReps with the plain automaton
+	steps  map[stepKey]*charStep // charStep memo, under mu
+	reps   [][]byte              // jointReps per count slice, under mu
 }
 
 // innerMask is, for one terminal state q, the tokens whose bytes all keep
@@ -105,12 +105,14 @@ func (t *terminal) innerFor(q int32, v *Vocab) *innerMask {
 }
 
 func (t *terminal) computeInner(q int32, v *Vocab) *innerMask {
-	if r, ok := countState(v.plain, t, q); ok {
-		im := t.walkInner(q, v, v.plain.rest)
-		for i, w := range v.plain.upTo[r] {
-			im.words[i] |= w
+	for _, cs := range v.counts {
+		if r, ok := countState(cs, t, q); ok {
+			im := t.walkInner(q, v, cs.rest)
+			for i, w := range cs.upTo[r] {
+				im.words[i] |= w
+			}
+			return im.finish()
 		}
-		return im.finish()
 	}
 	for _, sl := range v.slices {
 		if subsumes(sl, t, q) {
@@ -135,6 +137,7 @@ func (w innerWalk) finish() *innerMask {
 
 // walkInner walks trie tr with the terminal automaton alone from q.
 func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
+	d := t.d
 	states := make([]int32, tr.maxDepth+1)
 	states[0] = q
 	words := make([]uint64, (len(v.toks)+63)/64)
@@ -142,14 +145,22 @@ func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
 	nodes := tr.nodes
 	for i := int32(1); i < int32(len(nodes)); {
 		nd := &nodes[i]
-		s := t.d.next(states[nd.depth-1], nd.b)
+		s := d.next(states[nd.depth-1], nd.b)
 		if s == deadState {
 			i = nd.end
 			continue
 		}
 		states[nd.depth] = s
-		for id := nd.tok; id >= 0; id = tr.same[id] {
-			words[id>>6] |= 1 << (uint(id) & 63)
+		// Branch-free "if tok >= 0, set its bit": about half the live
+		// nodes end a token, an unpredictable branch.
+		id := nd.tok
+		keep := uint64(int64(^id) >> 63) // all ones when id >= 0
+		id &= int32(keep)
+		words[id>>6] |= 1 << (uint(id) & 63) & keep
+		if nd.dup {
+			for id = tr.same[nd.tok]; id >= 0; id = tr.same[id] {
+				words[id>>6] |= 1 << (uint(id) & 63)
+			}
 		}
 		if accepting(s) && nd.end > i+1 {
 			bounds = append(bounds, i)
@@ -159,7 +170,8 @@ func (t *terminal) walkInner(q int32, v *Vocab, tr *trie) innerWalk {
 	return innerWalk{words: words, im: &innerMask{bounds: bounds, tr: tr}}
 }
 
-// charStep is what one more plain character does to a terminal state:
+// charStep is what one more character of a count slice's class (see
+// countPatterns) does to a terminal state:
 // fail (it may accept, or only some characters kill it), kill it on every
 // character (dead), or keep it alive in the states after.
 type charStep struct {
@@ -167,9 +179,9 @@ type charStep struct {
 	after      []int32
 }
 
-// countState reports whether, on strings of plain characters, state q
-// lives exactly up to r characters (r ≤ maxCountChars, where r =
-// maxCountChars also means "or more") and never accepts: then the plain
+// countState reports whether, on strings of cs's class of characters,
+// state q lives exactly up to r characters (r ≤ maxCountChars, where r =
+// maxCountChars also means "or more") and never accepts: then the class
 // tokens of at most r characters are allowed and longer ones are not. It
 // advances the set of states one character at a time, with the effect of
 // one character memoised per state, so the successive count states of a
@@ -210,10 +222,17 @@ func countState(cs *countSlice, t *terminal, q int32) (int, bool) {
 	return maxCountChars, true
 }
 
-// charStep returns (memoised) the effect of one plain character on q.
+// stepKey names a charStep: a count slice and a terminal state.
+type stepKey struct {
+	cs int
+	q  int32
+}
+
+// charStep returns (memoised) the effect of one class character on q.
 func (t *terminal) charStep(cs *countSlice, q int32) *charStep {
+	k := stepKey{cs.idx, q}
 	t.mu.Lock()
-	st := t.steps[q]
+	st := t.steps[k]
 	t.mu.Unlock()
 	if st != nil {
 		return st
@@ -221,15 +240,15 @@ func (t *terminal) charStep(cs *countSlice, q int32) *charStep {
 	st = t.computeCharStep(cs, q)
 	t.mu.Lock()
 	if t.steps == nil {
-		t.steps = map[int32]*charStep{}
+		t.steps = map[stepKey]*charStep{}
 	}
-	t.steps[q] = st
+	t.steps[k] = st
 	t.mu.Unlock()
 	return st
 }
 
 func (t *terminal) computeCharStep(cs *countSlice, q int32) *charStep {
-	reps := t.jointReps(cs.d)
+	reps := t.jointReps(cs)
 	type pair struct{ s, t int32 }
 	st := &charStep{}
 	dead, alive := false, false
@@ -272,15 +291,19 @@ func (t *terminal) computeCharStep(cs *countSlice, q int32) *charStep {
 	return st
 }
 
-// jointReps returns one byte per pair of byte classes of d and the
-// terminal (memoised for the plain-character automaton).
-func (t *terminal) jointReps(d *dfa) []byte {
+// jointReps returns one byte per pair of byte classes of the count
+// slice's automaton and the terminal's (memoised per count slice).
+func (t *terminal) jointReps(cs *countSlice) []byte {
 	t.mu.Lock()
-	reps := t.reps
+	var reps []byte
+	if cs.idx < len(t.reps) {
+		reps = t.reps[cs.idx]
+	}
 	t.mu.Unlock()
 	if reps != nil {
 		return reps
 	}
+	d := cs.d
 	var seen [256][256]bool
 	for b := 0; b < 256; b++ {
 		c1, c2 := d.class[b], t.d.class[b]
@@ -290,7 +313,10 @@ func (t *terminal) jointReps(d *dfa) []byte {
 		}
 	}
 	t.mu.Lock()
-	t.reps = reps
+	for len(t.reps) <= cs.idx {
+		t.reps = append(t.reps, nil)
+	}
+	t.reps[cs.idx] = reps
 	t.mu.Unlock()
 	return reps
 }

@@ -46,7 +46,10 @@ type Matcher struct {
 
 	dormant      bool // reasoning phase: no constraint yet
 	dormantSteps int
-	tail         []byte
+	// activated is the number of steps in steps that ended the reasoning
+	// phase (0 or 1), kept so that Accepted is O(1).
+	activated int
+	tail      []byte
 
 	// DeadEnds counts masks where nothing but EOS was possible although
 	// the grammar was incomplete (should stay 0).
@@ -231,6 +234,9 @@ func (m *Matcher) commit(set []thread, done, activation bool) {
 	off := int32(len(m.hist))
 	m.hist = append(m.hist, set...)
 	m.steps = append(m.steps, step{off: off, done: done, activation: activation})
+	if activation {
+		m.activated++
+	}
 }
 
 func (m *Matcher) acceptDormant(tok int32) error {
@@ -308,6 +314,7 @@ func (m *Matcher) Rollback(n int) error {
 		m.steps = m.steps[:len(m.steps)-1]
 		m.hist = m.hist[:last.off]
 		if last.activation {
+			m.activated--
 			m.dormant = true
 			m.dormantSteps--
 			m.tail = m.tail[:0]
@@ -317,16 +324,7 @@ func (m *Matcher) Rollback(n int) error {
 }
 
 // Accepted returns the number of tokens accepted so far.
-func (m *Matcher) Accepted() int { return len(m.steps) - 1 + m.dormantSteps - m.activations() }
-
-func (m *Matcher) activations() int {
-	for _, s := range m.steps {
-		if s.activation {
-			return 1
-		}
-	}
-	return 0
-}
+func (m *Matcher) Accepted() int { return len(m.steps) - 1 + m.dormantSteps - m.activated }
 
 // IsComplete reports whether the output so far is a complete word of the
 // grammar, so EOS is allowed now.

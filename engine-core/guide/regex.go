@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp/syntax"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode"
@@ -281,8 +281,13 @@ type dfa struct {
 	overflow atomic.Bool
 	// scratch, under mu
 	stack []int32
-	mark  []uint32
-	gen   uint32
+	seeds []int32
+	set   []int32
+	// single memoises, per NFA state, the id+1 of its closure's state.
+	single []int32
+	key    []byte
+	mark   []uint32
+	gen    uint32
 }
 
 func newDFA(n *nfa, maxStates int) *dfa {
@@ -336,6 +341,7 @@ func newDFA(n *nfa, maxStates int) *dfa {
 	d.nclass = c + 1
 	d.chunks = make([]atomic.Pointer[transChunk], (maxStates+chunkSize-1)/chunkSize)
 	d.mark = make([]uint32, len(n.states))
+	d.single = make([]int32, len(n.states))
 	d.mu.Lock()
 	d.intern(nil) // dead state, index 0
 	d.start = d.intern(d.closure([]int32{n.start}))
@@ -343,15 +349,16 @@ func newDFA(n *nfa, maxStates int) *dfa {
 	return d
 }
 
-// closure returns the sorted set of byte and match states reachable by
-// epsilon moves from seeds, skipping states that cannot reach a match.
+// closure computes into d.set the sorted set of byte and match states
+// reachable by epsilon moves from seeds, skipping states that cannot reach
+// a match (mu held; d.set is scratch, copied by intern when kept).
 func (d *dfa) closure(seeds []int32) []int32 {
 	d.gen++
 	if d.gen == 0 {
 		clear(d.mark)
 		d.gen = 1
 	}
-	var set []int32
+	set := d.set[:0]
 	d.stack = append(d.stack[:0], seeds...)
 	for len(d.stack) > 0 {
 		s := d.stack[len(d.stack)-1]
@@ -360,7 +367,7 @@ func (d *dfa) closure(seeds []int32) []int32 {
 			continue
 		}
 		d.mark[s] = d.gen
-		st := d.nfa.states[s]
+		st := &d.nfa.states[s]
 		switch st.kind {
 		case nByte, nMatch:
 			set = append(set, s)
@@ -368,23 +375,26 @@ func (d *dfa) closure(seeds []int32) []int32 {
 			d.stack = append(d.stack, st.out1, st.out)
 		}
 	}
-	sort.Slice(set, func(i, j int) bool { return set[i] < set[j] })
+	slices.Sort(set)
+	d.set = set
 	return set
 }
 
-// intern returns the id of a state set, adding it (mu held). It returns
-// the dead state when the automaton is full.
+// intern returns the id of a state set, adding it (mu held; set may be
+// scratch: it is copied when new). It returns the dead state when the
+// automaton is full.
 func (d *dfa) intern(set []int32) int32 {
-	key := make([]byte, 4*len(set))
+	key := d.key[:0]
 	flags := int32(0)
-	for i, s := range set {
-		binary.LittleEndian.PutUint32(key[4*i:], uint32(s))
+	for _, s := range set {
+		key = binary.LittleEndian.AppendUint32(key, uint32(s))
 		if d.nfa.states[s].kind == nMatch {
 			flags |= 1
 		} else {
 			flags |= 2
 		}
 	}
+	d.key = key
 	if idx, ok := d.index[string(key)]; ok {
 		return idx<<2 | flags
 	}
@@ -399,7 +409,7 @@ func (d *dfa) intern(set []int32) int32 {
 	if d.chunks[idx>>chunkShift].Load() == nil {
 		d.chunks[idx>>chunkShift].Store(&transChunk{t: make([]atomic.Int32, chunkSize*d.nclass)})
 	}
-	d.sets = append(d.sets, set)
+	d.sets = append(d.sets, slices.Clone(set))
 	d.index[string(key)] = idx
 	return idx<<2 | flags
 }
@@ -422,15 +432,27 @@ func (d *dfa) compute(idx int32, c uint8, slot *atomic.Int32) int32 {
 		return v - 1
 	}
 	b := d.rep[c]
-	var seeds []int32
+	seeds := d.seeds[:0]
+	one := true // every seed is the same NFA state
 	for _, s := range d.sets[idx] {
-		st := d.nfa.states[s]
+		st := &d.nfa.states[s]
 		if st.kind == nByte && st.lo <= b && b <= st.hi {
 			seeds = append(seeds, st.out)
+			one = one && st.out == seeds[0]
 		}
 	}
+	d.seeds = seeds
 	q := deadState
-	if len(seeds) > 0 {
+	switch {
+	case len(seeds) == 0:
+	case one && d.single[seeds[0]] != 0:
+		// Most transitions reach a state through one NFA state (the end
+		// of a character): its closure is memoised.
+		q = d.single[seeds[0]] - 1
+	case one:
+		q = d.intern(d.closure(seeds[:1]))
+		d.single[seeds[0]] = q + 1
+	default:
 		q = d.intern(d.closure(seeds))
 	}
 	slot.Store(q + 1)

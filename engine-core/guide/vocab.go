@@ -3,7 +3,7 @@ package guide
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -14,6 +14,7 @@ type trieNode struct {
 	end   int32
 	depth uint16
 	b     byte
+	dup   bool // tok has equal-bytes tokens (trie.same)
 }
 
 // trie is a flattened token trie; same chains tokens with equal bytes
@@ -24,20 +25,20 @@ type trie struct {
 	maxDepth int
 }
 
-// buildTrie lays out the tokens ids (non-empty, non-special) in preorder.
+// buildTrie lays out the tokens ids (non-empty, non-special, sorted by
+// sortByBytes) in preorder.
 func buildTrie(tokens [][]byte, ids []int32) *trie {
 	tr := &trie{same: make([]int32, len(tokens))}
 	for i := range tr.same {
 		tr.same[i] = -1
 	}
-	ids = append([]int32(nil), ids...)
-	sort.SliceStable(ids, func(a, b int) bool { return bytes.Compare(tokens[ids[a]], tokens[ids[b]]) < 0 })
 	tr.nodes = append(tr.nodes, trieNode{tok: -1})
 	path := []int32{0} // node index per depth
 	var prev []byte
 	for _, id := range ids {
 		t := tokens[id]
 		if prev != nil && bytes.Equal(t, prev) {
+			tr.nodes[path[len(t)]].dup = true
 			last := tr.nodes[path[len(t)]].tok
 			for tr.same[last] >= 0 {
 				last = tr.same[last]
@@ -67,6 +68,11 @@ func buildTrie(tokens [][]byte, ids []int32) *trie {
 	return tr
 }
 
+// sortByBytes orders ids by their tokens' bytes (equal bytes by id).
+func sortByBytes(tokens [][]byte, ids []int32) {
+	slices.SortStableFunc(ids, func(a, b int32) int { return bytes.Compare(tokens[a], tokens[b]) })
+}
+
 // slice is a precomputed part of the vocabulary (llguidance's slicer):
 // the tokens whose bytes match a regex that lexer states often subsume
 // (runs of plain JSON string characters), plus a trie of all other
@@ -94,20 +100,33 @@ type Vocab struct {
 	eos     []int32
 	*trie
 	slices []*slice
-	plain  *countSlice
+	// counts are the length-class slices, tried in order (plain JSON
+	// string characters first).
+	counts []*countSlice
 }
 
 // maxCountChars bounds the token lengths (in characters) a countSlice
 // sorts into length classes; longer tokens are walked.
 const maxCountChars = 32
 
-// countSlice sorts the tokens made only of plain JSON-string characters
-// by length. A lexeme state that keeps exactly the plain strings of at
-// most r characters alive (a JSON string with maxLength, or r unbounded)
-// allows upTo[r] plus whatever a walk of rest (every other token) finds.
+// countPatterns are the character classes of the length-class slices:
+// plain JSON-string characters (free and maxLength-bounded strings) and
+// ASCII letters and digits (identifier-like runs: the parts of e-mail
+// addresses and host names, `pattern` classes such as [A-Za-z0-9_-]{1,32}).
+var countPatterns = []string{
+	`[^"\\\x00-\x1F\x7F]+`,
+	`[a-zA-Z0-9]+`,
+}
+
+// countSlice sorts the tokens made only of one class of characters (see
+// countPatterns) by length. A lexeme state that keeps exactly the class
+// strings of at most r characters alive (a JSON string with maxLength, or
+// r unbounded) allows upTo[r] plus whatever a walk of rest (every other
+// token) finds.
 type countSlice struct {
-	d    *dfa       // plain characters, accepting at character boundaries
-	upTo [][]uint64 // upTo[k]: plain tokens of 1..k characters
+	idx  int        // position in Vocab.counts (memo key)
+	d    *dfa       // class characters, accepting at character boundaries
+	upTo [][]uint64 // upTo[k]: class tokens of 1..k characters
 	rest *trie
 }
 
@@ -140,6 +159,8 @@ func NewVocab(tokens [][]byte, eos []int32, special func(id int32) bool) (*Vocab
 			ids = append(ids, int32(i))
 		}
 	}
+	// Sorted once: every trie below takes an ordered subsequence.
+	sortByBytes(tokens, ids)
 	v.trie = buildTrie(tokens, ids)
 	for _, p := range slicePatterns {
 		n, err := compileNFA(p)
@@ -160,12 +181,18 @@ func NewVocab(tokens [][]byte, eos []int32, special func(id int32) bool) (*Vocab
 		sl.rest = buildTrie(tokens, rest)
 		v.slices = append(v.slices, sl)
 	}
-	v.plain = newCountSlice(tokens, ids, v.slices[0].d)
+	for i, p := range countPatterns {
+		n, err := compileNFA(p)
+		if err != nil {
+			return nil, fmt.Errorf("guide: count slice %s: %w", p, err)
+		}
+		v.counts = append(v.counts, newCountSlice(i, tokens, ids, newDFA(n, 0)))
+	}
 	return v, nil
 }
 
-func newCountSlice(tokens [][]byte, ids []int32, d *dfa) *countSlice {
-	cs := &countSlice{d: d, upTo: make([][]uint64, maxCountChars+1)}
+func newCountSlice(idx int, tokens [][]byte, ids []int32, d *dfa) *countSlice {
+	cs := &countSlice{idx: idx, d: d, upTo: make([][]uint64, maxCountChars+1)}
 	nw := (len(tokens) + 63) / 64
 	byLen := make([][]int32, maxCountChars+1)
 	var rest []int32
