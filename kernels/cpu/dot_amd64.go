@@ -43,16 +43,16 @@ func dotq8q8x4AVX512(xq *int8, xd *float32, w *byte, ws int, s *float32, ss int,
 // Panel kernels (panel_amd64.s, see panel.go): R rows × 64 columns.
 
 //go:noescape
-func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
 //go:noescape
-func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
 //go:noescape
-func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
 //go:noescape
-func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
+func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
 //go:noescape
 func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int)

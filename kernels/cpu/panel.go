@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 )
@@ -92,40 +91,22 @@ func (t *panelTask) runRows(lo, hi, wk, m0, m1 int) {
 	x, w, out := t.x, t.w, t.out
 	K, xs, os := w.C, x.C, out.C
 	blockFloats := panelsPer * K * panelCols
-	groups := 0 // kernel calls per block
-	for m := m0; m < m1; m += panelRows(m1 - m) {
-		groups++
-	}
-	// Each call prefetches its share of the next block, two lines per k.
-	share := (blockFloats*4 + groups - 1) / groups
-	step := min(128, (share/K+63)&^63)
 	for blk := lo; blk < hi; blk++ {
 		col0 := blk * panelBlock
 		valid := min(panelBlock, w.R-col0)
 		p := w.P[blk*blockFloats : (blk+1)*blockFloats]
-		var next uintptr
-		pfStep := 0
-		if blk+1 < hi {
-			next, pfStep = uintptr(unsafe.Pointer(&w.P[(blk+1)*blockFloats])), step
-		} else {
-			next = uintptr(unsafe.Pointer(&p[0]))
-		}
-		for m, g := m0, 0; m < m1; g++ {
+		for m := m0; m < m1; {
 			r := panelRows(m1 - m)
-			pf := next + uintptr(g*share)
-			if pfStep == 0 {
-				pf = next
-			}
 			xr := x.F[m*xs : (m+r-1)*xs+K]
 			if valid == panelBlock {
 				o := out.F[m*os+col0 : (m+r-1)*os+col0+panelBlock]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os, pf, pfStep)
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os)
 			} else {
 				if t.tile[wk] == nil {
 					t.tile[wk] = make([]float32, panelMaxR*panelBlock)
 				}
 				tile := t.tile[wk]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock, pf, pfStep)
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock)
 				for i := 0; i < r; i++ {
 					copy(out.F[(m+i)*os+col0:(m+i)*os+col0+valid], tile[i*panelBlock:i*panelBlock+valid])
 				}
@@ -146,16 +127,16 @@ func panelRows(left int) int {
 }
 
 // panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1).
-func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int, pf uintptr, pfStep int) {
+func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int) {
 	switch r {
 	case 6:
-		panel6AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+		panel6AVX512(x, xs, p, ps, k, out, os)
 	case 4:
-		panel4AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+		panel4AVX512(x, xs, p, ps, k, out, os)
 	case 2:
-		panel2AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+		panel2AVX512(x, xs, p, ps, k, out, os)
 	default:
-		panel1AVX512(x, xs, p, ps, k, out, os, pf, pfStep)
+		panel1AVX512(x, xs, p, ps, k, out, os)
 	}
 }
 

@@ -8,13 +8,9 @@
 // apart): per k, four 64-byte panel loads and R broadcasts of x[r][k] feed
 // 4·R FMAs into 4·R zmm accumulators, so no horizontal sums are needed and
 // every output accumulates over k in the same order whatever R is.
-// The 6- and 4-row kernels also prefetch, into L2, two cache lines at pf
-// per k, advancing pf by pfStep bytes: the caller points it at its share
-// of the next weight block, so that streaming weights from memory overlaps
-// the arithmetic on the block already in cache.
 
-// func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
-TEXT ·panel6AVX512(SB), NOSPLIT, $0-72
+// func panel6AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+TEXT ·panel6AVX512(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ xs+8(FP), R8
 	SHLQ $2, R8
@@ -28,8 +24,6 @@ TEXT ·panel6AVX512(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DX
 	MOVQ os+48(FP), AX
 	SHLQ $2, AX
-	MOVQ pf+56(FP), R12
-	MOVQ pfStep+64(FP), R13
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -91,9 +85,6 @@ loop6:
 	VFMADD231PS Z25, Z29, Z21
 	VFMADD231PS Z26, Z29, Z22
 	VFMADD231PS Z27, Z29, Z23
-	PREFETCHT1 (R12)
-	PREFETCHT1 64(R12)
-	ADDQ R13, R12
 	ADDQ $4, SI
 	ADDQ $64, DI
 	DECQ CX
@@ -131,8 +122,8 @@ store6:
 	VZEROUPPER
 	RET
 
-// func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
-TEXT ·panel4AVX512(SB), NOSPLIT, $0-72
+// func panel4AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+TEXT ·panel4AVX512(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ xs+8(FP), R8
 	SHLQ $2, R8
@@ -145,8 +136,6 @@ TEXT ·panel4AVX512(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DX
 	MOVQ os+48(FP), AX
 	SHLQ $2, AX
-	MOVQ pf+56(FP), R12
-	MOVQ pfStep+64(FP), R13
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -190,9 +179,6 @@ loop4:
 	VFMADD231PS Z25, Z31, Z13
 	VFMADD231PS Z26, Z31, Z14
 	VFMADD231PS Z27, Z31, Z15
-	PREFETCHT1 (R12)
-	PREFETCHT1 64(R12)
-	ADDQ R13, R12
 	ADDQ $4, SI
 	ADDQ $64, DI
 	DECQ CX
@@ -220,8 +206,8 @@ store4:
 	VZEROUPPER
 	RET
 
-// func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
-TEXT ·panel2AVX512(SB), NOSPLIT, $0-72
+// func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+TEXT ·panel2AVX512(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ xs+8(FP), R8
 	SHLQ $2, R8
@@ -275,8 +261,8 @@ store2:
 	VZEROUPPER
 	RET
 
-// func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)
-TEXT ·panel1AVX512(SB), NOSPLIT, $0-72
+// func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+TEXT ·panel1AVX512(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ xs+8(FP), R8
 	SHLQ $2, R8

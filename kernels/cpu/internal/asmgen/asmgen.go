@@ -41,15 +41,11 @@ func panel() string {
 	a.l(`// apart): per k, four 64-byte panel loads and R broadcasts of x[r][k] feed`)
 	a.l(`// 4·R FMAs into 4·R zmm accumulators, so no horizontal sums are needed and`)
 	a.l(`// every output accumulates over k in the same order whatever R is.`)
-	a.l(`// The 6- and 4-row kernels also prefetch, into L2, two cache lines at pf`)
-	a.l(`// per k, advancing pf by pfStep bytes: the caller points it at its share`)
-	a.l(`// of the next weight block, so that streaming weights from memory overlaps`)
-	a.l(`// the arithmetic on the block already in cache.`)
 	xaddr := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}
 	for _, R := range []int{6, 4, 2, 1} {
 		a.l(``)
-		a.l(`// func panel%dAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int, pf uintptr, pfStep int)`, R)
-		a.l(`TEXT ·panel%dAVX512(SB), NOSPLIT, $0-72`, R)
+		a.l(`// func panel%dAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)`, R)
+		a.l(`TEXT ·panel%dAVX512(SB), NOSPLIT, $0-56`, R)
 		a.l("\tMOVQ x+0(FP), SI")
 		a.l("\tMOVQ xs+8(FP), R8")
 		a.l("\tSHLQ $2, R8")
@@ -67,10 +63,6 @@ func panel() string {
 		a.l("\tMOVQ out+40(FP), DX")
 		a.l("\tMOVQ os+48(FP), AX")
 		a.l("\tSHLQ $2, AX")
-		if R >= 4 {
-			a.l("\tMOVQ pf+56(FP), R12")
-			a.l("\tMOVQ pfStep+64(FP), R13")
-		}
 		for i := 0; i < 4*R; i++ {
 			a.l("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 		}
@@ -87,11 +79,6 @@ func panel() string {
 			for q := 0; q < 4; q++ {
 				a.l("\tVFMADD231PS Z%d, Z%d, Z%d", 24+q, b, 4*r+q)
 			}
-		}
-		if R >= 4 {
-			a.l("\tPREFETCHT1 (R12)")
-			a.l("\tPREFETCHT1 64(R12)")
-			a.l("\tADDQ R13, R12")
 		}
 		a.l("\tADDQ $4, SI")
 		a.l("\tADDQ $64, DI")
