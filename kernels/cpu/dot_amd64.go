@@ -55,6 +55,18 @@ func panel2AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, o
 func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
 //go:noescape
+func panel6pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+
+//go:noescape
+func panel4pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+
+//go:noescape
+func panel2pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+
+//go:noescape
+func panel1pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
+
+//go:noescape
 func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int)
 
 // exp_amd64.s

@@ -57,3 +57,19 @@ func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float3
 func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32) {
 	panic("unreachable")
 }
+
+func panel6pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
+	panic("unreachable")
+}
+
+func panel4pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
+	panic("unreachable")
+}
+
+func panel2pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
+	panic("unreachable")
+}
+
+func panel1pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
+	panic("unreachable")
+}

@@ -100,13 +100,13 @@ func (t *panelTask) runRows(lo, hi, wk, m0, m1 int) {
 			xr := x.F[m*xs : (m+r-1)*xs+K]
 			if valid == panelBlock {
 				o := out.F[m*os+col0 : (m+r-1)*os+col0+panelBlock]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os)
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os, m == m0)
 			} else {
 				if t.tile[wk] == nil {
 					t.tile[wk] = make([]float32, panelMaxR*panelBlock)
 				}
 				tile := t.tile[wk]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock)
+				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock, m == m0)
 				for i := 0; i < r; i++ {
 					copy(out.F[(m+i)*os+col0:(m+i)*os+col0+valid], tile[i*panelBlock:i*panelBlock+valid])
 				}
@@ -126,8 +126,23 @@ func panelRows(left int) int {
 	return r
 }
 
-// panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1).
-func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int) {
+// panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1); first
+// selects the variant that prefetches the weight streams (a block's first
+// row group, which reads them from memory).
+func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int, first bool) {
+	if first {
+		switch r {
+		case 6:
+			panel6pfAVX512(x, xs, p, ps, k, out, os)
+		case 4:
+			panel4pfAVX512(x, xs, p, ps, k, out, os)
+		case 2:
+			panel2pfAVX512(x, xs, p, ps, k, out, os)
+		default:
+			panel1pfAVX512(x, xs, p, ps, k, out, os)
+		}
+		return
+	}
 	switch r {
 	case 6:
 		panel6AVX512(x, xs, p, ps, k, out, os)

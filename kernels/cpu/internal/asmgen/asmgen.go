@@ -28,7 +28,11 @@ func (a *asm) l(format string, args ...any) {
 	a.b.WriteByte('\n')
 }
 
-// panel writes panel{6,4,2,1}AVX512.
+// panelAhead is the prefetch distance of the pf kernels, in bytes of each
+// panel stream (32 steps of k).
+const panelAhead = 2048
+
+// panel writes panel{6,4,2,1}AVX512 and their pf variants.
 func panel() string {
 	var a asm
 	a.l(`#include "textflag.h"`)
@@ -41,11 +45,21 @@ func panel() string {
 	a.l(`// apart): per k, four 64-byte panel loads and R broadcasts of x[r][k] feed`)
 	a.l(`// 4·R FMAs into 4·R zmm accumulators, so no horizontal sums are needed and`)
 	a.l(`// every output accumulates over k in the same order whatever R is.`)
+	a.l(`// The pf variants also prefetch each panel stream panelAhead bytes ahead:`)
+	a.l(`// the caller uses them for a block's first row group, which streams the`)
+	a.l(`// weights from memory (later groups find them in L2).`)
 	xaddr := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}
-	for _, R := range []int{6, 4, 2, 1} {
+	for _, v := range []struct {
+		R  int
+		pf bool
+	}{{6, false}, {4, false}, {2, false}, {1, false}, {6, true}, {4, true}, {2, true}, {1, true}} {
+		R, sfx := v.R, ""
+		if v.pf {
+			sfx = "pf"
+		}
 		a.l(``)
-		a.l(`// func panel%dAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)`, R)
-		a.l(`TEXT ·panel%dAVX512(SB), NOSPLIT, $0-56`, R)
+		a.l(`// func panel%d%sAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)`, R, sfx)
+		a.l(`TEXT ·panel%d%sAVX512(SB), NOSPLIT, $0-56`, R, sfx)
 		a.l("\tMOVQ x+0(FP), SI")
 		a.l("\tMOVQ xs+8(FP), R8")
 		a.l("\tSHLQ $2, R8")
@@ -67,8 +81,14 @@ func panel() string {
 			a.l("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 		}
 		a.l("\tTESTQ CX, CX")
-		a.l("\tJEQ store%d", R)
-		a.l("loop%d:", R)
+		a.l("\tJEQ store%d%s", R, sfx)
+		a.l("loop%d%s:", R, sfx)
+		if v.pf {
+			a.l("\tPREFETCHT0 %d(DI)", panelAhead)
+			a.l("\tPREFETCHT0 %d(DI)(R15*1)", panelAhead)
+			a.l("\tPREFETCHT0 %d(DI)(R15*2)", panelAhead)
+			a.l("\tPREFETCHT0 %d(DI)(R14*1)", panelAhead)
+		}
 		a.l("\tVMOVUPS (DI), Z24")
 		a.l("\tVMOVUPS (DI)(R15*1), Z25")
 		a.l("\tVMOVUPS (DI)(R15*2), Z26")
@@ -83,8 +103,8 @@ func panel() string {
 		a.l("\tADDQ $4, SI")
 		a.l("\tADDQ $64, DI")
 		a.l("\tDECQ CX")
-		a.l("\tJNZ loop%d", R)
-		a.l("store%d:", R)
+		a.l("\tJNZ loop%d%s", R, sfx)
+		a.l("store%d%s:", R, sfx)
 		for r := 0; r < R; r++ {
 			for q := 0; q < 4; q++ {
 				off := "(DX)"
