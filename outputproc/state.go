@@ -68,7 +68,7 @@ type Delta struct {
 // State is the output state of one completion.
 type State struct {
 	p        Params
-	dec      *detok.Decoder
+	dec      detok.Decoder // by value: one allocation, adjacent lines
 	stop     *stopstr.Matcher
 	interval int
 
@@ -86,9 +86,20 @@ type State struct {
 
 // New returns the state of one completion decoded with tok.
 func New(tok tokenizer.Tokenizer, p Params) *State {
-	s := &State{
+	s := new(State)
+	s.Init(tok, p)
+	return s
+}
+
+// Init sets s up as New does, in place: a caller serving many streams can
+// keep each State inside its own per-stream struct, so that the State and
+// the caller's fields share cache lines and one allocation (at a thousand
+// streams every stream's state is cold by its next token, and each line is
+// a cache miss).
+func (s *State) Init(tok tokenizer.Tokenizer, p Params) {
+	*s = State{
 		p:        p,
-		dec:      detok.New(tok, detok.Options{SkipSpecial: p.SkipSpecial, PromptIDs: p.PromptIDs}),
+		dec:      *detok.New(tok, detok.Options{SkipSpecial: p.SkipSpecial, PromptIDs: p.PromptIDs}),
 		interval: p.StreamInterval,
 	}
 	if s.interval < 1 {
@@ -97,7 +108,6 @@ func New(tok tokenizer.Tokenizer, p Params) *State {
 	if len(p.Stops) > 0 {
 		s.stop = stopstr.New(p.Stops, p.IncludeStop)
 	}
-	return s
 }
 
 // Finished reports whether the completion has ended.

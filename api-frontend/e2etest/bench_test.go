@@ -21,9 +21,16 @@ import (
 
 // procCPU returns the user+system CPU time of pid from /proc/<pid>/stat.
 func procCPU(pid int) (time.Duration, error) {
+	u, s, err := procCPUSplit(pid)
+	return u + s, err
+}
+
+// procCPUSplit returns the user and the system CPU time of pid from
+// /proc/<pid>/stat.
+func procCPUSplit(pid int) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
@@ -32,10 +39,10 @@ func procCPU(pid int) (time.Duration, error) {
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
 	const hz = 100 // USER_HZ
-	return time.Duration(ut+st) * time.Second / hz, nil
+	return time.Duration(ut) * time.Second / hz, time.Duration(st) * time.Second / hz, nil
 }
 
 // BenchmarkFrontendCPU measures the api-frontend process's CPU time per
@@ -137,7 +144,7 @@ func benchOnce(b *testing.B, streams, interval, stepMS int, window time.Duration
 	}
 	time.Sleep(time.Second) // settle
 	chunks0 := scrape(b, base, "sluice_frontend_sse_chunks_total")
-	cpu0, err := procCPU(fe.cmd.Process.Pid)
+	user0, sys0, err := procCPUSplit(fe.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,21 +162,27 @@ func benchOnce(b *testing.B, streams, interval, stepMS int, window time.Duration
 		}()
 	}
 	time.Sleep(window)
-	cpu1, _ := procCPU(fe.cmd.Process.Pid)
+	user1, sys1, _ := procCPUSplit(fe.cmd.Process.Pid)
 	_, gen1 := statsOf()
 	el := time.Since(t0)
 	chunks1 := scrape(b, base, "sluice_frontend_sse_chunks_total")
 	cancel()
 	wg.Wait()
 	tokens := gen1 - gen0
-	cpu := cpu1 - cpu0
+	user, sys := user1-user0, sys1-sys0
+	cpu := user + sys
 	usPerTok := float64(cpu.Microseconds()) / float64(tokens)
 	b.ReportMetric(usPerTok, "cpu-us/token")
+	// user space (frontend code, runtime) and kernel (mostly the socket
+	// writes) apart: the kernel share varies most with the machine's load.
+	b.ReportMetric(float64(user.Microseconds())/float64(tokens), "user-us/token")
+	b.ReportMetric(float64(sys.Microseconds())/float64(tokens), "sys-us/token")
 	b.ReportMetric(float64(tokens)/el.Seconds(), "tokens/s")
 	b.ReportMetric((chunks1-chunks0)/float64(tokens), "chunks/token")
 	b.ReportMetric(cpu.Seconds()/el.Seconds(), "frontend-cores")
-	b.Logf("streams=%d interval=%d: %d tokens in %s, frontend CPU %s → %.2f µs/token, %.3f chunks/token",
-		streams, interval, tokens, el.Round(time.Millisecond), cpu, usPerTok, (chunks1-chunks0)/float64(tokens))
+	b.Logf("streams=%d interval=%d: %d tokens in %s, frontend CPU %s (user %s, sys %s) → %.2f µs/token (user %.2f, sys %.2f), %.3f chunks/token",
+		streams, interval, tokens, el.Round(time.Millisecond), cpu, user, sys, usPerTok,
+		float64(user.Microseconds())/float64(tokens), float64(sys.Microseconds())/float64(tokens), (chunks1-chunks0)/float64(tokens))
 }
 
 func decodeStats(b *testing.B, raw []byte) ipc.SchedulerStats {

@@ -23,16 +23,47 @@ import (
 // genRequest is one HTTP generation request and its choices. mu guards the
 // mailbox and the choices' output state; the engine's output goroutine
 // fills the mailbox, the handler goroutine drains it.
+//
+// The fields the output goroutine touches for every token come first, so
+// that they share few cache lines: with 1024 streams a stream's state has
+// left the CPU caches by its next token, and each line is a miss.
 type genRequest struct {
-	s       *Server
-	chat    bool
+	s  *Server
+	mu sync.Mutex
+
+	buf    []byte // pending SSE bytes (stream), after chunkHeadroom
+	events int    // SSE events in buf
+	// Direct writes (hijacked HTTP/1.1 streams): the output goroutine writes
+	// the mailbox itself when the socket accepts it at once.
+	direct *hijackedSSE
+	fd     int    // direct.fd, valid while direct is set
+	framed []byte // framed bytes a partial direct write left, written first
+	engine int
+
+	done       bool
+	firstSeen  bool // a choice produced its first output
+	writing    bool // the handler is writing: others only append
+	terminated bool // the final chunk is written or in framed
+	chat       bool
+	// copies of opts fields, set by run
+	stream    bool
+	contUsage bool
+	logprobs  int
+
+	opts      *openai.Options
+	hdr       openai.StreamHeader
+	remaining int // choices not finished
+	cached    int
+	choices   []*choice
+	err       *openai.Error // request failed (stream: error event already queued)
+	// choice0 holds the first choice (most requests have one), in the
+	// request's allocation next to its hot fields.
+	choice0 choice
+
 	id      string
 	model   string
 	created int64
 	arrival time.Time
-	opts    *openai.Options
-	hdr     openai.StreamHeader
-	engine  int
 
 	// prompt accounting for usage
 	promptTokens int
@@ -43,46 +74,32 @@ type genRequest struct {
 	// on wake alone.
 	clientGone atomic.Bool
 	ending     atomic.Bool
-
-	mu     sync.Mutex
-	buf    *[]byte // pending SSE bytes (stream), after chunkHeadroom
-	events int     // SSE events in buf
-	// Direct writes (hijacked HTTP/1.1 streams): the output goroutine writes
-	// the mailbox itself when the socket accepts it at once.
-	direct     *hijackedSSE
-	framed     []byte // framed bytes a partial direct write left, written first
-	writing    bool   // the handler is writing: others only append
-	terminated bool   // the final chunk is written or in framed
-	choices    []*choice
-	remaining  int // choices not finished
-	done       bool
-	err        *openai.Error // request failed (stream: error event already queued)
-	firstSeen  bool          // a choice produced its first output
-	cached     int
 }
 
-// choice is one completion of a request (one engine request).
+// choice is one completion of a request (one engine request). As in
+// genRequest, the fields used for every streamed token come first.
 type choice struct {
-	r         *genRequest
-	index     int
+	r          *genRequest
+	st         *outputproc.State
+	lastOut    time.Time
+	index      int
+	textOffset int // characters streamed so far (legacy logprobs)
+	finished   bool
+	namedSent  bool
+	namedTool  bool // named tool_choice read by tools: finish "stop"
+	// afterReasoning: the constraint starts after the reasoning end.
+	afterReasoning bool
+	state          outputproc.State // st points here: same allocation
+
+	echo      string // text to put before the first delta
 	engineID  string
 	promptIDs []int32
-	st        *outputproc.State
-	finished  bool
 
 	// chat parsers
 	reasoning ReasoningParser
 	tools     toolparse.Parser
 	named     string // named tool_choice, arguments only: the function
-	namedSent bool
-	namedTool bool // named tool_choice read by tools: finish "stop"
-	// afterReasoning: the constraint starts after the reasoning end.
-	afterReasoning bool
-	toolIDGen      func() string
-
-	echo       string // text to put before the first delta
-	textOffset int    // characters streamed so far (legacy logprobs)
-	lastOut    time.Time
+	toolIDGen func() string
 
 	// non-streamed accumulation
 	text      strings.Builder
@@ -116,21 +133,44 @@ func (ch *choice) Output(out *ipc.Output) bool {
 		r.s.metrics.itl.Observe(now.Sub(ch.lastOut).Seconds())
 	}
 	ch.lastOut = now
-	hold := r.opts.Stream && (len(*r.buf) > chunkHeadroom || len(r.framed) > 0 || r.writing)
+	hold := r.stream && (len(r.buf) > chunkHeadroom || len(r.framed) > 0 || r.writing)
 	d, abort := ch.st.Process(out, hold)
 	wake := false
 	if d != nil {
+		// When the chunk can go straight to the socket, render it in a
+		// pooled scratch buffer, which stays in this core's cache from one
+		// token to the next, instead of the stream's own mailbox buffer,
+		// whose lines 1024 streams have evicted since its last token.
+		var scratch *[]byte
+		var mailbox []byte
+		if r.stream && !hold && r.directReady() {
+			scratch = getBuf()
+			mailbox, r.buf = r.buf, *scratch
+		}
 		ch.deliver(d)
 		// Write from here when the socket takes it at once; otherwise (or
 		// with no direct path) the handler goroutine writes. Held tokens
 		// wake nobody.
 		wake = !r.tryDirect()
+		if scratch != nil {
+			*scratch, r.buf = r.buf, mailbox
+			if len(*scratch) > chunkHeadroom { // not written: the engine began lagging
+				r.buf = append(r.buf, (*scratch)[chunkHeadroom:]...)
+			}
+			putBuf(scratch)
+		}
 	}
 	r.mu.Unlock()
 	if wake {
 		r.signal()
 	}
 	return abort
+}
+
+// directReady reports whether tryDirect may write now (before the lagging
+// check); r.mu is held.
+func (r *genRequest) directReady() bool {
+	return r.direct != nil && !r.writing && len(r.framed) == 0 && !r.terminated
 }
 
 // tryDirect writes the mailbox to a hijacked connection without blocking,
@@ -140,7 +180,7 @@ func (ch *choice) Output(out *ipc.Output) bool {
 // part (the rest goes to r.framed for the handler), or the stream ended.
 // r.mu is held.
 func (r *genRequest) tryDirect() bool {
-	if r.direct == nil || r.writing || len(r.framed) > 0 || r.terminated {
+	if !r.directReady() {
 		return false
 	}
 	if r.s.deps.Engines.Lagging(r.engine) {
@@ -148,12 +188,18 @@ func (r *genRequest) tryDirect() bool {
 		// handler goroutines (all cores) instead.
 		return false
 	}
-	size := len(*r.buf) - chunkHeadroom
+	size := len(r.buf) - chunkHeadroom
 	if size <= 0 && !r.done {
 		return true
 	}
-	b := frameChunk(r.buf, r.done)
-	n, err := r.direct.tryWrite(b)
+	b := frameChunk(&r.buf, r.done)
+	var n int
+	var err error
+	if r.fd >= 0 {
+		n, err = sendNonBlocking(r.fd, b)
+	} else {
+		n, err = r.direct.tryWrite(b)
+	}
 	if r.done {
 		r.terminated = true
 	}
@@ -164,7 +210,7 @@ func (r *genRequest) tryDirect() bool {
 	}
 	if err != nil && !errors.Is(err, syscall.EAGAIN) {
 		r.clientGone.Store(true)
-		*r.buf = (*r.buf)[:chunkHeadroom]
+		r.buf = r.buf[:chunkHeadroom]
 		return false
 	}
 	if n < 0 {
@@ -172,10 +218,10 @@ func (r *genRequest) tryDirect() bool {
 	}
 	if n < len(b) {
 		r.framed = append(r.framed, b[n:]...)
-		*r.buf = (*r.buf)[:chunkHeadroom]
+		r.buf = r.buf[:chunkHeadroom]
 		return false
 	}
-	*r.buf = (*r.buf)[:chunkHeadroom]
+	r.buf = r.buf[:chunkHeadroom]
 	return !r.done
 }
 
@@ -269,8 +315,8 @@ func (r *genRequest) fail(e *openai.Error) {
 	r.err = e
 	r.done = true
 	if r.opts.Stream {
-		b := openai.AppendErrorEvent(*r.buf, e)
-		*r.buf = append(b, openai.Done...)
+		b := openai.AppendErrorEvent(r.buf, e)
+		r.buf = append(b, openai.Done...)
 		r.events += 2
 	}
 }
@@ -281,13 +327,13 @@ func (r *genRequest) finishStream() {
 	if !r.opts.Stream {
 		return
 	}
-	b := *r.buf
+	b := r.buf
 	if r.opts.IncludeUsage {
 		u := r.usage()
 		b = openai.AppendUsageChunk(b, &r.hdr, &u)
 		r.events++
 	}
-	*r.buf = append(b, openai.Done...)
+	r.buf = append(b, openai.Done...)
 	r.events++
 }
 
@@ -391,7 +437,7 @@ func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.St
 		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
 		u = &uu
 	}
-	*r.buf = openai.AppendChatChunk(*r.buf, &r.hdr, &c, u)
+	r.buf = openai.AppendChatChunk(r.buf, &r.hdr, &c, u)
 	r.events++
 }
 
@@ -426,7 +472,7 @@ func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop ope
 	if d.First && ch.echo != "" {
 		text = ch.echo + text
 	}
-	if !r.opts.Stream {
+	if !r.stream {
 		ch.text.WriteString(text)
 		ch.ids = append(ch.ids, d.TokenIDs...)
 		ch.logprobs = append(ch.logprobs, d.Logprobs...)
@@ -435,23 +481,23 @@ func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop ope
 		}
 		return
 	}
-	if text == "" && finish == "" && (r.opts.Logprobs < 0 || len(d.TokenIDs) == 0) {
+	if text == "" && finish == "" && (r.logprobs < 0 || len(d.TokenIDs) == 0) {
 		return
 	}
 	c := openai.CompletionChoice{Index: ch.index, Text: text, FinishReason: finish, StopReason: stop}
 	var lp openai.Logprobs
-	if r.opts.Logprobs >= 0 {
+	if r.logprobs >= 0 {
 		lp = openai.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer, TextOffset: ch.textOffset}
 		c.Logprobs = &lp
 	}
 	ch.textOffset += utf8.RuneCountInString(text)
 	var u *openai.Usage
 	var uu openai.Usage
-	if r.opts.ContinuousUsage {
+	if r.contUsage {
 		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
 		u = &uu
 	}
-	*r.buf = openai.AppendCompletionChunk(*r.buf, &r.hdr, &c, u)
+	r.buf = openai.AppendCompletionChunk(r.buf, &r.hdr, &c, u)
 	r.events++
 }
 
@@ -493,9 +539,10 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 		return
 	}
 	r.engine = eng
+	r.stream, r.contUsage, r.logprobs = r.opts.Stream, r.opts.ContinuousUsage, r.opts.Logprobs
 	r.wake = make(chan struct{}, 1)
 	if r.opts.Stream {
-		r.buf = getBuf()
+		r.buf = *getBuf()
 	}
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
@@ -572,20 +619,20 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 	defer w.close()
 	if h, ok := w.(*hijackedSSE); ok && h.rc != nil {
 		r.mu.Lock()
-		r.direct = h
+		r.direct, r.fd = h, h.fd
 		r.mu.Unlock()
 		r.signal() // write what arrived before the direct path existed
 	}
 	spare := getBuf()
 	var framed []byte
 	defer func() {
-		putBuf(spare)
+		// The mailbox's array goes back to the pool; spare's takes its
+		// place for appends that still arrive.
 		r.mu.Lock()
-		b := r.buf
-		r.buf = getBuf()
-		r.direct = nil
+		*spare, r.buf = r.buf, (*spare)[:chunkHeadroom]
+		r.direct, r.fd = nil, -1
 		r.mu.Unlock()
-		putBuf(b)
+		putBuf(spare)
 	}()
 	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
 	defer stopEnd()
@@ -601,9 +648,8 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 		}
 		r.mu.Lock()
 		framed, r.framed = r.framed, framed[:0]
-		out := r.buf
-		*spare = (*spare)[:chunkHeadroom]
-		r.buf = spare
+		*spare, r.buf = r.buf, (*spare)[:chunkHeadroom]
+		out := spare
 		n := r.events
 		r.events = 0
 		done := r.done
@@ -613,7 +659,6 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 		}
 		r.writing = true
 		r.mu.Unlock()
-		spare = out
 		var werr error
 		if len(framed) > 0 {
 			werr = w.writeRaw(framed)
@@ -626,7 +671,7 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 		}
 		r.mu.Lock()
 		r.writing = false
-		more := len(*r.buf) > chunkHeadroom || len(r.framed) > 0 || (r.done && !r.terminated)
+		more := len(r.buf) > chunkHeadroom || len(r.framed) > 0 || (r.done && !r.terminated)
 		r.mu.Unlock()
 		if werr != nil || (done && !more) {
 			return

@@ -45,8 +45,13 @@ func (s *Server) newGenRequest(chat bool, model string, o *openai.Options, id st
 // newChoice builds choice index of r for a prompt.
 func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
 	o := r.opts
-	ch := &choice{r: r, index: index, engineID: r.id + "-" + itoa(index), promptIDs: promptIDs}
-	ch.st = outputproc.New(r.s.deps.Tokenizer, outputproc.Params{
+	ch := &r.choice0
+	if index > 0 {
+		ch = new(choice)
+	}
+	*ch = choice{r: r, index: index, engineID: r.id + "-" + itoa(index), promptIDs: promptIDs}
+	ch.st = &ch.state
+	ch.st.Init(r.s.deps.Tokenizer, outputproc.Params{
 		StreamInterval: o.StreamInterval,
 		FinalOnly:      !o.Stream,
 		Stops:          o.Stops,

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 )
@@ -82,10 +84,11 @@ func startSSE(c *gin.Context, sndBuf int, gone func()) (sseWriter, error) {
 			if tc, ok := conn.(*net.TCPConn); ok && sndBuf > 0 {
 				_ = tc.SetWriteBuffer(sndBuf)
 			}
-			h := &hijackedSSE{conn: conn}
+			h := &hijackedSSE{conn: conn, fd: -1}
 			if sc, ok := conn.(syscall.Conn); ok {
 				if rc, err := sc.SyscallConn(); err == nil {
 					h.rc = rc
+					_ = rc.Control(func(fd uintptr) { h.fd = int(fd) })
 				}
 			}
 			head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n" +
@@ -127,6 +130,11 @@ func canHijack(w gin.ResponseWriter) bool {
 type hijackedSSE struct {
 	conn net.Conn
 	rc   syscall.RawConn // for non-blocking writes; nil if unavailable
+	// fd is the socket (non-blocking, as the runtime's poller sets every
+	// socket) for the raw sends of tryWrite and writeRaw; -1 if unavailable. It stays valid
+	// until close, which the stream calls only after detaching the writer
+	// from its request (r.direct = nil under r.mu).
+	fd int
 }
 
 func (h *hijackedSSE) write(buf *[]byte, last bool) error {
@@ -137,13 +145,63 @@ func (h *hijackedSSE) writeRaw(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
+	if h.fd >= 0 {
+		// Usually the socket takes it all at once: skip net.Conn's
+		// poller bookkeeping and syscall hooks as tryWrite does, and
+		// wait through the poller only for what is left.
+		n, err := sendNonBlocking(h.fd, b)
+		if err != nil && err != syscall.EAGAIN {
+			return err
+		}
+		if b = b[max(n, 0):]; len(b) == 0 {
+			return nil
+		}
+	}
 	_, err := h.conn.Write(b)
 	return err
 }
 
 // tryWrite writes b without waiting: it returns how much the socket took
 // (syscall.EAGAIN when none).
+//
+// It is the one syscall per streamed token, so it goes straight to
+// send(2) with MSG_DONTWAIT: no poll.FD lock and poller reset, no
+// entersyscall/exitsyscall (RawSyscall), and none of write(2)'s VFS work
+// (fdget_pos, rw_verify_area, fsnotify). MSG_NOSIGNAL turns a closed peer
+// into EPIPE without a SIGPIPE. Besides their own cost, the runtime's
+// syscall hooks let sysmon hand the P of a write that took more than
+// 20 µs (a preempted vCPU) to another thread, and then poll every 20 µs.
+// A MSG_DONTWAIT send never sleeps, so keeping the P is right.
+// BenchmarkLoopbackWriteFloor (api-frontend/e2etest) compares the ways.
 func (h *hijackedSSE) tryWrite(b []byte) (int, error) {
+	if h.fd < 0 {
+		return h.tryWriteRC(b)
+	}
+	return sendNonBlocking(h.fd, b)
+}
+
+// sendNonBlocking is tryWrite on the socket fd.
+func sendNonBlocking(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		runtime.KeepAlive(b)
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return 0, e
+		}
+	}
+}
+
+// tryWriteRC is tryWrite through the RawConn (no descriptor was known).
+func (h *hijackedSSE) tryWriteRC(b []byte) (int, error) {
 	var n int
 	var werr error
 	err := h.rc.Write(func(fd uintptr) bool {

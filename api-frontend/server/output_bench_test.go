@@ -1,0 +1,127 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/ipc"
+)
+
+// idleTransport is an engine connection that is up and never lags: the
+// benchmark below feeds outputs to the sinks itself.
+type idleTransport struct {
+	outputs chan *ipc.Outputs
+	events  chan engineclient.Event
+}
+
+func (t *idleTransport) Send(ipc.Kind, any) error          { return nil }
+func (t *idleTransport) Outputs() <-chan *ipc.Outputs      { return t.outputs }
+func (t *idleTransport) Events() <-chan engineclient.Event { return t.events }
+func (t *idleTransport) Ready() (ipc.Ready, bool)          { return ipc.Ready{ModelName: "m"}, true }
+func (t *idleTransport) Close()                            {}
+func (t *idleTransport) Call(string, []byte, time.Duration) (*ipc.UtilityResult, error) {
+	return nil, fmt.Errorf("idle transport: no calls")
+}
+
+// BenchmarkStreamOutput is the frontend's own per-token work at stream
+// interval 1 without the engine, the HTTP clients or any other process:
+// 1024 streams, each a direct (hijacked) loopback TCP connection drained by
+// a reader goroutine, take one engine output in turn through
+// choice.Output — output state, detokenization, chunk rendering, framing
+// and the one non-blocking send — on a locked OS thread whose user and
+// system CPU time (getrusage RUSAGE_THREAD) is reported per token. Next to
+// BenchmarkLoopbackWriteFloor (api-frontend/e2etest), the difference is
+// what the frontend adds to the send itself.
+//
+//	go test -run XXX -bench StreamOutput -benchtime 300000x ./api-frontend/server/
+func BenchmarkStreamOutput(b *testing.B) {
+	const streams = 1024
+	tr := &idleTransport{outputs: make(chan *ipc.Outputs), events: make(chan engineclient.Event)}
+	client := engineclient.New([]engineclient.Transport{tr}, engineclient.Options{})
+	srv := New(Config{ServedModelNames: []string{"m"}}, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	chs := make([]*choice, streams)
+	outs := make([]ipc.Output, streams)
+	for i := range chs {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := &hijackedSSE{conn: c, rc: rc, fd: -1}
+		_ = rc.Control(func(fd uintptr) { h.fd = int(fd) })
+		opts := &openai.Options{N: 1, Logprobs: -1, Stream: true, StreamInterval: 1}
+		r := &genRequest{s: srv, opts: opts, id: fmt.Sprintf("cmpl-%08d", i), model: "m", firstSeen: true}
+		r.hdr = openai.NewStreamHeader(r.id, "text_completion", time.Now().Unix(), "m")
+		r.stream, r.logprobs = true, -1
+		r.buf = *getBuf()
+		r.direct, r.fd = h, h.fd
+		r.wake = make(chan struct{}, 1)
+		ch := r.newChoice(0, []int32{'x'})
+		r.choices, r.remaining = []*choice{ch}, 1
+		chs[i] = ch
+		outs[i] = ipc.Output{RequestID: ch.engineID, NewTokenIDs: []int32{int32('a' + i%26)}}
+	}
+	// one token each, so that every stream is past its first token
+	for i, ch := range chs {
+		ch.Output(&outs[i])
+	}
+	done := make(chan [2]time.Duration)
+	b.ResetTimer()
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var r0, r1 syscall.Rusage
+		_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
+		for i := 0; i < b.N; i++ {
+			ch := chs[i%streams]
+			ch.Output(&outs[i%streams])
+			if r := ch.r; len(r.framed) > 0 { // the socket was full: catch up
+				r.mu.Lock()
+				_, _ = r.direct.conn.Write(r.framed)
+				r.framed = r.framed[:0]
+				r.mu.Unlock()
+			}
+		}
+		_ = syscall.Getrusage(1, &r1)
+		done <- [2]time.Duration{
+			time.Duration(r1.Utime.Nano() - r0.Utime.Nano()),
+			time.Duration(r1.Stime.Nano() - r0.Stime.Nano()),
+		}
+	}()
+	cpu := <-done
+	b.StopTimer()
+	b.ReportMetric(float64((cpu[0]+cpu[1]).Nanoseconds())/1e3/float64(b.N), "cpu-us/token")
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/float64(b.N), "user-us/token")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/float64(b.N), "sys-us/token")
+	for _, ch := range chs {
+		if ch.r.err != nil {
+			b.Fatalf("stream failed: %v", ch.r.err.Message)
+		}
+	}
+}
