@@ -159,26 +159,19 @@ type Backend interface {
 
 // MatMulPreparer is implemented by backends that re-lay a weight once for
 // faster MatMul (the CPU backend packs F32 weights into column panels).
-// Model loaders call it for every weight they pass to MatMul; the tensor
-// keeps its other uses (Embed, ToHost) unchanged.
+// Model loaders call it for every weight they pass to MatMul. keepRows
+// says the tensor has other uses (Embed of a tied embedding table), so
+// that its row-major form must stay; otherwise the backend may drop it.
 type MatMulPreparer interface {
-	PrepareMatMul(w Tensor) error
+	PrepareMatMul(w Tensor, keepRows bool) error
 }
 
-// PrepareMatMul calls be.PrepareMatMul for each of ws when be implements
-// MatMulPreparer, skipping nil tensors.
-func PrepareMatMul(be Backend, ws ...Tensor) error {
+// PrepareMatMul calls be.PrepareMatMul(w, keepRows) when be implements
+// MatMulPreparer and w is not nil.
+func PrepareMatMul(be Backend, w Tensor, keepRows bool) error {
 	p, ok := be.(MatMulPreparer)
-	if !ok {
+	if !ok || w == nil {
 		return nil
 	}
-	for _, w := range ws {
-		if w == nil {
-			continue
-		}
-		if err := p.PrepareMatMul(w); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.PrepareMatMul(w, keepRows)
 }

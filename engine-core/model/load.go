@@ -474,14 +474,17 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	// let the backend re-lay the matmul weights once (CPU: column panels)
+	// Let the backend re-lay the matmul weights once (CPU: column panels);
+	// a tied classifier is also the embedding table, whose rows Embed reads.
 	mats := []kernels.Tensor{m.LMHead}
 	for i := range m.Layers {
 		L := &m.Layers[i]
 		mats = append(mats, L.Wq, L.Wk, L.Wv, L.Wo, L.Gate, L.Up, L.Down)
 	}
-	if err := kernels.PrepareMatMul(be, mats...); err != nil {
-		return nil, fmt.Errorf("model: %s: prepare weights: %w", src.path(), err)
+	for _, w := range mats {
+		if err := kernels.PrepareMatMul(be, w, w == m.Embed); err != nil {
+			return nil, fmt.Errorf("model: %s: prepare weights: %w", src.path(), err)
+		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
 	if m.rope, err = be.WeightF32(c.MaxPos, c.HeadDim, table); err != nil {

@@ -41,9 +41,9 @@ func (f *fakeDevice) ToHost(t kernels.Tensor, n int) []float32 {
 // PrepareMatMul passes weight preparation (the CPU backend's panel
 // packing, when it has it) through to the wrapped backend, so the fake
 // computes the same logits as a plain CPU runner.
-func (f *fakeDevice) PrepareMatMul(w kernels.Tensor) error {
-	if p, ok := f.Backend.(interface{ PrepareMatMul(kernels.Tensor) error }); ok {
-		return p.PrepareMatMul(w)
+func (f *fakeDevice) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
+	if p, ok := f.Backend.(kernels.MatMulPreparer); ok {
+		return p.PrepareMatMul(w, keepRows)
 	}
 	return nil
 }

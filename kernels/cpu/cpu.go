@@ -101,7 +101,7 @@ func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
 
 // MatMul sets out[:n] = x[:n] · wᵀ.
 func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
-	if wh := w.(*kernels.Host); wh.P != nil && n >= 2 {
+	if wh := w.(*kernels.Host); wh.P != nil && n > 0 {
 		b.matmulPanels(out.(*kernels.Host), x.(*kernels.Host), wh, n)
 		return
 	}

@@ -69,7 +69,7 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 			if v.packed {
 				// a copy, so that the other variants keep the unpacked weight
 				wc := *w
-				if err := b.PrepareMatMul(&wc); err != nil {
+				if err := b.PrepareMatMul(&wc, false); err != nil {
 					t.Fatal(err)
 				}
 				if !q8 && hasAVX512 && out >= panelCols && wc.P == nil {
@@ -343,7 +343,7 @@ func BenchmarkMatMulModel(b *testing.B) {
 					w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
 				}
 				if c.packed {
-					if err := be.PrepareMatMul(w); err != nil {
+					if err := be.PrepareMatMul(w, false); err != nil {
 						b.Fatal(err)
 					}
 				}

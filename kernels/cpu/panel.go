@@ -51,11 +51,13 @@ func packPanels(w []float32, rows, k int) []float32 {
 }
 
 // PrepareMatMul packs an F32 weight into panels for the assembly kernels
-// (see packPanels). Other weights, and every weight when the assembly
-// kernels are off, are left alone. The row-major data stays in place for
-// Embed and ToHost; a memory-mapped F32 weight thus costs its packed size
-// in memory once, the mapping only page cache.
-func (b *Backend) PrepareMatMul(w kernels.Tensor) error {
+// (see packPanels), which then serve every MatMul with it, batch 1
+// included. Without keepRows the row-major floats are dropped: a weight
+// converted from F16 or BF16 at load is then held once, and a
+// memory-mapped F32 one costs its packed copy (the mapping is page cache).
+// Other weights, and every weight when the assembly kernels are off, are
+// left alone.
+func (b *Backend) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
 	h, ok := w.(*kernels.Host)
 	if !ok {
 		return fmt.Errorf("cpu: PrepareMatMul: %T is not a host tensor", w)
@@ -67,6 +69,9 @@ func (b *Backend) PrepareMatMul(w kernels.Tensor) error {
 		return fmt.Errorf("cpu: PrepareMatMul: %d×%d weight holds %d floats", h.R, h.C, len(h.F))
 	}
 	h.P = packPanels(h.F, h.R, h.C)
+	if !keepRows {
+		h.F = nil
+	}
 	return nil
 }
 
