@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	zmq "github.com/pebbe/zmq4"
 	"go.uber.org/zap"
@@ -111,35 +110,43 @@ func applyCurveServer(ctx *zmq.Context, sock *zmq.Socket, c *CurveServer, log *z
 	}
 	go func() {
 		defer rep.Close()
-		poller := zmq.NewPoller()
-		poller.Add(rep, zmq.POLLIN)
+		// Waits in Go's network poller, not in a cgo zmq_poll (see
+		// sockWaiter); the waiter is closed before the socket.
+		w, err := newSockWaiter(rep)
+		if err != nil {
+			log.Warn("zmq socket wait falls back to polling every "+fallbackTick.String(), zap.String("socket", "zap handler"), zap.Error(err))
+		}
+		defer w.close()
 		for {
+			for readable(rep) {
+				msg, err := rep.RecvMessage(zmq.DONTWAIT)
+				if err != nil {
+					break
+				}
+				if len(msg) < 6 {
+					// A REP must answer before it can receive again.
+					rep.SendMessage("1.0", "", "400", "malformed ZAP request", "", "")
+					continue
+				}
+				// ZAP request (RFC 27): version, request id, domain,
+				// address, identity, mechanism, credentials…; CURVE's
+				// credential is the client's 32-byte public key.
+				version, reqID, mechanism := msg[0], msg[1], msg[5]
+				status, text := "400", "denied"
+				if mechanism == "CURVE" && len(msg) >= 7 {
+					if key := zmq.Z85encode(msg[6]); allowed[key] {
+						status, text = "200", "OK"
+					} else {
+						log.Warn("CURVE client not in the allow list", zap.String("client_key", key), zap.String("address", msg[3]))
+					}
+				}
+				rep.SendMessage(version, reqID, status, text, "", "")
+			}
 			select {
 			case <-stop:
 				return
-			default:
+			case <-w.C:
 			}
-			polled, _ := poller.Poll(100 * time.Millisecond)
-			if len(polled) == 0 {
-				continue
-			}
-			msg, err := rep.RecvMessage(0)
-			if err != nil || len(msg) < 6 {
-				continue
-			}
-			// ZAP request (RFC 27): version, request id, domain, address,
-			// identity, mechanism, credentials…; CURVE's credential is the
-			// client's 32-byte public key.
-			version, reqID, mechanism := msg[0], msg[1], msg[5]
-			status, text := "400", "denied"
-			if mechanism == "CURVE" && len(msg) >= 7 {
-				if key := zmq.Z85encode(msg[6]); allowed[key] {
-					status, text = "200", "OK"
-				} else {
-					log.Warn("CURVE client not in the allow list", zap.String("client_key", key), zap.String("address", msg[3]))
-				}
-			}
-			rep.SendMessage(version, reqID, status, text, "", "")
 		}
 	}()
 	return nil

@@ -210,27 +210,36 @@ func (s *EngineSocket) outputLoop() {
 }
 
 // ioLoop owns the ROUTER: it receives and decodes frontend frames, forwards
-// encoded frames from the output goroutine, and runs liveness.
+// encoded frames from the output goroutine, and runs liveness. Like the
+// frontend's, it waits in a select on its sockets' ZMQ_FDs (sockWaiter) and
+// a ticker, never in a cgo zmq_poll.
 func (s *EngineSocket) ioLoop() {
 	defer close(s.ioDone)
 	defer close(s.in)
 	defer s.pull.Close()
+	// The router is closed by Close after ioDone; both waiters let go of
+	// their descriptors before that.
+	routerW := s.waiter(s.router, "router")
+	defer routerW.close()
+	pullW := s.waiter(s.pull, "inproc pull")
+	defer pullW.close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	codec := ipc.NewCodec()
-	poller := zmq.NewPoller()
-	poller.Add(s.router, zmq.POLLIN)
-	poller.Add(s.pull, zmq.POLLIN)
 	lastPing := time.Now()
 	pingFrame := []byte{}
+	var err error
 	for {
-		polled, err := poller.Poll(100 * time.Millisecond)
-		if err != nil && zmq.AsErrno(err) != zmq.Errno(4) { // EINTR is retried
-			s.log.Error("poll", zap.Error(err))
-		}
-		for _, p := range polled {
-			switch p.Socket {
-			case s.router:
+		// Drain until a whole pass finds nothing (see sockWaiter): sends on
+		// the router may consume its ZMQ_FD edge.
+		for busy := true; busy; {
+			busy = false
+			if readable(s.router) {
+				busy = true
 				s.drainRouter(codec)
-			case s.pull:
+			}
+			if readable(s.pull) {
+				busy = true
 				if stop := s.drainPull(codec); stop {
 					return
 				}
@@ -244,7 +253,7 @@ func (s *EngineSocket) ioLoop() {
 				pingFrame = append([]byte(nil), pingFrame...)
 			}
 		}
-		// Liveness is checked every poll (≤ 100 ms), not only when pinging,
+		// Liveness is checked every wake-up (≤ 100 ms), not only when pinging,
 		// so a dead frontend is dropped within the timeout of its last frame.
 		var gone []string
 		s.mu.Lock()
@@ -265,7 +274,24 @@ func (s *EngineSocket) ioLoop() {
 			s.log.Warn("frontend silent, dropping its requests", zap.String("frontend", id), zap.Duration("timeout", s.cfg.LivenessTimeout))
 			s.deliver(Inbound{Frontend: id, Kind: KindFrontendGone})
 		}
+		if ping {
+			continue // the pings were router calls: drain again before waiting
+		}
+		select {
+		case <-routerW.C:
+		case <-pullW.C:
+		case <-tick.C:
+		}
 	}
+}
+
+// waiter starts a sockWaiter for one of the I/O goroutine's sockets.
+func (s *EngineSocket) waiter(sock *zmq.Socket, name string) *sockWaiter {
+	w, err := newSockWaiter(sock)
+	if err != nil {
+		s.log.Warn("zmq socket wait falls back to polling every "+fallbackTick.String(), zap.String("socket", name), zap.Error(err))
+	}
+	return w
 }
 
 func (s *EngineSocket) sendRaw(to string, frame []byte) {

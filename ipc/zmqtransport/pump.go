@@ -4,7 +4,8 @@
 // The engine binds one ROUTER (EngineSocket); every frontend connects a
 // DEALER whose identity is its frontend id (EngineConn). A zmq socket is not
 // goroutine-safe, so each side has one I/O goroutine that owns its network
-// socket and polls it together with an inproc PULL; senders hand encoded
+// socket and waits on it together with an inproc PULL (in Go's network
+// poller, through the sockets' ZMQ_FDs: see sockWaiter); senders hand encoded
 // frames to an output goroutine that pushes them through the inproc pair.
 // The engine's step loop therefore never waits on the network.
 //
