@@ -12,7 +12,9 @@
 // state, the tokens that stay inside the terminal (computed once, shared by
 // every grammar using that regex, e.g. "inside a JSON string"), so only the
 // subtrees where a terminal can end mid-token need the parser; and per
-// grammar, finished masks keyed by the full matcher state. Computing a
+// grammar, finished masks keyed by the full matcher state, with a memo of
+// the transitions between those states, so that on a repeated (state,
+// token) Accept and the next Mask are a table lookup each. Computing a
 // wide terminal state uses precomputed vocabulary slices (runs of plain
 // JSON-string characters, and runs of plain or of ASCII letters and digits
 // sorted by length for maxLength-bounded strings and identifier-like
@@ -51,7 +53,8 @@ type Options struct {
 	// CacheSize is how many compiled grammars (and compile failures) are
 	// kept, least recently used evicted first. Default 64.
 	CacheSize int
-	// MaskCacheBytes bounds each grammar's state→mask cache. Default 8 MiB.
+	// MaskCacheBytes bounds each grammar's state→mask cache, and half of
+	// it each grammar's transition memo (see memo.go). Default 8 MiB.
 	MaskCacheBytes int
 	// MaxDFAStates caps each terminal's lazy automaton. Default 32768.
 	MaxDFAStates int
@@ -235,6 +238,7 @@ func (c *Compiler) build(ct ipc.Constraint) (*Grammar, error) {
 	}
 	g.hash = ct.Hash
 	g.masks = newMaskCache(c.opts.MaskCacheBytes)
+	g.memo = newMemo(c.opts.MaskCacheBytes / 2)
 	g.reasoningEnd = []byte(c.opts.ReasoningEnd)
 	return g, nil
 }

@@ -37,6 +37,7 @@ type Grammar struct {
 	stubWS int32
 	hash   string
 	masks  *maskCache
+	memo   *memo
 	// reasoningEnd is the marker after which an AfterReasoning matcher
 	// starts constraining.
 	reasoningEnd []byte
@@ -435,16 +436,21 @@ func newMaskCache(limit int) *maskCache {
 	return &maskCache{m: map[string]*cachedMask{}, limit: limit}
 }
 
-// get fills dst from the cache, reporting whether the key was present.
-func (c *maskCache) get(key []byte, dst *Bitmask) bool {
+// get returns the cached mask of key, or nil.
+func (c *maskCache) get(key []byte) *cachedMask {
 	c.mu.Lock()
 	e := c.m[string(key)]
 	c.mu.Unlock()
 	if e == nil {
 		c.misses.Add(1)
-		return false
+		return nil
 	}
 	c.hits.Add(1)
+	return e
+}
+
+// load fills dst from a cached mask.
+func (dst *Bitmask) load(e *cachedMask) {
 	if e.sparse && e.words == nil {
 		clear(dst.words)
 		for _, id := range e.ids {
@@ -452,15 +458,16 @@ func (c *maskCache) get(key []byte, dst *Bitmask) bool {
 		}
 		dst.ids = append(dst.ids[:0], e.ids...)
 		dst.sparse, dst.count = true, len(e.ids)
-		return true
+		return
 	}
 	copy(dst.words, e.words)
 	dst.ids = append(dst.ids[:0], e.ids...)
 	dst.sparse, dst.count = e.sparse, e.count
-	return true
 }
 
-func (c *maskCache) put(key []byte, m *Bitmask) {
+// put caches m (finished) under key and returns the cache's entry for
+// key (a new immutable copy of m when there was none).
+func (c *maskCache) put(key []byte, m *Bitmask) *cachedMask {
 	e := &cachedMask{sparse: m.sparse, count: m.count}
 	if m.sparse {
 		e.ids = append([]int32(nil), m.ids...)
@@ -470,12 +477,12 @@ func (c *maskCache) put(key []byte, m *Bitmask) {
 		e.words = append([]uint64(nil), m.words...)
 	}
 	if e.size() > c.limit {
-		return
+		return e
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[string(key)]; ok {
-		return
+	if old, ok := c.m[string(key)]; ok {
+		return old
 	}
 	for c.bytes+e.size() > c.limit && len(c.m) > 0 {
 		// Map iteration order is random: evict an arbitrary entry.
@@ -491,4 +498,5 @@ func (c *maskCache) put(key []byte, m *Bitmask) {
 	}
 	c.m[string(key)] = e
 	c.bytes += e.size()
+	return e
 }

@@ -15,12 +15,15 @@ type thread struct{ pos, q, stk int32 }
 type frame struct{ ret, parent int32 }
 
 // step is the matcher state after one accepted token: the thread set is
-// hist[off:next step's off].
+// hist[off:next step's off]. A step reached through the grammar's
+// transition memo has off -1 until its threads are needed: nd then holds
+// the state (see memo.go), and materialize rebuilds the threads from it.
 type step struct {
 	off        int32
 	done       bool // the grammar is complete: EOS may follow
 	eos        bool // EOS was accepted
 	activation bool // this token ended the reasoning phase
+	nd         *node
 }
 
 // Limits that keep hostile grammars from exhausting time or memory; past
@@ -59,6 +62,7 @@ type Matcher struct {
 	arena      []thread
 	offs       []int
 	key        []byte
+	rets       []int32
 	expansions int
 }
 
@@ -73,6 +77,7 @@ func (g *Grammar) NewMatcher(afterReasoning bool) *Matcher {
 		intern:  map[uint64]int32{},
 		dormant: afterReasoning,
 		offs:    make([]int, g.vocab.maxDepth+2),
+		steps:   make([]step, 0, 64), // grows with the output: start past the small sizes
 	}
 	start := g.stub
 	if afterReasoning {
@@ -85,8 +90,52 @@ func (g *Grammar) NewMatcher(afterReasoning bool) *Matcher {
 
 // cur returns the current thread set and completeness.
 func (m *Matcher) cur() ([]thread, step) {
-	s := m.steps[len(m.steps)-1]
-	return m.hist[s.off:], s
+	s := &m.steps[len(m.steps)-1]
+	if s.off < 0 {
+		m.materialize(s)
+	}
+	return m.hist[s.off:], *s
+}
+
+// curEmpty reports whether the current thread set is empty, without
+// materializing it.
+func (m *Matcher) curEmpty() bool {
+	s := &m.steps[len(m.steps)-1]
+	if s.off < 0 {
+		return s.nd.empty
+	}
+	return len(m.hist) == int(s.off)
+}
+
+// materialize rebuilds the threads of s (the last step, reached through
+// the memo) from its node's key, appending them to hist.
+func (m *Matcher) materialize(s *step) {
+	s.off = int32(len(m.hist))
+	k := s.nd.key[1:] // after the done flag
+	get := func() int32 {
+		var u uint32
+		for sh := uint(0); ; sh += 7 {
+			c := k[0]
+			k = k[1:]
+			u |= uint32(c&0x7f) << sh
+			if c < 0x80 {
+				return int32(u)
+			}
+		}
+	}
+	for len(k) > 0 {
+		pos, q := get(), get()
+		rets := m.rets[:0]
+		for r := get(); r != 0; r = get() {
+			rets = append(rets, r-1)
+		}
+		m.rets = rets
+		var stk int32
+		for j := len(rets) - 1; j >= 0; j-- {
+			stk = m.frameID(rets[j], stk)
+		}
+		m.hist = append(m.hist, thread{pos, q, stk})
+	}
 }
 
 // push returns the stack with ret pushed on parent. A return to the end
@@ -96,6 +145,11 @@ func (m *Matcher) push(ret, parent int32) int32 {
 	if m.g.syms[ret] == symEnd {
 		return parent
 	}
+	return m.frameID(ret, parent)
+}
+
+// frameID interns the frame (ret, parent).
+func (m *Matcher) frameID(ret, parent int32) int32 {
 	k := uint64(uint32(ret))<<32 | uint64(uint32(parent))
 	if id, ok := m.intern[k]; ok {
 		return id
@@ -208,12 +262,21 @@ func (m *Matcher) Accept(tok int32) error {
 	if m.dormant {
 		return m.acceptDormant(tok)
 	}
-	cur, st := m.cur()
+	st := m.steps[len(m.steps)-1]
+	prev := st.nd
+	if prev != nil {
+		// A token already accepted from this state (never EOS or a
+		// special token) leads where it led before.
+		if nx := m.g.memo.next(prev, tok); nx != nil {
+			m.steps = append(m.steps, step{off: -1, done: nx.done, nd: nx})
+			return nil
+		}
+	}
 	if st.eos && !v.isEOS(tok) {
 		return fmt.Errorf("guide: token %d after EOS: %w", tok, ErrRejected)
 	}
 	if v.isEOS(tok) {
-		if !st.done && len(cur) > 0 {
+		if !st.done && !m.curEmpty() {
 			return fmt.Errorf("guide: EOS before the output is complete: %w", ErrRejected)
 		}
 		m.steps = append(m.steps, step{off: int32(len(m.hist)), done: true, eos: true})
@@ -227,7 +290,21 @@ func (m *Matcher) Accept(tok int32) error {
 		return fmt.Errorf("guide: token %d %q: %w", tok, v.toks[tok], ErrRejected)
 	}
 	m.commit(set, done, false)
+	nx := m.node()
+	if prev != nil {
+		m.g.memo.link(prev, tok, nx)
+	}
 	return nil
+}
+
+// node returns the memo node of the current (non-EOS) state, interning it.
+func (m *Matcher) node() *node {
+	s := &m.steps[len(m.steps)-1]
+	if s.nd == nil {
+		cur, st := m.cur()
+		s.nd = m.g.memo.intern(m.stateKey(cur, st.done), len(cur) == 0)
+	}
+	return s.nd
 }
 
 func (m *Matcher) commit(set []thread, done, activation bool) {
@@ -312,7 +389,9 @@ func (m *Matcher) Rollback(n int) error {
 			continue
 		}
 		m.steps = m.steps[:len(m.steps)-1]
-		m.hist = m.hist[:last.off]
+		if last.off >= 0 {
+			m.hist = m.hist[:last.off]
+		}
 		if last.activation {
 			m.activated--
 			m.dormant = true
@@ -332,8 +411,8 @@ func (m *Matcher) IsComplete() bool {
 	if m.dormant {
 		return false
 	}
-	cur, st := m.cur()
-	return st.done || st.eos || len(cur) == 0
+	st := m.steps[len(m.steps)-1]
+	return st.done || st.eos || m.curEmpty()
 }
 
 // IsDone reports whether generation must end: EOS was accepted, or the
@@ -342,8 +421,7 @@ func (m *Matcher) IsDone() bool {
 	if m.dormant {
 		return false
 	}
-	cur, st := m.cur()
-	return st.eos || len(cur) == 0
+	return m.steps[len(m.steps)-1].eos || m.curEmpty()
 }
 
 // Dormant reports whether the matcher is still waiting for the end of
@@ -367,17 +445,26 @@ func (m *Matcher) Mask(dst *Bitmask) {
 		dst.SetAll()
 		return
 	}
-	cur, st := m.cur()
-	if st.eos {
+	if m.steps[len(m.steps)-1].eos {
 		dst.clear()
 		m.setEOS(dst)
 		dst.finish()
 		return
 	}
-	key := m.stateKey(cur, st.done)
-	if m.g.masks.get(key, dst) {
+	nd := m.node()
+	if e := nd.mask.Load(); e != nil {
+		m.g.masks.hits.Add(1)
+		dst.load(e)
 		return
 	}
+	key := append(m.key[:0], nd.key...)
+	m.key = key
+	if e := m.g.masks.get(key); e != nil {
+		nd.mask.Store(e)
+		dst.load(e)
+		return
+	}
+	cur, st := m.cur()
 	dst.clear()
 	if st.done {
 		m.setEOS(dst)
@@ -390,7 +477,7 @@ func (m *Matcher) Mask(dst *Bitmask) {
 		dst.finish()
 		return
 	}
-	m.g.masks.put(key, dst)
+	nd.mask.Store(m.g.masks.put(key, dst))
 }
 
 func (m *Matcher) setEOS(dst *Bitmask) {

@@ -1,6 +1,9 @@
 package sample
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // lanes32 receives expAVX512's per-lane sums and counts (the assembly
 // relies on this layout). Lanes sum in float32, so callers pass at most a
@@ -244,4 +247,59 @@ func bandIDsGeneric(x []float32, base int32, lb, width uint32, idx []int32) int 
 		k += b2i(math.Float32bits(v)-lb < width)
 	}
 	return k
+}
+
+// negInf64 is a block of -inf, copied over fully disallowed mask words.
+var negInf64 = func() (b [64]float32) {
+	for i := range b {
+		b[i] = float32(math.Inf(-1))
+	}
+	return b
+}()
+
+// maskWords sets row[i] = -inf for every id i whose bit (bit i%64 of
+// words[i/64]) is clear, and for the ids past the last word. It works a
+// 64-bit word at a time: all-ones words cost one test.
+func maskWords(row []float32, words []uint64) {
+	full := min(len(words), len(row)/64)
+	if haveAVX512 && full > 0 {
+		maskWordsAVX512(row[:full*64], words[:full])
+	} else {
+		maskWordsGeneric(row[:full*64], words[:full])
+	}
+	for i := full * 64; i < len(row); i++ {
+		if w := i >> 6; w >= len(words) || words[w]&(1<<(uint(i)&63)) == 0 {
+			row[i] = negInf
+		}
+	}
+}
+
+// maskWordsGeneric is maskWordsAVX512 in plain Go (len(row) is
+// 64*len(words)).
+func maskWordsGeneric(row []float32, words []uint64) {
+	for w, x := range words {
+		if x == ^uint64(0) {
+			continue
+		}
+		blk := row[w*64 : w*64+64 : w*64+64]
+		if bits.OnesCount64(x) <= 16 {
+			// Few allowed: keep them, fill the block, put them back.
+			var keep [16]float32
+			k := 0
+			for y := x; y != 0; y &= y - 1 {
+				keep[k] = blk[bits.TrailingZeros64(y)]
+				k++
+			}
+			copy(blk, negInf64[:])
+			k = 0
+			for y := x; y != 0; y &= y - 1 {
+				blk[bits.TrailingZeros64(y)] = keep[k]
+				k++
+			}
+			continue
+		}
+		for z := ^x; z != 0; z &= z - 1 {
+			blk[bits.TrailingZeros64(z)] = negInf
+		}
+	}
 }

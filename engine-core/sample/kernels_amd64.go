@@ -48,3 +48,10 @@ func compressAVX512(x []float32, base int32, lo, hi float32, idx *int32, val *fl
 //
 //go:noescape
 func bandIDsAVX512(x []float32, lo, width uint32, idx *int32) int
+
+// maskWordsAVX512 sets x[i] = -inf where bit i%64 of words[i/64] is
+// clear; len(x) is 64*len(words), len(words) > 0. All-ones words are
+// skipped; the others cost four masked stores.
+//
+//go:noescape
+func maskWordsAVX512(x []float32, words []uint64)

@@ -310,3 +310,37 @@ bdloop:
 	VZEROUPPER
 	RET
 
+
+// func maskWordsAVX512(x []float32, words []uint64)
+// x[i] = -inf where bit i of words (little-endian bit order) is clear.
+TEXT ·maskWordsAVX512(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), DI
+	MOVQ words_base+24(FP), SI
+	MOVQ words_len+32(FP), CX
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z0
+
+maskloop:
+	MOVQ  (SI), AX
+	NOTQ  AX
+	TESTQ AX, AX
+	JZ    masknext // every id of the word allowed
+	KMOVW AX, K1
+	VMOVUPS Z0, K1, (DI)
+	SHRQ  $16, AX
+	KMOVW AX, K2
+	VMOVUPS Z0, K2, 64(DI)
+	SHRQ  $16, AX
+	KMOVW AX, K3
+	VMOVUPS Z0, K3, 128(DI)
+	SHRQ  $16, AX
+	KMOVW AX, K4
+	VMOVUPS Z0, K4, 192(DI)
+
+masknext:
+	ADDQ $8, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  maskloop
+	VZEROUPPER
+	RET

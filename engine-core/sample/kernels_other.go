@@ -15,3 +15,5 @@ func compressAVX512(x []float32, base int32, lo, hi float32, idx *int32, val *fl
 }
 
 func bandIDsAVX512(x []float32, lo, width uint32, idx *int32) int { panic("unreachable") }
+
+func maskWordsAVX512(x []float32, words []uint64) { panic("unreachable") }

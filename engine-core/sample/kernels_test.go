@@ -152,6 +152,16 @@ func FuzzKernels(f *testing.F) {
 			row[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 		}
 		checkKernels(t, row, lo, hi)
+		// The same bytes as a bitset over the row (a shorter one when
+		// the row's length is odd).
+		words := make([]uint64, len(data)/8)
+		for i := range words {
+			words[i] = binary.LittleEndian.Uint64(data[8*i:])
+		}
+		if len(row)%2 == 1 && len(words) > 0 {
+			words = words[:len(words)-1]
+		}
+		checkMaskWords(t, row, words)
 	})
 }
 
@@ -174,6 +184,74 @@ func TestSortCoarse(t *testing.T) {
 		sortCoarse(q, &k)
 		if !slices.Equal(q, want) {
 			t.Fatalf("trial %d: %v, want %v", trial, q, want)
+		}
+	}
+}
+
+// TestMaskWords checks maskWords (assembly where the CPU has it) and its
+// plain-Go word loop against the per-id rule, bit for bit, over rows
+// whose lengths are and are not multiples of 64, bitsets shorter than the
+// row, and words of every density (all-ones, zero, a few bits, most bits).
+func TestMaskWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	randWord := func() uint64 {
+		switch rng.IntN(5) {
+		case 0:
+			return ^uint64(0)
+		case 1:
+			return 0
+		case 2: // a few bits
+			var w uint64
+			for range 1 + rng.IntN(16) {
+				w |= 1 << rng.IntN(64)
+			}
+			return w
+		case 3: // most bits
+			w := ^uint64(0)
+			for range 1 + rng.IntN(8) {
+				w &^= 1 << rng.IntN(64)
+			}
+			return w
+		}
+		return rng.Uint64()
+	}
+	for _, n := range []int{0, 1, 63, 64, 65, 128, 200, 512, 1000, 32000} {
+		for trial := range 20 {
+			row := kernelRow(rng, n)
+			nw := (n + 63) / 64
+			if trial%5 == 4 && nw > 0 {
+				nw = rng.IntN(nw) // shorter bitset: ids past it are disallowed
+			}
+			words := make([]uint64, nw)
+			for i := range words {
+				words[i] = randWord()
+			}
+			checkMaskWords(t, row, words)
+		}
+	}
+}
+
+// checkMaskWords compares maskWords and maskWordsGeneric with the per-id
+// rule, bit for bit.
+func checkMaskWords(t *testing.T, row []float32, words []uint64) {
+	t.Helper()
+	n := len(row)
+	want := slices.Clone(row)
+	for i := range want {
+		if w := i >> 6; w >= len(words) || words[w]&(1<<(uint(i)&63)) == 0 {
+			want[i] = negInf
+		}
+	}
+	got := slices.Clone(row)
+	maskWords(got, words)
+	gen := slices.Clone(row)
+	full := min(len(words), n/64)
+	maskWordsGeneric(gen[:full*64], words[:full])
+	copy(gen[full*64:], want[full*64:])
+	for i := range want {
+		wb := math.Float32bits(want[i])
+		if math.Float32bits(got[i]) != wb || math.Float32bits(gen[i]) != wb {
+			t.Fatalf("n=%d id %d: maskWords %v, generic %v, want %v", n, i, got[i], gen[i], want[i])
 		}
 	}
 }

@@ -18,15 +18,12 @@ func (s *worker) process(row []float32, in *Input, p *ipc.SamplingParams) {
 		s.restrict(row, p.AllowedTokenIDs)
 	}
 	if in.Mask != nil {
-		if ids := in.Mask.AllowedIDs(); ids != nil {
+		// The dense bitset, when the mask has one, is applied a word at a
+		// time whether the mask is sparse or not (it holds the same set).
+		if bm, ok := in.Mask.(BitsMask); ok {
+			maskWords(row, bm.Words())
+		} else if ids := in.Mask.AllowedIDs(); ids != nil {
 			s.restrict(row, ids)
-		} else if bm, ok := in.Mask.(BitsMask); ok {
-			words := bm.Words()
-			for i := range row {
-				if w := i >> 6; w >= len(words) || words[w]&(1<<(uint(i)&63)) == 0 {
-					row[i] = negInf
-				}
-			}
 		} else {
 			for i := range row {
 				if !in.Mask.Allowed(int32(i)) {

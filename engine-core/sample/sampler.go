@@ -33,8 +33,10 @@
 //
 // The per-logit work runs in AVX-512 assembly where the CPU has it (chosen
 // at start-up; plain Go elsewhere, or with the purego build tag): max and
-// first index, exp, counting and summing above thresholds, and
-// compaction. Greedy rows without logprobs cost one max pass and a partial
+// first index, exp, counting and summing above thresholds, compaction,
+// and the structured-output mask (applied from its bitset a 64-bit word
+// at a time: all-ones words skipped, the others by masked stores of
+// -inf). Greedy rows without logprobs cost one max pass and a partial
 // index pass; top-k and top-p find their cut with a sampled estimate, one
 // or two counting passes and a histogram of the few hundred values near
 // the cut (see draw).
