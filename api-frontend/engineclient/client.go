@@ -299,7 +299,28 @@ func (c *Client) readOutputs(e *engine) {
 			c.opts.OnBatch(e.idx, b)
 		}
 		c.dispatch(e, b)
+		if r, ok := e.t.(recycler); ok && recyclable(b) {
+			r.Recycle(b)
+		}
 	}
+}
+
+// recycler is a Transport that can reuse a batch's memory once the client
+// is done with it.
+type recycler interface {
+	Recycle(*ipc.Outputs)
+}
+
+// recyclable reports whether nothing can still refer into b after
+// dispatch: sinks copy token ids and read events at once, but keep
+// logprob entries, whose top-k slices point into the batch.
+func recyclable(b *ipc.Outputs) bool {
+	for i := range b.Outputs {
+		if len(b.Outputs[i].Logprobs) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // dispatch hands a batch's outputs to their sinks. The lock is taken once

@@ -153,3 +153,47 @@ func TestAddFailsWhenDown(t *testing.T) {
 		t.Fatalf("add to a down engine: %v, in flight %d", err, c.InFlight())
 	}
 }
+
+// recyclingTransport records the batches the client gives back.
+type recyclingTransport struct {
+	*fakeTransport
+	recycled chan *ipc.Outputs
+}
+
+func (r *recyclingTransport) Recycle(b *ipc.Outputs) { r.recycled <- b }
+
+// TestRecycleAfterDispatch checks that a batch goes back to its transport
+// only after its sinks have run, and never when it carries logprobs (whose
+// top-k slices sinks keep).
+func TestRecycleAfterDispatch(t *testing.T) {
+	f := &recyclingTransport{newFake(), make(chan *ipc.Outputs, 4)}
+	c := New([]Transport{f}, Options{})
+	c.Start()
+	defer c.Close()
+	s := newSink()
+	if err := c.Add(0, &ipc.AddRequest{RequestID: "x"}, s); err != nil {
+		t.Fatal(err)
+	}
+	plain := &ipc.Outputs{Outputs: []ipc.Output{{RequestID: "x", NewTokenIDs: []int32{1}}}}
+	withLP := &ipc.Outputs{Outputs: []ipc.Output{{RequestID: "x", NewTokenIDs: []int32{2},
+		Logprobs: []ipc.TokenLogprobs{{Logprob: -1, TopIDs: []int32{2}, TopLogprobs: []float32{-1}}}}}}
+	for _, b := range []*ipc.Outputs{plain, withLP, plain} {
+		f.outputs <- b
+		wait(t, s)
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case b := <-f.recycled:
+			if b != plain {
+				t.Fatalf("recycled %p, want the batch without logprobs %p", b, plain)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("batch not recycled")
+		}
+	}
+	select {
+	case b := <-f.recycled:
+		t.Fatalf("unexpected recycle of %p", b)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -30,6 +30,7 @@ func FromZMQ(c *zmqtransport.EngineConn) Transport {
 
 func (z *zmqConn) Send(kind ipc.Kind, msg any) error { return z.c.Send(kind, msg) }
 func (z *zmqConn) Outputs() <-chan *ipc.Outputs      { return z.c.Outputs() }
+func (z *zmqConn) Recycle(b *ipc.Outputs)            { z.c.Recycle(b) }
 func (z *zmqConn) Events() <-chan Event              { return z.events }
 func (z *zmqConn) Ready() (ipc.Ready, bool)          { return z.c.Ready() }
 func (z *zmqConn) Close()                            { z.c.Close() }

@@ -64,7 +64,11 @@ type EngineConn struct {
 	codec   *ipc.Codec
 
 	outputs chan *ipc.Outputs
-	events  chan ConnEvent
+	// free holds batches the consumer gave back (Recycle) for the I/O loop
+	// to decode the next batch into, so that steady streaming allocates
+	// (and collects) no batch per step.
+	free   chan *ipc.Outputs
+	events chan ConnEvent
 
 	up       atomic.Bool
 	ready    atomic.Pointer[ipc.Ready]
@@ -104,7 +108,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 		return nil, fmt.Errorf("zmq context: %w", err)
 	}
 	c := &EngineConn{cfg: cfg, log: log, ctx: ctx, codec: ipc.NewCodec(),
-		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), events: make(chan ConnEvent, 64),
+		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
 	if c.dealer, err = ctx.NewSocket(zmq.DEALER); err != nil {
 		ctx.Term()
@@ -152,6 +156,17 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 
 // Outputs delivers the engine's per-step batches for this frontend.
 func (c *EngineConn) Outputs() <-chan *ipc.Outputs { return c.outputs }
+
+// Recycle gives a batch received from Outputs back for reuse: a later batch
+// is decoded into its memory (its slices are overwritten). Call it only
+// when nothing keeps a reference into b; batches never given back are
+// simply collected.
+func (c *EngineConn) Recycle(b *ipc.Outputs) {
+	select {
+	case c.free <- b:
+	default:
+	}
+}
 
 // Events delivers up/down changes. Buffered; a consumer that does not read
 // them misses none of the latest state (Ready reports it too).
@@ -358,6 +373,20 @@ func (c *EngineConn) ioLoop() {
 					break
 				}
 				lastSeen = time.Now()
+				if len(frame) > 0 && ipc.Kind(frame[0]) == ipc.KindOutputs {
+					var b *ipc.Outputs
+					select {
+					case b = <-c.free:
+					default:
+						b = &ipc.Outputs{}
+					}
+					if err := codec.DecodeInto(frame, b); err != nil {
+						c.log.Warn("bad frame from engine", zap.Error(err))
+						continue
+					}
+					c.outputs <- b
+					continue
+				}
 				kind, msg, err := codec.Decode(frame)
 				if err != nil {
 					c.log.Warn("bad frame from engine", zap.Error(err))

@@ -252,8 +252,18 @@ func TestRejectsWrongModel(t *testing.T) {
 
 // BenchmarkRouterDealer measures 1024-output batches per second from the
 // engine's ROUTER to a frontend's DEALER over ipc://, encode and decode
-// included.
+// included; /recycle gives each batch back (Recycle) as the frontend does.
 func BenchmarkRouterDealer(b *testing.B) {
+	for _, recycle := range []bool{false, true} {
+		name := "fresh"
+		if recycle {
+			name = "recycle"
+		}
+		b.Run(name, func(b *testing.B) { benchRouterDealer(b, recycle) })
+	}
+}
+
+func benchRouterDealer(b *testing.B, recycle bool) {
 	addr := "ipc://" + filepath.Join(b.TempDir(), "e.sock")
 	s, err := Listen(EngineConfig{Addr: addr, Ready: ipc.Ready{EngineID: "e", ModelName: "m"}})
 	if err != nil {
@@ -285,6 +295,9 @@ func BenchmarkRouterDealer(b *testing.B) {
 		o := <-c.Outputs()
 		if len(o.Outputs) != 1024 {
 			b.Fatalf("batch of %d", len(o.Outputs))
+		}
+		if recycle {
+			c.Recycle(o)
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")

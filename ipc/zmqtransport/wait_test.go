@@ -186,3 +186,39 @@ func countFds(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// TestRecycledBatchReused: a batch given back with Recycle is the memory
+// the next batch is decoded into, with nothing of the old one left over.
+func TestRecycledBatchReused(t *testing.T) {
+	addr := ipcAddr(t)
+	s := listen(t, addr)
+	defer s.Close("test over")
+	c := dial(t, addr, "fe-rec")
+	defer c.Close()
+	waitUp(t, c)
+	recv := func() *ipc.Outputs {
+		t.Helper()
+		select {
+		case o := <-c.Outputs():
+			return o
+		case <-time.After(5 * time.Second):
+			t.Fatal("batch not delivered")
+			return nil
+		}
+	}
+	s.SendOutputs("fe-rec", &ipc.Outputs{EngineID: "e1", Step: 1, Stats: &ipc.SchedulerStats{Running: 3},
+		Outputs: []ipc.Output{{RequestID: "a", NewTokenIDs: []int32{1, 2, 3}}, {RequestID: "b", NewTokenIDs: []int32{4}}}})
+	first := recv()
+	c.Recycle(first)
+	s.SendOutputs("fe-rec", &ipc.Outputs{EngineID: "e1", Step: 2, Outputs: []ipc.Output{{RequestID: "c", NewTokenIDs: []int32{9}, FinishReason: ipc.FinishLength}}})
+	second := recv()
+	if second != first {
+		t.Fatalf("second batch %p is not the recycled %p", second, first)
+	}
+	want := &ipc.Outputs{EngineID: "e1", Step: 2, Outputs: []ipc.Output{{RequestID: "c", NewTokenIDs: []int32{9}, FinishReason: ipc.FinishLength, StopReason: -1}}}
+	if second.Step != want.Step || second.Stats != nil || len(second.Outputs) != 1 ||
+		second.Outputs[0].RequestID != "c" || !slices.Equal(second.Outputs[0].NewTokenIDs, []int32{9}) ||
+		second.Outputs[0].FinishReason != ipc.FinishLength {
+		t.Fatalf("reused batch = %+v, want %+v", second, want)
+	}
+}
