@@ -17,7 +17,6 @@ package cpu
 
 import (
 	"math"
-	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 )
@@ -183,23 +182,8 @@ func (t *matmulTask) run(lo, hi, wk int) {
 			}
 			m := m0
 			if wf != nil {
-				// The 4·K/16 steps of each tile also prefetch rows of the
-				// next weight tile, spread over the tiles of this one, so
-				// that its load from memory overlaps this arithmetic.
-				pfBase, nm := uintptr(unsafe.Pointer(&wf[0])), (mEnd-m0)/4
-				if !q8 && o+8 <= hi {
-					pfBase += uintptr(4 * K * 4)
-				}
-				for j := 0; m+4 <= mEnd; m, j = m+4, j+1 {
-					pf0, pf1 := pfBase, pfBase
-					if j < 4 {
-						pf0 += uintptr(j * K * 4)
-						pf1 = pf0
-						if j+nm < 4 {
-							pf1 = pfBase + uintptr((j+nm)*K*4)
-						}
-					}
-					t.k.dot4x4(x.F[m*xs:], xs, wf, wstride, K, &acc16, pf0, pf1)
+				for ; m+4 <= mEnd; m += 4 {
+					t.k.dot4x4(x.F[m*xs:], xs, wf, wstride, K, &acc16)
 					for r := 0; r < 4; r++ {
 						copy(out.F[(m+r)*os+o:(m+r)*os+o+4], acc16[r*4:r*4+4])
 					}

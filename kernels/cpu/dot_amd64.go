@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasFMA
 
 //go:noescape
-func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32, pf0, pf1 uintptr)
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32)
 
 //go:noescape
 func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32)

@@ -2,12 +2,9 @@
 
 // AVX-512 kernels. Lengths (k) are multiples of 16; callers handle tails.
 
-// func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32, pf0, pf1 uintptr)
+// func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32)
 // out[i*4+j] = dot(x row i, w row j); xs, ws are row strides in floats.
-// Each 64-byte step also prefetches the same offset of pf0 and pf1 (the
-// weight rows the caller needs next), so that streaming weights from
-// memory overlaps this tile's arithmetic.
-TEXT ·dot4x4AVX512(SB), NOSPLIT, $0-64
+TEXT ·dot4x4AVX512(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
 	MOVQ xs+8(FP), AX
 	SHLQ $2, AX
@@ -23,8 +20,6 @@ TEXT ·dot4x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ k+32(FP), CX
 	SHLQ $2, CX
 	MOVQ out+40(FP), DX
-	MOVQ pf0+48(FP), R14
-	MOVQ pf1+56(FP), R15
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -46,8 +41,6 @@ TEXT ·dot4x4AVX512(SB), NOSPLIT, $0-64
 	JEQ reduce4
 
 loop4:
-	PREFETCHT0 (R14)(BX*1)
-	PREFETCHT0 (R15)(BX*1)
 	VMOVUPS (DI)(BX*1), Z20
 	VMOVUPS (R11)(BX*1), Z21
 	VMOVUPS (R12)(BX*1), Z22

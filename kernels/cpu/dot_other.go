@@ -4,7 +4,7 @@ package cpu
 
 const hasAVX512 = false
 
-func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32, pf0, pf1 uintptr) {
+func dot4x4AVX512(x *float32, xs int, w *float32, ws int, k int, out *[16]float32) {
 	panic("unreachable")
 }
 func dot1x4AVX512(x *float32, w *float32, ws int, k int, out *[4]float32) { panic("unreachable") }

@@ -60,15 +60,14 @@ func (k kern) axpy(a float32, x, y []float32) {
 }
 
 // dot4x4 sets out[i*4+j] = x row i · w row j for 4 rows each, over the
-// first n columns (rows are xs and ws floats apart). pf0 and pf1 are the
-// addresses of n-float rows to prefetch meanwhile (any address; a hint).
-func (k kern) dot4x4(x []float32, xs int, w []float32, ws int, n int, out *[16]float32, pf0, pf1 uintptr) {
+// first n columns (rows are xs and ws floats apart).
+func (k kern) dot4x4(x []float32, xs int, w []float32, ws int, n int, out *[16]float32) {
 	i := 0
 	if k.simd && n >= 16 {
 		i = n &^ 15
 		_ = x[3*xs+i-1]
 		_ = w[3*ws+i-1]
-		dot4x4AVX512(&x[0], xs, &w[0], ws, i, out, pf0, pf1)
+		dot4x4AVX512(&x[0], xs, &w[0], ws, i, out)
 	} else {
 		*out = [16]float32{}
 	}
