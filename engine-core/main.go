@@ -195,6 +195,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			Model:          cfg.Model,
 			NumBlocks:      cfg.NumKVBlocks,
 			KVCacheBytes:   cfg.KVCacheMemory,
+			KVCacheDType:   cfg.KVCacheDType,
 			BlockSize:      cfg.BlockSize,
 			Threads:        cfg.Threads,
 			MaxModelLen:    cfg.MaxModelLen,

@@ -22,6 +22,9 @@ type Host struct {
 	// MatMul (the CPU backend's 16-column panels; see kernels/cpu). Nil
 	// means: use F.
 	P []float32
+	// H holds an F16 tensor's elements (a KV cache made by a backend's
+	// AllocKV).
+	H []uint16
 }
 
 // Rows returns the number of rows.

@@ -26,6 +26,8 @@ const (
 	// Q8_0 is ggml's 8-bit block quantization: blocks of 32 values stored
 	// as a float16 scale followed by 32 int8 (34 bytes).
 	Q8_0
+	// F16 is IEEE float16 (a KV cache held at half width; see KVAllocator).
+	F16
 )
 
 // Q8Block is the number of values in one Q8_0 block, Q8BlockBytes its size.
@@ -41,14 +43,19 @@ func (d DType) String() string {
 		return "F32"
 	case Q8_0:
 		return "Q8_0"
+	case F16:
+		return "F16"
 	}
 	return fmt.Sprintf("DType(%d)", d)
 }
 
 // RowBytes is the byte size of one row of cols elements.
 func (d DType) RowBytes(cols int) int {
-	if d == Q8_0 {
+	switch d {
+	case Q8_0:
 		return cols / Q8Block * Q8BlockBytes
+	case F16:
+		return 2 * cols
 	}
 	return 4 * cols
 }
@@ -174,4 +181,32 @@ func PrepareMatMul(be Backend, w Tensor, keepRows bool) error {
 		return nil
 	}
 	return p.PrepareMatMul(w, keepRows)
+}
+
+// KVAllocator is implemented by backends that can hold the KV cache in a
+// type narrower than F32 (the CPU backend's F16 option). WriteKV and
+// Attention accept what AllocKV returns; nothing else reads it.
+type KVAllocator interface {
+	// AllocKV makes a zeroed cache tensor of rows × cols elements.
+	AllocKV(rows, cols int) Tensor
+	// KVElemBytes is the size of one element of what AllocKV makes.
+	KVElemBytes() int
+}
+
+// AllocKV makes a KV-cache tensor with be.AllocKV when be implements
+// KVAllocator, else with be.Alloc (F32).
+func AllocKV(be Backend, rows, cols int) Tensor {
+	if a, ok := be.(KVAllocator); ok {
+		return a.AllocKV(rows, cols)
+	}
+	return be.Alloc(rows, cols)
+}
+
+// KVElemBytes is the size of one KV-cache element on be (4 unless it
+// implements KVAllocator).
+func KVElemBytes(be Backend) int {
+	if a, ok := be.(KVAllocator); ok {
+		return a.KVElemBytes()
+	}
+	return 4
 }

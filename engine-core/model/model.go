@@ -56,10 +56,16 @@ type KVCache struct {
 func (m *Model) NewKVCache(numBlocks, blockSize int) *KVCache {
 	kv := &KVCache{NumBlocks: numBlocks, BlockSize: blockSize}
 	for range m.Cfg.Layers {
-		kv.K = append(kv.K, m.be.Alloc(numBlocks*blockSize, m.Cfg.KVDim()))
-		kv.V = append(kv.V, m.be.Alloc(numBlocks*blockSize, m.Cfg.KVDim()))
+		kv.K = append(kv.K, kernels.AllocKV(m.be, numBlocks*blockSize, m.Cfg.KVDim()))
+		kv.V = append(kv.V, kernels.AllocKV(m.be, numBlocks*blockSize, m.Cfg.KVDim()))
 	}
 	return kv
+}
+
+// KVBytesPerBlock is the cache memory one block takes on the model's
+// backend (K and V over all layers, at the backend's KV element size).
+func (m *Model) KVBytesPerBlock(blockSize int) int64 {
+	return m.Cfg.KVBytesPerBlock(blockSize) / 4 * int64(kernels.KVElemBytes(m.be))
 }
 
 // KVBytesPerBlock is the cache memory one block takes (F32 K and V over all

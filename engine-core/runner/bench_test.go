@@ -81,11 +81,15 @@ func step(b *testing.B, r *Runner, ss []*seqState, batch *sched.Batch, out []sam
 	}
 }
 
-func openBench(b *testing.B, shape, format string, nseq, maxLen int) *Runner {
+func openBench(b *testing.B, shape, format string, nseq, maxLen int, kvDType ...string) *Runner {
 	b.Helper()
 	path := benchModel(b, shape, format)
 	bs := 16
-	r, err := New(Config{Model: path, NumBlocks: nseq * ((maxLen + bs - 1) / bs), BlockSize: bs, MaxBatchTokens: max(128, nseq), MaxSeqs: nseq})
+	kv := ""
+	if len(kvDType) > 0 {
+		kv = kvDType[0]
+	}
+	r, err := New(Config{Model: path, NumBlocks: nseq * ((maxLen + bs - 1) / bs), BlockSize: bs, MaxBatchTokens: max(128, nseq), MaxSeqs: nseq, KVCacheDType: kv})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,14 +103,20 @@ func BenchmarkDecode(b *testing.B) {
 	for _, c := range []struct {
 		shape, format string
 		nseq          int
+		kv            string // KV-cache dtype; "" is the default (float32)
 	}{
-		{"15m", demo.FormatHF, 1}, {"110m", demo.FormatHF, 1}, {"110m", demo.FormatGGUFQ8_0, 1},
-		{"110m", demo.FormatHF, 8}, {"110m", demo.FormatHF, 16}, {"110m", demo.FormatHF, 32},
-		{"110m", demo.FormatGGUFQ8_0, 16},
+		{"15m", demo.FormatHF, 1, ""}, {"110m", demo.FormatHF, 1, ""}, {"110m", demo.FormatGGUFQ8_0, 1, ""},
+		{"110m", demo.FormatHF, 8, ""}, {"110m", demo.FormatHF, 16, ""}, {"110m", demo.FormatHF, 32, ""},
+		{"110m", demo.FormatGGUFQ8_0, 16, ""},
+		{"110m", demo.FormatHF, 16, "float16"}, {"110m", demo.FormatHF, 32, "float16"},
 	} {
-		b.Run(fmt.Sprintf("%s-%s-seqs%d", c.shape, c.format, c.nseq), func(b *testing.B) {
+		name := fmt.Sprintf("%s-%s-seqs%d", c.shape, c.format, c.nseq)
+		if c.kv != "" {
+			name += "-kv" + c.kv
+		}
+		b.Run(name, func(b *testing.B) {
 			const prompt, maxLen = 128, 1024
-			r := openBench(b, c.shape, c.format, c.nseq, maxLen)
+			r := openBench(b, c.shape, c.format, c.nseq, maxLen, c.kv)
 			defer r.Close()
 			out := make([]sample.Result, c.nseq)
 			batch := &sched.Batch{}

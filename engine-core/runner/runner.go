@@ -49,6 +49,11 @@ type Config struct {
 	// 8 sequences of MaxModelLen.
 	NumBlocks    int
 	KVCacheBytes int64
+	// KVCacheDType is "auto" or "float32" (the default) or "float16"
+	// ("fp16", "half"): the CPU backend the runner makes then holds the KV
+	// cache as float16 (cpu.Options.KVF16). A Backend given in Backend
+	// decides for itself.
+	KVCacheDType string
 	// BlockSize is the number of positions per KV block (default 16).
 	BlockSize int
 	// Threads is the number of compute threads (default GOMAXPROCS).
@@ -169,7 +174,15 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{be: cfg.Backend}
 	if r.be == nil {
-		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8})
+		half := false
+		switch cfg.KVCacheDType {
+		case "", "auto", "float32", "fp32":
+		case "float16", "fp16", "half":
+			half = true
+		default:
+			return nil, fmt.Errorf("runner: kv cache dtype %q: want auto, float32 or float16", cfg.KVCacheDType)
+		}
+		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half})
 		r.ownBE = true
 	}
 	r.m, err = model.Load(path, r.be, model.LoadOptions{MaxPos: cfg.MaxModelLen})
@@ -180,7 +193,7 @@ func New(cfg Config) (*Runner, error) {
 	c := &r.m.Cfg
 	nb := cfg.NumBlocks
 	if nb <= 0 && cfg.KVCacheBytes > 0 {
-		nb = int(cfg.KVCacheBytes / c.KVBytesPerBlock(cfg.BlockSize))
+		nb = int(cfg.KVCacheBytes / r.m.KVBytesPerBlock(cfg.BlockSize))
 	}
 	if nb <= 0 {
 		nb = 8 * ((c.MaxPos + cfg.BlockSize - 1) / cfg.BlockSize)
@@ -215,7 +228,7 @@ func (r *Runner) SampledRows() (device, host uint64) { return r.devRows, r.hostR
 func (r *Runner) Model() *model.Model { return r.m }
 
 // KVBytesPerBlock is the cache memory of one block of this model.
-func (r *Runner) KVBytesPerBlock() int64 { return r.m.Cfg.KVBytesPerBlock(r.info.BlockSize) }
+func (r *Runner) KVBytesPerBlock() int64 { return r.m.KVBytesPerBlock(r.info.BlockSize) }
 
 // Close releases the model files and, if the runner made it, the backend.
 func (r *Runner) Close() error {

@@ -12,6 +12,15 @@ import (
 // CPU backend's WriteKV+Attention with the reference backend's.
 func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int) {
 	t.Helper()
+	checkAttentionKV(t, r, nseq, kvHeads, group, hd, bs, false)
+}
+
+// checkAttentionKV is checkAttention with, when half, the CPU backend's
+// F16 KV cache: keys and values are drawn already rounded to float16, so
+// the reference (F32 cache) sees the same numbers and only float32
+// rounding may differ.
+func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool) {
+	t.Helper()
 	heads := kvHeads * group
 	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
 	nblocks := 0
@@ -43,6 +52,13 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 	slots := (nblocks + 3) * bs
 	q0, k0, v0 := randF(r, n*heads*hd), randF(r, n*kvHeads*hd), randF(r, n*kvHeads*hd)
 	kc0, vc0 := randF(r, slots*kvHeads*hd), randF(r, slots*kvHeads*hd)
+	if half {
+		for _, xs := range [][]float32{k0, v0, kc0, vc0} {
+			for i, x := range xs {
+				xs[i] = kernels.F16ToF32(kernels.F32ToF16(x))
+			}
+		}
+	}
 	sh := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3}
 	run := func(be kernels.Backend) []float32 {
 		mk := func(rows, cols int, src []float32) kernels.Tensor {
@@ -52,6 +68,19 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 		}
 		q, kk, v := mk(n, heads*hd, q0), mk(n, kvHeads*hd, k0), mk(n, kvHeads*hd, v0)
 		kc, vc := mk(slots, kvHeads*hd, kc0), mk(slots, kvHeads*hd, vc0)
+		if cb, ok := be.(*Backend); ok && half {
+			mkH := func(src []float32) kernels.Tensor {
+				tt := cb.AllocKV(slots, kvHeads*hd).(*kernels.Host)
+				if tt.DT != kernels.F16 {
+					t.Fatalf("AllocKV gave %v, want F16", tt.DT)
+				}
+				for i, x := range src {
+					tt.H[i] = kernels.F32ToF16(x)
+				}
+				return tt
+			}
+			kc, vc = mkH(kc0), mkH(vc0)
+		}
 		o := be.Alloc(n, heads*hd)
 		be.WriteKV(kc, vc, kk, v, a)
 		be.Attention(o, q, kc, vc, a, sh)
@@ -59,7 +88,7 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 	}
 	want := run(kernels.NewRef())
 	for _, plain := range []bool{false, true} {
-		b := New(Options{Threads: 2, Plain: plain})
+		b := New(Options{Threads: 2, Plain: plain, KVF16: half})
 		got := run(b)
 		b.Close()
 		for i := range want {
@@ -73,7 +102,32 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 func TestAttentionShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, c := range [][5]int{{1, 1, 1, 16, 16}, {3, 2, 3, 16, 4}, {5, 4, 1, 48, 16}, {2, 1, 8, 64, 8}, {4, 2, 2, 12, 3}, {2, 2, 1, 128, 16}} {
-		checkAttention(t, r, c[0], c[1], c[2], c[3], c[4])
+		for _, half := range []bool{false, true} {
+			checkAttentionKV(t, r, c[0], c[1], c[2], c[3], c[4], half)
+		}
+	}
+}
+
+// TestF32ToF16 checks the vector conversion against kernels.F32ToF16 on
+// every tail length and on values that round, overflow and underflow.
+func TestF32ToF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	special := []float32{0, 1, -1, 65504, 70000, -70000, 6e-8, 3e-8, 1e-10, 0.1, 2049, 2051}
+	for n := 0; n <= 40; n++ {
+		src := randF(r, n)
+		for i := range src {
+			src[i] *= 100
+			if r.IntN(3) == 0 {
+				src[i] = special[r.IntN(len(special))]
+			}
+		}
+		got := make([]uint16, n)
+		kern{simd: hasAVX512}.f32ToF16(got, src)
+		for i, x := range src {
+			if want := kernels.F32ToF16(x); got[i] != want {
+				t.Fatalf("n=%d f16(%v) = %#04x, want %#04x", n, x, got[i], want)
+			}
+		}
 	}
 }
 
@@ -87,7 +141,7 @@ func FuzzAttention(f *testing.F) {
 		if seed%3 == 0 {
 			hd = 2 * (int(hd16%20) + 1) // also odd multiples for the Go path
 		}
-		checkAttention(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1)
+		checkAttentionKV(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1, seed%2 == 1)
 	})
 }
 

@@ -36,13 +36,16 @@ type Options struct {
 	// relative. Off, products equal the reference on the dequantized
 	// weights to float rounding.
 	QuantizeActivations bool
+	// KVF16 makes AllocKV hold the KV cache as float16 (see kv16.go).
+	KVF16 bool
 }
 
 // Backend is the CPU implementation of kernels.Backend. Its methods must be
 // called from one goroutine at a time.
 type Backend struct {
-	k    kern
-	pool *pool
+	k     kern
+	pool  *pool
+	kvF16 bool
 
 	mm   matmulTask
 	pt   panelTask
@@ -58,6 +61,7 @@ var _ kernels.Backend = (*Backend)(nil)
 func New(o Options) *Backend {
 	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain}}
 	b.mm.q8act = o.QuantizeActivations
+	b.kvF16 = o.KVF16
 	b.pool = newPool(o.Threads)
 	n := b.pool.n
 	b.mm.scratch = make([][]float32, n)
@@ -356,6 +360,14 @@ func (b *Backend) Gather(out, x kernels.Tensor, rows []int32) {
 func (b *Backend) WriteKV(kCache, vCache, k, v kernels.Tensor, a *kernels.AttnBatch) {
 	kc, vc, kh, vh := kCache.(*kernels.Host), vCache.(*kernels.Host), k.(*kernels.Host), v.(*kernels.Host)
 	c := kc.C
+	if kc.DT == kernels.F16 {
+		for i, slot := range a.Slots {
+			s := int(slot)
+			b.k.f32ToF16(kc.H[s*c:(s+1)*c], kh.F[i*kh.C:i*kh.C+c])
+			b.k.f32ToF16(vc.H[s*c:(s+1)*c], vh.F[i*vh.C:i*vh.C+c])
+		}
+		return
+	}
 	for i, slot := range a.Slots {
 		s := int(slot)
 		copy(kc.F[s*c:(s+1)*c], kh.F[i*kh.C:i*kh.C+c])
@@ -417,29 +429,43 @@ func (t *attnTask) run(lo, hi, wk int) {
 		// Blocks lie anywhere in the cache and a head's keys are kvDim
 		// apart, which defeats the hardware prefetcher: each block's rows
 		// are prefetched attnAhead blocks before use.
-		pf := func(c []float32, p0 int) {
+		half := t.kc.DT == kernels.F16
+		pf := func(c *kernels.Host, p0 int) {
 			if p0 < ctx {
-				t.k.prefetchRows(c, int(table[p0/bs])*bs*kvDim+off, kvDim, min(bs, ctx-p0), hd)
+				at := int(table[p0/bs])*bs*kvDim + off
+				if half {
+					t.k.prefetchRowsH(c.H, at, kvDim, min(bs, ctx-p0), hd)
+				} else {
+					t.k.prefetchRows(c.F, at, kvDim, min(bs, ctx-p0), hd)
+				}
 			}
 		}
 		for d := 0; d < attnAhead; d++ {
-			pf(t.kc.F, d*bs)
+			pf(t.kc, d*bs)
 		}
 		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.kc.F, p0+attnAhead*bs)
+			pf(t.kc, p0+attnAhead*bs)
 			base := int(table[p0/bs]) * bs * kvDim
-			t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+			if half {
+				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+			} else {
+				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+			}
 		}
 		for d := 0; d < attnAhead; d++ {
-			pf(t.vc.F, d*bs)
+			pf(t.vc, d*bs)
 		}
 		inv := 1 / t.k.softmaxUnnorm(sc, s.Scale)
 		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
 		clear(oh)
 		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.vc.F, p0+attnAhead*bs)
+			pf(t.vc, p0+attnAhead*bs)
 			base := int(table[p0/bs]) * bs * kvDim
-			t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+			if half {
+				t.k.wsumH(sc[p0:min(ctx, p0+bs)], t.vc.H[base+off:], kvDim, oh)
+			} else {
+				t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+			}
 		}
 		for d := range oh {
 			oh[d] *= inv

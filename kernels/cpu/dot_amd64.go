@@ -85,3 +85,14 @@ func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float3
 
 //go:noescape
 func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32)
+
+// kv16_amd64.s
+
+//go:noescape
+func f32ToF16AVX512(dst *uint16, src *float32, n int)
+
+//go:noescape
+func scores4F16AVX512(q *float32, k *uint16, stride int, n int, hd int, out *float32)
+
+//go:noescape
+func wsum64F16AVX512(w *float32, v *uint16, stride int, n int, hd int, out *float32)

@@ -73,3 +73,11 @@ func panel2pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32,
 func panel1pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
 	panic("unreachable")
 }
+
+func f32ToF16AVX512(dst *uint16, src *float32, n int) { panic("unreachable") }
+func scores4F16AVX512(q *float32, k *uint16, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func wsum64F16AVX512(w *float32, v *uint16, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
