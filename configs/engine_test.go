@@ -28,6 +28,7 @@ func TestEngineValidateNamesField(t *testing.T) {
 		{"--max-model-len", func(e *Engine) { e.MaxModelLen = 1 }},
 		{"--block-size", func(e *Engine) { e.BlockSize = 0 }},
 		{"--kv-cache-memory", func(e *Engine) { e.KVCacheMemory = -5 }},
+		{"--kv-cache-dtype", func(e *Engine) { e.KVCacheDType = "int4" }},
 		{"--num-kv-blocks", func(e *Engine) { e.NumKVBlocks = -1 }},
 		{"--sim-step-ms", func(e *Engine) { e.SimStepMS = -1 }},
 		{"--sim-eos-prob", func(e *Engine) { e.SimEOSProb = 2 }},

@@ -48,6 +48,7 @@ type Frontend struct {
 	MaxModelLen         int     `flag:"max-model-len" yaml:"max_model_len" usage:"engine --max-model-len when spawning"`
 	BlockSize           int     `flag:"block-size" yaml:"block_size" usage:"engine --block-size when spawning"`
 	KVCacheMemory       string  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"engine --kv-cache-memory when spawning"`
+	KVCacheDType        string  `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"engine --kv-cache-dtype when spawning (auto, float32 or float16)"`
 	SimStepMS           float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"engine --sim-step-ms when spawning"`
 	SimScript           string  `flag:"sim-script" yaml:"sim_script" usage:"engine --sim-script when spawning"`
 }
@@ -153,6 +154,9 @@ func (f *Frontend) SpawnArgs() []string {
 	}
 	if f.KVCacheMemory != "" {
 		add("kv-cache-memory", f.KVCacheMemory)
+	}
+	if f.KVCacheDType != "" {
+		add("kv-cache-dtype", f.KVCacheDType)
 	}
 	if f.SimStepMS >= 0 {
 		add("sim-step-ms", fmt.Sprint(f.SimStepMS))

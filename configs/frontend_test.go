@@ -53,8 +53,8 @@ func TestFrontendEngineArgs(t *testing.T) {
 	if got := f.EngineAddrs(); !slices.Equal(got, []string{"ipc:///a.sock", "tcp://h:5555"}) {
 		t.Fatalf("addrs %q", got)
 	}
-	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript = "sim", 64, 2.5, "s.jsonl"
-	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
+	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript, f.KVCacheDType = "sim", 64, 2.5, "s.jsonl", "float16"
+	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16", "--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
 	if got := f.SpawnArgs(); !slices.Equal(got, want) {
 		t.Fatalf("spawn args %q, want %q", got, want)
 	}
