@@ -160,8 +160,8 @@ maxdone:
 	RET
 
 // func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
-// Like wsumAVX512 for hd a multiple of 64: per 64 columns, four
-// independent accumulators take each position's broadcast weight.
+// out[d] += sum_p w[p] * v[p*stride+d] for d < hd (a multiple of 64): per 64
+// columns, four independent accumulators take each position's weight.
 TEXT ·wsum64AVX512(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ v+8(FP), DI
@@ -204,8 +204,8 @@ w64done:
 	RET
 
 // func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32)
-// Like scoresAVX512 for n a multiple of 4: four keys at a time in four
-// independent accumulators, reduced together.
+// out[p] = q · k[p*stride : p*stride+hd] for n (a multiple of 4) keys, four
+// at a time in independent accumulators; stride is in elements.
 TEXT ·scores4AVX512(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), SI
 	MOVQ k+8(FP), DI

@@ -27,7 +27,7 @@ cvtdone:
 
 // func scores4F16AVX512(q *float32, k *uint16, stride int, n int, hd int, out *float32)
 // out[p] = q · k[p*stride : p*stride+hd] for n (a multiple of 4) keys, four
-// at a time; stride is in elements.
+// at a time in independent accumulators; stride is in elements.
 TEXT ·scores4F16AVX512(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), SI
 	MOVQ k+8(FP), DI
@@ -93,7 +93,8 @@ h4done:
 	RET
 
 // func wsum64F16AVX512(w *float32, v *uint16, stride int, n int, hd int, out *float32)
-// out[d] += sum_p w[p] * v[p*stride+d] for d < hd (a multiple of 64).
+// out[d] += sum_p w[p] * v[p*stride+d] for d < hd (a multiple of 64): per 64
+// columns, four independent accumulators take each position's weight.
 TEXT ·wsum64F16AVX512(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ v+8(FP), DI

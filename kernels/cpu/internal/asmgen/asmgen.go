@@ -279,107 +279,9 @@ VMOVSS X1, ret+24(FP)
 VZEROUPPER
 RET`)
 	a.l(``)
-	a.lines(`
-// func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
-// Like wsumAVX512 for hd a multiple of 64: per 64 columns, four
-// independent accumulators take each position's broadcast weight.`)
-	a.l(`TEXT ·wsum64AVX512(SB), NOSPLIT, $0-48`)
-	a.code(`
-MOVQ w+0(FP), SI
-MOVQ v+8(FP), DI
-MOVQ stride+16(FP), R8
-SHLQ $2, R8
-MOVQ n+24(FP), CX
-MOVQ hd+32(FP), R9
-SHLQ $2, R9
-MOVQ out+40(FP), DX
-TESTQ CX, CX
-JEQ w64done
-XORQ BX, BX
-w64chunk:
-VMOVUPS (DX)(BX*1), Z0
-VMOVUPS 64(DX)(BX*1), Z1
-VMOVUPS 128(DX)(BX*1), Z2
-VMOVUPS 192(DX)(BX*1), Z3
-MOVQ SI, R10
-LEAQ (DI)(BX*1), R11
-MOVQ CX, R12
-w64pos:
-VBROADCASTSS (R10), Z4
-VFMADD231PS (R11), Z4, Z0
-VFMADD231PS 64(R11), Z4, Z1
-VFMADD231PS 128(R11), Z4, Z2
-VFMADD231PS 192(R11), Z4, Z3
-ADDQ $4, R10
-ADDQ R8, R11
-DECQ R12
-JNZ w64pos
-VMOVUPS Z0, (DX)(BX*1)
-VMOVUPS Z1, 64(DX)(BX*1)
-VMOVUPS Z2, 128(DX)(BX*1)
-VMOVUPS Z3, 192(DX)(BX*1)
-ADDQ $256, BX
-CMPQ BX, R9
-JLT w64chunk
-w64done:
-VZEROUPPER
-RET`)
+	a.wsum64(false)
 	a.l(``)
-	a.lines(`
-// func scores4AVX512(q *float32, k *float32, stride int, n int, hd int, out *float32)
-// Like scoresAVX512 for n a multiple of 4: four keys at a time in four
-// independent accumulators, reduced together.`)
-	a.l(`TEXT ·scores4AVX512(SB), NOSPLIT, $0-48`)
-	a.code(`
-MOVQ q+0(FP), SI
-MOVQ k+8(FP), DI
-MOVQ stride+16(FP), R8
-SHLQ $2, R8
-LEAQ (R8)(R8*2), R13
-MOVQ n+24(FP), CX
-MOVQ hd+32(FP), R9
-SHLQ $2, R9
-MOVQ out+40(FP), DX
-TESTQ CX, CX
-JEQ s4done
-s4keys:
-VPXORD Z0, Z0, Z0
-VPXORD Z1, Z1, Z1
-VPXORD Z2, Z2, Z2
-VPXORD Z3, Z3, Z3
-XORQ BX, BX
-LEAQ (DI)(R8*1), R10
-LEAQ (DI)(R8*2), R11
-LEAQ (DI)(R13*1), R12
-s4inner:
-VMOVUPS (SI)(BX*1), Z4
-VFMADD231PS (DI)(BX*1), Z4, Z0
-VFMADD231PS (R10)(BX*1), Z4, Z1
-VFMADD231PS (R11)(BX*1), Z4, Z2
-VFMADD231PS (R12)(BX*1), Z4, Z3
-ADDQ $64, BX
-CMPQ BX, R9
-JLT s4inner`)
-	for i := 0; i < 4; i++ {
-		a.l("\tVEXTRACTF64X4 $1, Z%d, Y4", i)
-		a.l("\tVADDPS Y4, Y%d, Y%d", i, i)
-	}
-	for i := 0; i < 4; i++ {
-		a.l("\tVEXTRACTF128 $1, Y%d, X4", i)
-		a.l("\tVADDPS X4, X%d, X%d", i, i)
-	}
-	a.code(`
-VHADDPS X1, X0, X0
-VHADDPS X3, X2, X2
-VHADDPS X2, X0, X0
-VMOVUPS X0, (DX)
-ADDQ $16, DX
-LEAQ (DI)(R8*4), DI
-SUBQ $4, CX
-JNZ s4keys
-s4done:
-VZEROUPPER
-RET`)
+	a.scores4(false)
 	return a.b.String()
 }
 
@@ -418,47 +320,138 @@ cvtdone:
 VZEROUPPER
 RET`)
 	a.l(``)
-	a.lines(`
-// func scores4F16AVX512(q *float32, k *uint16, stride int, n int, hd int, out *float32)
-// out[p] = q · k[p*stride : p*stride+hd] for n (a multiple of 4) keys, four
-// at a time; stride is in elements.`)
-	a.l(`TEXT ·scores4F16AVX512(SB), NOSPLIT, $0-48`)
-	a.code(`
+	a.scores4(true)
+	a.l(``)
+	a.wsum64(true)
+	return a.b.String()
+}
+
+// kvLoad returns the assembly that makes zmm reg hold 16 cache elements at
+// addr (with half, widened from float16 into tmp) and the operand an FMA
+// takes for them: the memory operand itself for float32.
+func kvLoad(half bool, addr, tmp string) (pre, operand string) {
+	if half {
+		return fmt.Sprintf("\tVCVTPH2PS %s, %s\n", addr, tmp), tmp
+	}
+	return "", addr
+}
+
+// wsum64 writes wsum64AVX512 (float32 values) or, with half,
+// wsum64F16AVX512: out[d] += Σ_p w[p]·v[p*stride+d] for hd a multiple of
+// 64, four independent accumulators per 64 columns.
+func (a *asm) wsum64(half bool) {
+	name, vt, eb, lbl := "wsum64AVX512", "float32", 4, "w64"
+	if half {
+		name, vt, eb, lbl = "wsum64F16AVX512", "uint16", 2, "hw"
+	}
+	a.l("// func %s(w *float32, v *%s, stride int, n int, hd int, out *float32)", name, vt)
+	a.l("// out[d] += sum_p w[p] * v[p*stride+d] for d < hd (a multiple of 64): per 64")
+	a.l("// columns, four independent accumulators take each position's weight.")
+	a.l("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	a.code(fmt.Sprintf(`
+MOVQ w+0(FP), SI
+MOVQ v+8(FP), DI
+MOVQ stride+16(FP), R8
+SHLQ $%d, R8
+MOVQ n+24(FP), CX
+MOVQ hd+32(FP), R9
+SHLQ $2, R9
+MOVQ out+40(FP), DX
+TESTQ CX, CX
+JEQ %sdone
+XORQ BX, BX`, eb/2, lbl))
+	voff := "BX" // byte offset of the chunk in a value row
+	if half {
+		a.l("\tXORQ AX, AX")
+		voff = "AX"
+	}
+	a.l("%schunk:", lbl)
+	for i := 0; i < 4; i++ {
+		a.l("\tVMOVUPS %s(DX)(BX*1), Z%d", off(64*i), i)
+	}
+	a.l("\tMOVQ SI, R10")
+	a.l("\tLEAQ (DI)(%s*1), R11", voff)
+	a.l("\tMOVQ CX, R12")
+	a.l("%spos:", lbl)
+	a.l("\tVBROADCASTSS (R10), Z4")
+	for i := 0; i < 4; i++ {
+		pre, op := kvLoad(half, off(16*eb*i)+"(R11)", fmt.Sprintf("Z%d", 5+i))
+		a.b.WriteString(pre)
+		a.l("\tVFMADD231PS %s, Z4, Z%d", op, i)
+	}
+	a.code(fmt.Sprintf(`
+ADDQ $4, R10
+ADDQ R8, R11
+DECQ R12
+JNZ %spos`, lbl))
+	for i := 0; i < 4; i++ {
+		a.l("\tVMOVUPS Z%d, %s(DX)(BX*1)", i, off(64*i))
+	}
+	a.l("\tADDQ $256, BX")
+	if half {
+		a.l("\tADDQ $128, AX")
+	}
+	a.code(fmt.Sprintf(`
+CMPQ BX, R9
+JLT %schunk
+%sdone:
+VZEROUPPER
+RET`, lbl, lbl))
+}
+
+// scores4 writes scores4AVX512 (float32 keys) or, with half,
+// scores4F16AVX512: out[p] = q · k[p*stride : p*stride+hd] for n (a
+// multiple of 4) keys, four at a time in four accumulators reduced together.
+func (a *asm) scores4(half bool) {
+	name, kt, eb, lbl := "scores4AVX512", "float32", 4, "s4"
+	if half {
+		name, kt, eb, lbl = "scores4F16AVX512", "uint16", 2, "h4"
+	}
+	a.l("// func %s(q *float32, k *%s, stride int, n int, hd int, out *float32)", name, kt)
+	a.l("// out[p] = q · k[p*stride : p*stride+hd] for n (a multiple of 4) keys, four")
+	a.l("// at a time in independent accumulators; stride is in elements.")
+	a.l("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	a.code(fmt.Sprintf(`
 MOVQ q+0(FP), SI
 MOVQ k+8(FP), DI
 MOVQ stride+16(FP), R8
-SHLQ $1, R8
+SHLQ $%d, R8
 LEAQ (R8)(R8*2), R13
 MOVQ n+24(FP), CX
 MOVQ hd+32(FP), R9
-SHLQ $1, R9
+SHLQ $%d, R9
 MOVQ out+40(FP), DX
 TESTQ CX, CX
-JEQ h4done
-h4keys:
+JEQ %sdone
+%skeys:
 VPXORD Z0, Z0, Z0
 VPXORD Z1, Z1, Z1
 VPXORD Z2, Z2, Z2
 VPXORD Z3, Z3, Z3
-XORQ BX, BX
-XORQ AX, AX
+XORQ BX, BX`, eb/2, eb/2, lbl, lbl))
+	qoff := "BX" // byte offset in q (BX is the offset in the keys)
+	if half {
+		a.l("\tXORQ AX, AX")
+		qoff = "AX"
+	}
+	a.code(fmt.Sprintf(`
 LEAQ (DI)(R8*1), R10
 LEAQ (DI)(R8*2), R11
 LEAQ (DI)(R13*1), R12
-h4inner:
-VMOVUPS (SI)(AX*1), Z4
-VCVTPH2PS (DI)(BX*1), Z5
-VFMADD231PS Z5, Z4, Z0
-VCVTPH2PS (R10)(BX*1), Z6
-VFMADD231PS Z6, Z4, Z1
-VCVTPH2PS (R11)(BX*1), Z7
-VFMADD231PS Z7, Z4, Z2
-VCVTPH2PS (R12)(BX*1), Z8
-VFMADD231PS Z8, Z4, Z3
-ADDQ $64, AX
-ADDQ $32, BX
+%sinner:
+VMOVUPS (SI)(%s*1), Z4`, lbl, qoff))
+	for i, base := range []string{"DI", "R10", "R11", "R12"} {
+		pre, op := kvLoad(half, fmt.Sprintf("(%s)(BX*1)", base), fmt.Sprintf("Z%d", 5+i))
+		a.b.WriteString(pre)
+		a.l("\tVFMADD231PS %s, Z4, Z%d", op, i)
+	}
+	if half {
+		a.l("\tADDQ $64, AX")
+	}
+	a.l("\tADDQ $%d, BX", 16*eb)
+	a.code(fmt.Sprintf(`
 CMPQ BX, R9
-JLT h4inner`)
+JLT %sinner`, lbl))
 	for i := 0; i < 4; i++ {
 		a.l("\tVEXTRACTF64X4 $1, Z%d, Y4", i)
 		a.l("\tVADDPS Y4, Y%d, Y%d", i, i)
@@ -467,7 +460,7 @@ JLT h4inner`)
 		a.l("\tVEXTRACTF128 $1, Y%d, X4", i)
 		a.l("\tVADDPS X4, X%d, X%d", i, i)
 	}
-	a.code(`
+	a.code(fmt.Sprintf(`
 VHADDPS X1, X0, X0
 VHADDPS X3, X2, X2
 VHADDPS X2, X0, X0
@@ -475,60 +468,16 @@ VMOVUPS X0, (DX)
 ADDQ $16, DX
 LEAQ (DI)(R8*4), DI
 SUBQ $4, CX
-JNZ h4keys
-h4done:
+JNZ %skeys
+%sdone:
 VZEROUPPER
-RET`)
-	a.l(``)
-	a.lines(`
-// func wsum64F16AVX512(w *float32, v *uint16, stride int, n int, hd int, out *float32)
-// out[d] += sum_p w[p] * v[p*stride+d] for d < hd (a multiple of 64).`)
-	a.l(`TEXT ·wsum64F16AVX512(SB), NOSPLIT, $0-48`)
-	a.code(`
-MOVQ w+0(FP), SI
-MOVQ v+8(FP), DI
-MOVQ stride+16(FP), R8
-SHLQ $1, R8
-MOVQ n+24(FP), CX
-MOVQ hd+32(FP), R9
-SHLQ $2, R9
-MOVQ out+40(FP), DX
-TESTQ CX, CX
-JEQ hwdone
-XORQ BX, BX
-XORQ AX, AX
-hwchunk:
-VMOVUPS (DX)(BX*1), Z0
-VMOVUPS 64(DX)(BX*1), Z1
-VMOVUPS 128(DX)(BX*1), Z2
-VMOVUPS 192(DX)(BX*1), Z3
-MOVQ SI, R10
-LEAQ (DI)(AX*1), R11
-MOVQ CX, R12
-hwpos:
-VBROADCASTSS (R10), Z4
-VCVTPH2PS (R11), Z5
-VFMADD231PS Z5, Z4, Z0
-VCVTPH2PS 32(R11), Z6
-VFMADD231PS Z6, Z4, Z1
-VCVTPH2PS 64(R11), Z7
-VFMADD231PS Z7, Z4, Z2
-VCVTPH2PS 96(R11), Z8
-VFMADD231PS Z8, Z4, Z3
-ADDQ $4, R10
-ADDQ R8, R11
-DECQ R12
-JNZ hwpos
-VMOVUPS Z0, (DX)(BX*1)
-VMOVUPS Z1, 64(DX)(BX*1)
-VMOVUPS Z2, 128(DX)(BX*1)
-VMOVUPS Z3, 192(DX)(BX*1)
-ADDQ $256, BX
-ADDQ $128, AX
-CMPQ BX, R9
-JLT hwchunk
-hwdone:
-VZEROUPPER
-RET`)
-	return a.b.String()
+RET`, lbl, lbl))
+}
+
+// off formats a displacement, empty for 0.
+func off(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
 }
