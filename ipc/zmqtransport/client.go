@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	zmq "github.com/pebbe/zmq4"
 	"go.uber.org/zap"
 
 	"github.com/sluice-llm/sluice/ipc"
@@ -48,20 +47,17 @@ type ConnEvent struct {
 	Reason string
 }
 
-// EngineConn is a frontend's connection to one engine: a DEALER owned by an
-// I/O goroutine, which says HELLO until READY, pings, detects a silent
-// engine, and says HELLO again when it returns.
+// EngineConn is a frontend's connection to one engine: a DEALER owned by a
+// C pump thread (see cPump) and an I/O goroutine, which says HELLO until
+// READY, pings, detects a silent engine, and says HELLO again when it
+// returns.
 type EngineConn struct {
-	cfg     ClientConfig
-	log     *zap.Logger
-	ctx     *zmq.Context
-	dealer  *zmq.Socket
-	monitor *zmq.Socket // PAIR receiving the dealer's disconnect events
-	push    *zmq.Socket // owned by the sender, guarded by sendMu
-	pull    *zmq.Socket
-	sendMu  sync.Mutex
-	codecMu sync.Mutex
-	codec   *ipc.Codec
+	cfg    ClientConfig
+	log    *zap.Logger
+	pump   *cPump
+	sendMu sync.Mutex // guards codec
+	codec  *ipc.Codec
+	stop   chan struct{} // closed by Close
 
 	outputs chan *ipc.Outputs
 	// free holds batches the consumer gave back (Recycle) for the I/O loop
@@ -103,53 +99,27 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	ctx, err := zmq.NewContext()
-	if err != nil {
-		return nil, fmt.Errorf("zmq context: %w", err)
-	}
-	c := &EngineConn{cfg: cfg, log: log, ctx: ctx, codec: ipc.NewCodec(),
+	c := &EngineConn{cfg: cfg, log: log, codec: ipc.NewCodec(), stop: make(chan struct{}),
 		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
-	if c.dealer, err = ctx.NewSocket(zmq.DEALER); err != nil {
-		ctx.Term()
-		return nil, fmt.Errorf("dealer socket: %w", err)
-	}
-	c.dealer.SetIdentity(cfg.FrontendID)
-	c.dealer.SetSndhwm(0)
-	c.dealer.SetRcvhwm(0)
-	c.dealer.SetLinger(0)
-	c.dealer.SetImmediate(true)
-	c.dealer.SetReconnectIvl(100 * time.Millisecond)
-	c.dealer.SetReconnectIvlMax(time.Second)
+	pc := pumpConfig{addr: cfg.Addr, identity: cfg.FrontendID, outCap: defaultOutCap,
+		// A socket monitor reports a dropped connection at once (a killed
+		// engine's ipc/tcp connection closes), so streams fail well before
+		// the liveness timeout; liveness still covers a hung (SIGSTOPped)
+		// engine.
+		monitorAddr: fmt.Sprintf("inproc://sluice-monitor-%d", inprocSeq.Add(1))}
 	if cfg.Curve != nil {
-		if err := applyCurveClient(c.dealer, cfg.Curve); err != nil {
-			c.dealer.Close()
-			ctx.Term()
+		pub, sec, err := curveClientKeys(cfg.Curve)
+		if err != nil {
 			return nil, err
 		}
+		pc.curveServer, pc.curvePub, pc.curveSec = cfg.Curve.ServerKey, pub, sec
 	}
-	if err := c.dealer.Connect(cfg.Addr); err != nil {
-		c.dealer.Close()
-		ctx.Term()
+	pump, err := newCPump(pc)
+	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 	}
-	// A socket monitor reports a dropped connection at once (a killed
-	// engine's ipc/tcp connection closes), so streams fail well before the
-	// liveness timeout; liveness still covers a hung (SIGSTOPped) engine.
-	monAddr := fmt.Sprintf("inproc://sluice-monitor-%d", inprocSeq.Add(1))
-	if err := c.dealer.Monitor(monAddr, zmq.EVENT_DISCONNECTED); err == nil {
-		if c.monitor, err = ctx.NewSocket(zmq.PAIR); err == nil {
-			if err := c.monitor.Connect(monAddr); err != nil {
-				c.monitor.Close()
-				c.monitor = nil
-			}
-		}
-	}
-	if c.push, c.pull, err = newPair(ctx, "frontend"); err != nil {
-		c.dealer.Close()
-		ctx.Term()
-		return nil, fmt.Errorf("inproc pair: %w", err)
-	}
+	c.pump = pump
 	go c.ioLoop()
 	return c, nil
 }
@@ -204,12 +174,14 @@ func (c *EngineConn) sendFrame(kind ipc.Kind, msg any) error {
 		return ErrNotReady
 	}
 	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
 	frame, err := c.codec.Encode(kind, msg)
-	if err != nil {
-		return err
+	if err == nil {
+		// The pump copies the frame, so the codec's buffer is free again
+		// once send returns.
+		err = c.pump.send(frame, true)
 	}
-	if _, err := c.push.SendBytes(frame, 0); err != nil {
+	c.sendMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("queue %s: %w", kind, err)
 	}
 	return nil
@@ -241,19 +213,13 @@ func (c *EngineConn) Call(method string, args []byte, timeout time.Duration) (*i
 	}
 }
 
-// Close stops the goroutines and closes the socket. Outputs and Events are
-// closed afterwards.
+// Close stops the goroutines and the pump thread and closes the socket.
+// Outputs and Events are closed afterwards.
 func (c *EngineConn) Close() {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
-		c.sendMu.Lock()
-		c.push.SendBytes(nil, 0) // an empty frame tells the I/O goroutine to stop
-		c.sendMu.Unlock()
+		close(c.stop)
 		<-c.ioDone
-		c.sendMu.Lock()
-		c.push.Close()
-		c.sendMu.Unlock()
-		c.ctx.Term()
 	})
 }
 
@@ -271,35 +237,15 @@ func (c *EngineConn) emit(ev ConnEvent) {
 	}
 }
 
-// ioLoop owns the dealer, the inproc pull and the monitor. It never blocks
-// in a cgo call: it waits in a select on its sockWaiters (the sockets'
-// ZMQ_FDs in Go's network poller) and a housekeeping timer, and then drains
-// every socket with non-blocking calls until none is readable. (A goroutine
-// parked in a long cgo zmq_poll holds its P in a syscall: the runtime's
-// sysmon then never sleeps deeply, and every 10 ms it retakes that P and
-// restarts polling every 20 µs, which cost the frontend about 2,000 sysmon
-// wake-ups a second under load.)
+// ioLoop handles what the pump thread receives and sends HELLO and pings
+// through it. It never makes a cgo call while connected: it waits in a
+// select on the pump's notify pipe (in Go's network poller) and a
+// housekeeping timer, and reads the pump's slots from memory.
 func (c *EngineConn) ioLoop() {
 	defer close(c.ioDone)
 	defer close(c.events)
 	defer close(c.outputs)
-	defer c.dealer.Close()
-	defer c.pull.Close()
-	if c.monitor != nil {
-		defer c.monitor.Close()
-	}
-	// Deferred after the sockets' Close, so run before it: the waiters let
-	// go of their descriptors first.
-	dealerW := c.waiter(c.dealer, "dealer")
-	defer dealerW.close()
-	pullW := c.waiter(c.pull, "inproc pull")
-	defer pullW.close()
-	var monC chan struct{} // nil (never ready) without a monitor
-	if c.monitor != nil {
-		monW := c.waiter(c.monitor, "monitor")
-		defer monW.close()
-		monC = monW.C
-	}
+	defer c.pump.close()
 	timer := time.NewTimer(housekeepingMax)
 	defer timer.Stop()
 	codec := ipc.NewCodec()
@@ -308,10 +254,11 @@ func (c *EngineConn) ioLoop() {
 	sendDirect := func(kind ipc.Kind, msg any) {
 		frame, err := codec.Encode(kind, msg)
 		if err == nil {
-			c.dealer.SendBytes(frame, zmq.DONTWAIT) // EAGAIN while unconnected: retried later
+			_ = c.pump.send(frame, false) // dropped while unconnected: retried later
 		}
 	}
 	rejected := ""
+	pump := c.pump
 	for {
 		t := time.Now()
 		if !c.up.Load() && t.Sub(lastHello) >= 200*time.Millisecond {
@@ -327,128 +274,98 @@ func (c *EngineConn) ioLoop() {
 				c.setDown(fmt.Sprintf("engine silent for %s", c.cfg.LivenessTimeout))
 			}
 		}
-		// Drain until a whole pass finds nothing: handling one socket sends
-		// on the dealer, and a zmq call may consume another ZMQ_FD edge, so
-		// every socket's last call before the wait must be a GetEvents that
-		// saw no POLLIN.
-		for busy := true; busy; {
-			busy = false
-			if c.monitor != nil && readable(c.monitor) {
-				busy = true
-				for {
-					ev, _, _, err := c.monitor.RecvEvent(zmq.DONTWAIT)
-					if err != nil {
-						break
-					}
-					if ev == zmq.EVENT_DISCONNECTED {
-						c.setDown("engine connection lost")
-						lastHello = time.Time{}
-					}
-				}
+		for {
+			ev, frame, ok := pump.next()
+			if !ok {
+				break
 			}
-			if readable(c.pull) {
-				busy = true
-				for {
-					frame, err := c.pull.RecvBytes(zmq.DONTWAIT)
-					if err != nil {
-						break
-					}
-					if len(frame) == 0 {
-						return
-					}
-					if c.up.Load() {
-						if _, err := c.dealer.SendBytes(frame, zmq.DONTWAIT); err != nil {
-							c.setDown("send failed: " + err.Error())
-						}
-					}
+			switch ev.kind {
+			case pumpDisconnected:
+				c.setDown("engine connection lost")
+				lastHello = time.Time{}
+				continue
+			case pumpSendFailed:
+				if c.up.Load() {
+					c.setDown("send failed: " + ev.err.Error())
 				}
-			}
-			if !readable(c.dealer) {
 				continue
 			}
-			busy = true
-			for {
-				frame, err := c.dealer.RecvBytes(zmq.DONTWAIT)
-				if err != nil {
-					break
+			lastSeen = time.Now()
+			if len(frame) > 0 && ipc.Kind(frame[0]) == ipc.KindOutputs {
+				var b *ipc.Outputs
+				select {
+				case b = <-c.free:
+				default:
+					b = &ipc.Outputs{}
 				}
-				lastSeen = time.Now()
-				if len(frame) > 0 && ipc.Kind(frame[0]) == ipc.KindOutputs {
-					var b *ipc.Outputs
-					select {
-					case b = <-c.free:
-					default:
-						b = &ipc.Outputs{}
-					}
-					if err := codec.DecodeInto(frame, b); err != nil {
-						c.log.Warn("bad frame from engine", zap.Error(err))
-						continue
-					}
-					c.outputs <- b
-					continue
-				}
-				kind, msg, err := codec.Decode(frame)
-				if err != nil {
+				if err := codec.DecodeInto(frame, b); err != nil {
 					c.log.Warn("bad frame from engine", zap.Error(err))
 					continue
 				}
-				switch kind {
-				case ipc.KindOutputs:
-					c.outputs <- msg.(*ipc.Outputs)
-				case ipc.KindPing:
-					sendDirect(ipc.KindPong, msg)
-				case ipc.KindPong:
-				case ipc.KindReady:
-					r := msg.(*ipc.Ready)
-					if prev := c.ready.Load(); prev != nil && c.up.Load() && prev.EngineID == r.EngineID && prev.PID == r.PID {
-						continue // duplicate answer to a retried HELLO
-					}
-					if pin := c.pinned; pin != nil && !c.cfg.AllowModelChange &&
-						(pin.ModelName != r.ModelName || pin.ModelFingerprint != r.ModelFingerprint) {
-						reason := fmt.Sprintf("engine at %s now serves model %q (fingerprint %q), but this frontend serves %q (fingerprint %q): restart the frontend for the new model",
-							c.cfg.Addr, r.ModelName, r.ModelFingerprint, pin.ModelName, pin.ModelFingerprint)
-						c.up.Store(false)
-						c.mismatch.Store(&reason)
-						if reason != rejected {
-							rejected = reason
-							c.log.Error("engine model changed; refusing it", zap.String("reason", reason))
-							c.emit(ConnEvent{Up: false, Reason: reason})
-						}
-						lastHello = time.Now().Add(2 * time.Second) // keep asking, slowly
-						continue
-					}
-					c.mismatch.Store(nil)
-					if c.pinned == nil {
-						pinned := *r
-						c.pinned = &pinned
-					}
-					if c.up.Load() {
-						c.setDown("engine restarted")
-					}
-					c.ready.Store(r)
-					rejected = ""
-					c.up.Store(true)
-					lastPing = time.Time{}
-					c.log.Info("engine ready", zap.String("addr", c.cfg.Addr), zap.String("engine", r.EngineID), zap.String("model", r.ModelName))
-					c.emit(ConnEvent{Up: true, Ready: *r})
-				case ipc.KindShutdown:
-					c.setDown("engine shutting down: " + msg.(*ipc.Shutdown).Reason)
-					lastHello = time.Now().Add(300 * time.Millisecond) // let it go before saying HELLO again
-				case ipc.KindReject:
-					reason := msg.(*ipc.Reject).Reason
-					c.setDown("engine rejected this frontend: " + reason)
-					if reason != ReasonUnknownSession && reason != rejected {
+				c.outputs <- b
+				continue
+			}
+			kind, msg, err := codec.Decode(frame)
+			if err != nil {
+				c.log.Warn("bad frame from engine", zap.Error(err))
+				continue
+			}
+			switch kind {
+			case ipc.KindOutputs:
+				c.outputs <- msg.(*ipc.Outputs)
+			case ipc.KindPing:
+				sendDirect(ipc.KindPong, msg)
+			case ipc.KindPong:
+			case ipc.KindReady:
+				r := msg.(*ipc.Ready)
+				if prev := c.ready.Load(); prev != nil && c.up.Load() && prev.EngineID == r.EngineID && prev.PID == r.PID {
+					continue // duplicate answer to a retried HELLO
+				}
+				if pin := c.pinned; pin != nil && !c.cfg.AllowModelChange &&
+					(pin.ModelName != r.ModelName || pin.ModelFingerprint != r.ModelFingerprint) {
+					reason := fmt.Sprintf("engine at %s now serves model %q (fingerprint %q), but this frontend serves %q (fingerprint %q): restart the frontend for the new model",
+						c.cfg.Addr, r.ModelName, r.ModelFingerprint, pin.ModelName, pin.ModelFingerprint)
+					c.up.Store(false)
+					c.mismatch.Store(&reason)
+					if reason != rejected {
 						rejected = reason
-						c.log.Error("engine rejected HELLO", zap.String("reason", reason))
+						c.log.Error("engine model changed; refusing it", zap.String("reason", reason))
+						c.emit(ConnEvent{Up: false, Reason: reason})
 					}
-				case ipc.KindUtilityResult:
-					r := msg.(*ipc.UtilityResult)
-					c.callsMu.Lock()
-					ch := c.calls[r.CallID]
-					c.callsMu.Unlock()
-					if ch != nil {
-						ch <- r
-					}
+					lastHello = time.Now().Add(2 * time.Second) // keep asking, slowly
+					continue
+				}
+				c.mismatch.Store(nil)
+				if c.pinned == nil {
+					pinned := *r
+					c.pinned = &pinned
+				}
+				if c.up.Load() {
+					c.setDown("engine restarted")
+				}
+				c.ready.Store(r)
+				rejected = ""
+				c.up.Store(true)
+				lastPing = time.Time{}
+				c.log.Info("engine ready", zap.String("addr", c.cfg.Addr), zap.String("engine", r.EngineID), zap.String("model", r.ModelName))
+				c.emit(ConnEvent{Up: true, Ready: *r})
+			case ipc.KindShutdown:
+				c.setDown("engine shutting down: " + msg.(*ipc.Shutdown).Reason)
+				lastHello = time.Now().Add(300 * time.Millisecond) // let it go before saying HELLO again
+			case ipc.KindReject:
+				reason := msg.(*ipc.Reject).Reason
+				c.setDown("engine rejected this frontend: " + reason)
+				if reason != ReasonUnknownSession && reason != rejected {
+					rejected = reason
+					c.log.Error("engine rejected HELLO", zap.String("reason", reason))
+				}
+			case ipc.KindUtilityResult:
+				r := msg.(*ipc.UtilityResult)
+				c.callsMu.Lock()
+				ch := c.calls[r.CallID]
+				c.callsMu.Unlock()
+				if ch != nil {
+					ch <- r
 				}
 			}
 		}
@@ -462,10 +379,10 @@ func (c *EngineConn) ioLoop() {
 		}
 		timer.Reset(time.Until(next))
 		select {
-		case <-dealerW.C:
-		case <-pullW.C:
-		case <-monC:
+		case <-pump.w.C:
 		case <-timer.C:
+		case <-c.stop:
+			return
 		}
 	}
 }
@@ -479,13 +396,4 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// waiter starts a sockWaiter for one of the I/O goroutine's sockets.
-func (c *EngineConn) waiter(sock *zmq.Socket, name string) *sockWaiter {
-	w, err := newSockWaiter(sock)
-	if err != nil {
-		c.log.Warn("zmq socket wait falls back to polling every "+fallbackTick.String(), zap.String("socket", name), zap.Error(err))
-	}
-	return w
 }

@@ -152,31 +152,26 @@ func applyCurveServer(ctx *zmq.Context, sock *zmq.Socket, c *CurveServer, log *z
 	return nil
 }
 
-// applyCurveClient configures a DEALER as a CURVE client.
-func applyCurveClient(sock *zmq.Socket, c *CurveClient) error {
+// curveClientKeys returns the client's key pair: the configured one, its
+// public half derived from the secret, or a fresh pair.
+func curveClientKeys(c *CurveClient) (pub, sec string, err error) {
 	if !zmq.HasCurve() {
-		return fmt.Errorf("CURVE requested but libzmq was built without it")
+		return "", "", fmt.Errorf("CURVE requested but libzmq was built without it")
 	}
-	pub, sec := c.PublicKey, c.SecretKey
+	pub, sec = c.PublicKey, c.SecretKey
 	if sec == "" {
-		var err error
 		if pub, sec, err = zmq.NewCurveKeypair(); err != nil {
-			return err
+			return "", "", err
 		}
 	} else if pub == "" {
-		var err error
 		if pub, err = zmq.AuthCurvePublic(sec); err != nil {
-			return fmt.Errorf("derive curve public key: %w", err)
+			return "", "", fmt.Errorf("derive curve public key: %w", err)
 		}
 	}
-	if err := sock.SetCurveServerkey(c.ServerKey); err != nil {
-		return fmt.Errorf("curve server key: %w", err)
+	for _, k := range []struct{ name, key string }{{"server", c.ServerKey}, {"public", pub}, {"secret", sec}} {
+		if len(k.key) != 40 {
+			return "", "", fmt.Errorf("curve %s key: want 40 Z85 characters, got %d", k.name, len(k.key))
+		}
 	}
-	if err := sock.SetCurvePublickey(pub); err != nil {
-		return fmt.Errorf("curve public key: %w", err)
-	}
-	if err := sock.SetCurveSecretkey(sec); err != nil {
-		return fmt.Errorf("curve secret key: %w", err)
-	}
-	return nil
+	return pub, sec, nil
 }

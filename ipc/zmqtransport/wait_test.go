@@ -37,8 +37,8 @@ func goroutineStates(fn string) []string {
 }
 
 // TestIdleIOLoopNotInCgo: between messages the I/O goroutines wait in a Go
-// select (their sockets' ZMQ_FDs in the network poller), not in a cgo
-// zmq_poll, which would make sysmon wake every 20 µs; and everything they
+// select (the engine's sockets' ZMQ_FDs, the frontend pump's pipe, in the
+// network poller), not in a cgo zmq_poll, which would make sysmon wake every 20 µs; and everything they
 // started is gone after Close.
 func TestIdleIOLoopNotInCgo(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -59,11 +59,17 @@ func TestIdleIOLoopNotInCgo(t *testing.T) {
 				inCgo[fn]++
 			}
 		}
-		// dealer, inproc pull, monitor; router, inproc pull
+		// the engine's router and inproc pull, and the frontend pump's
+		// notify pipe
 		waiters := goroutineStates("(*sockWaiter).run")
-		if len(waiters) != 5 {
-			t.Fatalf("%d sockWaiter goroutines (%v), want 5: a socket fell back to ticking", len(waiters), waiters)
+		if len(waiters) != 2 {
+			t.Fatalf("%d sockWaiter goroutines (%v), want 2: a socket fell back to ticking", len(waiters), waiters)
 		}
+		pipes := goroutineStates("(*pipeWaiter).run")
+		if len(pipes) != 1 {
+			t.Fatalf("%d pipeWaiter goroutines (%v), want 1", len(pipes), pipes)
+		}
+		waiters = append(waiters, pipes...)
 		for _, st := range waiters {
 			if st != "IO wait" && st != "runnable" && st != "running" {
 				t.Fatalf("sockWaiter goroutine in state %q", st)
