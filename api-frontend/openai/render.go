@@ -57,6 +57,9 @@ type StreamHeader struct {
 	prefix []byte
 }
 
+// Prefix returns the rendered fixed part (read only).
+func (h *StreamHeader) Prefix() []byte { return h.prefix }
+
 // NewStreamHeader renders the fixed part of a stream's chunks.
 func NewStreamHeader(id, object string, created int64, model string) StreamHeader {
 	b := append([]byte(nil), `data: {"id":`...)

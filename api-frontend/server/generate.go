@@ -10,10 +10,12 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/sluice-llm/sluice/api-frontend/internal/prefetch"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
@@ -165,6 +167,23 @@ func (ch *choice) Output(out *ipc.Output) bool {
 		r.signal()
 	}
 	return abort
+}
+
+// Prefetch implements engineclient.Prefetcher: stage 0 the choice and its
+// output state, stage 1 the request's hot fields, stage 2 the start of its
+// chunk prefix: what Output reads first.
+func (ch *choice) Prefetch(stage int) {
+	switch stage {
+	case 0:
+		prefetch.Range(unsafe.Pointer(ch), unsafe.Sizeof(*ch))
+	case 1:
+		r := ch.r
+		prefetch.Range(unsafe.Pointer(r), unsafe.Offsetof(r.choice0))
+	case 2:
+		if p := ch.r.hdr.Prefix(); len(p) > 0 {
+			prefetch.Range(unsafe.Pointer(unsafe.SliceData(p)), uintptr(len(p)))
+		}
+	}
 }
 
 // directReady reports whether tryDirect may write now (before the lagging

@@ -40,8 +40,21 @@ func (t *idleTransport) Call(string, []byte, time.Duration) (*ipc.UtilityResult,
 // BenchmarkLoopbackWriteFloor (api-frontend/e2etest), the difference is
 // what the frontend adds to the send itself.
 //
+// The prefetch variant prefetches the next streams in stages
+// (choice.Prefetch), as the engine client's dispatch does.
+//
 //	go test -run XXX -bench StreamOutput -benchtime 300000x ./api-frontend/server/
 func BenchmarkStreamOutput(b *testing.B) {
+	for _, warm := range []bool{false, true} {
+		name := "plain"
+		if warm {
+			name = "prefetch"
+		}
+		b.Run(name, func(b *testing.B) { streamOutput(b, warm) })
+	}
+}
+
+func streamOutput(b *testing.B, warm bool) {
 	const streams = 1024
 	tr := &idleTransport{outputs: make(chan *ipc.Outputs), events: make(chan engineclient.Event)}
 	client := engineclient.New([]engineclient.Transport{tr}, engineclient.Options{})
@@ -100,6 +113,11 @@ func BenchmarkStreamOutput(b *testing.B) {
 		_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
 		for i := 0; i < b.N; i++ {
 			ch := chs[i%streams]
+			if warm {
+				for stage := 0; stage < engineclient.PrefetchStages; stage++ {
+					chs[(i+engineclient.PrefetchStages-stage)%streams].Prefetch(stage)
+				}
+			}
 			ch.Output(&outs[i%streams])
 			if r := ch.r; len(r.framed) > 0 { // the socket was full: catch up
 				r.mu.Lock()
