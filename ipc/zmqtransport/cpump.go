@@ -66,9 +66,10 @@ type pumpConfig struct {
 	outCap                          int
 }
 
-// defaultOutCap is the Go → C ring's size: a frame larger than a quarter of
-// it (a prompt of over 250k tokens) goes through C memory of its own.
-const defaultOutCap = 4 << 20
+// defaultOutCap is the Go → C ring's size (C memory, touched as it wraps):
+// a frame over a quarter of it (a prompt of over 64k tokens) goes through C
+// memory of its own.
+const defaultOutCap = 1 << 20
 
 // newCPump creates the sockets, connects and starts the pump thread.
 func newCPump(cfg pumpConfig) (*cPump, error) {
@@ -167,7 +168,7 @@ var errPumpClosed = errors.New("zmqtransport: connection closed")
 
 // send appends frame to the Go → C ring and wakes the pump thread, which
 // sends it without waiting (DONTWAIT); with report, a failed send comes
-// back as a SL_SENDFAIL slot. A full ring (the thread is behind by 4 MiB)
+// back as a SL_SENDFAIL slot. A full ring (the thread is behind by a whole ring)
 // makes send wait for room.
 func (c *cPump) send(frame []byte, report bool) error {
 	c.outMu.Lock()

@@ -3,11 +3,16 @@
 //
 // The engine binds one ROUTER (EngineSocket); every frontend connects a
 // DEALER whose identity is its frontend id (EngineConn). A zmq socket is not
-// goroutine-safe, so each side has one I/O goroutine that owns its network
-// socket and waits on it together with an inproc PULL (in Go's network
-// poller, through the sockets' ZMQ_FDs: see sockWaiter); senders hand encoded
-// frames to an output goroutine that pushes them through the inproc pair.
-// The engine's step loop therefore never waits on the network.
+// goroutine-safe, so each socket has one owner:
+//   - engine: an I/O goroutine owns the ROUTER and waits on it together with
+//     an inproc PULL (in Go's network poller, through the sockets' ZMQ_FDs:
+//     see sockWaiter); senders hand encoded frames to an output goroutine
+//     that pushes them through the inproc pair. The engine's step loop
+//     therefore never waits on the network.
+//   - frontend: a C thread (cPump, cpump.c) owns the DEALER and its monitor
+//     and trades frames with the I/O goroutine through rings in C memory,
+//     so that receiving a step's batch makes no cgo call (the first cgo call
+//     after an idle spell wakes Go's sysmon into 20 µs polling: see cPump).
 //
 // The handshake is HELLO → READY; nothing but HELLO is sent before READY
 // (connecting to a stale ipc socket before the engine binds silently loses
