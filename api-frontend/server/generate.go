@@ -169,13 +169,14 @@ func (ch *choice) Output(out *ipc.Output) bool {
 	return abort
 }
 
-// Prefetch implements engineclient.Prefetcher: stage 0 the choice and its
-// output state, stage 1 the request's hot fields, stage 2 the start of its
-// chunk prefix: what Output reads first.
+// Prefetch implements engineclient.Prefetcher: stage 0 the choice's
+// streaming fields, output state and chat parsers (up to text: the rest
+// accumulates non-streamed responses), stage 1 the request's hot fields, stage
+// 2 its chunk prefix: what Output reads first.
 func (ch *choice) Prefetch(stage int) {
 	switch stage {
 	case 0:
-		prefetch.Range(unsafe.Pointer(ch), unsafe.Sizeof(*ch))
+		prefetch.Range(unsafe.Pointer(ch), unsafe.Offsetof(ch.text))
 	case 1:
 		r := ch.r
 		prefetch.Range(unsafe.Pointer(r), unsafe.Offsetof(r.choice0))

@@ -1,6 +1,7 @@
 package zmqtransport
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync"
@@ -275,36 +276,44 @@ func (c *EngineConn) ioLoop() {
 			}
 		}
 		for {
-			ev, frame, ok := pump.next()
+			ev, view, ok := pump.next()
 			if !ok {
 				break
 			}
 			switch ev.kind {
 			case pumpDisconnected:
+				pump.release()
 				c.setDown("engine connection lost")
 				lastHello = time.Time{}
 				continue
 			case pumpSendFailed:
+				pump.release()
 				if c.up.Load() {
 					c.setDown("send failed: " + ev.err.Error())
 				}
 				continue
 			}
 			lastSeen = time.Now()
-			if len(frame) > 0 && ipc.Kind(frame[0]) == ipc.KindOutputs {
+			if len(view) > 0 && ipc.Kind(view[0]) == ipc.KindOutputs {
+				// The batch decoder copies everything it keeps (strings,
+				// ids, logprobs), so it reads the pump's memory directly.
 				var b *ipc.Outputs
 				select {
 				case b = <-c.free:
 				default:
 					b = &ipc.Outputs{}
 				}
-				if err := codec.DecodeInto(frame, b); err != nil {
+				err := codec.DecodeInto(view, b)
+				pump.release()
+				if err != nil {
 					c.log.Warn("bad frame from engine", zap.Error(err))
 					continue
 				}
 				c.outputs <- b
 				continue
 			}
+			frame := bytes.Clone(view) // cold messages: the general decoder may keep views
+			pump.release()
 			kind, msg, err := codec.Decode(frame)
 			if err != nil {
 				c.log.Warn("bad frame from engine", zap.Error(err))

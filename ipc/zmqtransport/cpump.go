@@ -137,10 +137,11 @@ type pumpEvent struct {
 	err  error // pumpSendFailed: why
 }
 
-// next takes the next slot: a frame (kind pumpFrame, its bytes copied into
-// Go memory) or an event; ok is false when there is none. The I/O
-// goroutine's.
-func (c *cPump) next() (ev pumpEvent, frame []byte, ok bool) {
+// next returns the next slot: a frame (kind pumpFrame; view is its bytes in
+// C memory, valid until release) or an event; ok is false when there is
+// none. The caller releases every slot next returned, before the next call.
+// The I/O goroutine's.
+func (c *cPump) next() (ev pumpEvent, view []byte, ok bool) {
 	if c.tail == atomic.LoadUint64(c.u64(&c.p.in_head)) {
 		return pumpEvent{}, nil, false
 	}
@@ -148,19 +149,23 @@ func (c *cPump) next() (ev pumpEvent, frame []byte, ok bool) {
 	ev.kind = int(s.kind)
 	switch ev.kind {
 	case pumpFrame:
-		frame = make([]byte, int(s.size))
-		if len(frame) > 0 {
-			copy(frame, unsafe.Slice((*byte)(s.data), len(frame)))
+		if s.size > 0 {
+			view = unsafe.Slice((*byte)(s.data), int(s.size))
 		}
 	case pumpSendFailed:
 		ev.err = zmq.Errno(s.err)
 	}
+	return ev, view, true
+}
+
+// release gives the slot next returned back to the pump thread, which then
+// frees its message: a view of it must not be used afterwards.
+func (c *cPump) release() {
 	c.tail++
 	atomic.StoreUint64(c.u64(&c.p.in_tail), c.tail)
 	if atomic.LoadUint32(c.u32(&c.p.in_full)) != 0 {
 		c.poke()
 	}
-	return ev, frame, true
 }
 
 // errPumpClosed is returned by send after close.
