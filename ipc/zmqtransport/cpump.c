@@ -40,10 +40,9 @@ static void sl_poke(int fd) {
 	}
 }
 
-// sl_free_consumed closes the slots Go has released.
-static void sl_free_consumed(sl_pump *p) {
-	uint64_t tail = LOAD_SC(&p->in_tail);
-	while (p->in_freed < tail) {
+// sl_close_slots closes the slots below upto.
+static void sl_close_slots(sl_pump *p, uint64_t upto) {
+	while (p->in_freed < upto) {
 		sl_slot *s = &p->in[p->in_freed & (SL_SLOTS - 1)];
 		if (s->kind == SL_FRAME) {
 			zmq_msg_close(&s->msg);
@@ -51,6 +50,9 @@ static void sl_free_consumed(sl_pump *p) {
 		p->in_freed++;
 	}
 }
+
+// sl_free_consumed closes the slots Go has released.
+static void sl_free_consumed(sl_pump *p) { sl_close_slots(p, LOAD_SC(&p->in_tail)); }
 
 // sl_slot_free reports whether the C → Go ring has a free (closed) slot;
 // when it has none it sets in_full (Go then wakes the thread as it releases
@@ -81,38 +83,55 @@ static void sl_push_event(sl_pump *p, uint32_t kind, int32_t err) {
 	STORE_REL(&p->in_head, p->in_head + 1);
 }
 
+// sl_rec is one Go → C record.
+typedef struct {
+	const void *data;
+	uint64_t size;
+	uint32_t flags;
+	void *owned; // SL_OUT_POINTER: data, malloc'd
+} sl_rec;
+
+// sl_out_next reads the record at *tail (after a wrap marker, if that is
+// what is there: Go publishes the marker and the record together) and moves
+// *tail past it. The caller checked *tail != out_head.
+static void sl_out_next(sl_pump *p, uint64_t *tail, sl_rec *r) {
+	uint64_t pos = *tail % p->out_cap;
+	uint32_t len;
+	memcpy(&len, p->out + pos, 4);
+	if (len == SL_OUT_WRAP) {
+		*tail += p->out_cap - pos;
+		pos = 0;
+		memcpy(&len, p->out, 4);
+	}
+	memcpy(&r->flags, p->out + pos + 4, 4);
+	r->data = p->out + pos + 8;
+	r->size = len;
+	r->owned = NULL;
+	if (r->flags & SL_OUT_POINTER) {
+		memcpy(&r->owned, p->out + pos + 8, sizeof r->owned);
+		memcpy(&r->size, p->out + pos + 16, 8);
+		r->data = r->owned;
+	}
+	*tail += 8 + ((len + 7) & ~(uint64_t)7);
+}
+
 // sl_drain_out sends every record Go queued; returns how many it sent.
 static int sl_drain_out(sl_pump *p, int *pushed) {
 	int n = 0;
 	uint64_t head = LOAD_ACQ(&p->out_head);
 	uint64_t tail = p->out_tail;
 	while (tail != head) {
-		uint64_t pos = tail % p->out_cap;
-		uint32_t len, flags;
-		memcpy(&len, p->out + pos, 4);
-		if (len == SL_OUT_WRAP) {
-			tail += p->out_cap - pos;
-			continue;
-		}
-		memcpy(&flags, p->out + pos + 4, 4);
-		const void *data = p->out + pos + 8;
-		uint64_t size = len;
-		void *owned = NULL;
-		if (flags & SL_OUT_POINTER) {
-			memcpy(&owned, p->out + pos + 8, sizeof owned);
-			memcpy(&size, p->out + pos + 16, 8);
-			data = owned;
-		}
+		sl_rec r;
+		sl_out_next(p, &tail, &r);
 		int rc;
 		do {
-			rc = zmq_send(p->dealer, data, size, ZMQ_DONTWAIT);
+			rc = zmq_send(p->dealer, r.data, r.size, ZMQ_DONTWAIT);
 		} while (rc < 0 && errno == EINTR);
 		int err = rc < 0 ? errno : 0;
-		free(owned);
-		tail += 8 + ((len + 7) & ~(uint64_t)7);
+		free(r.owned);
 		STORE_REL(&p->out_tail, tail);
 		n++;
-		if (err != 0 && (flags & SL_OUT_REPORT) && sl_slot_free(p)) {
+		if (err != 0 && (r.flags & SL_OUT_REPORT) && sl_slot_free(p)) {
 			sl_push_event(p, SL_SENDFAIL, err);
 			(*pushed)++;
 		}
@@ -350,31 +369,13 @@ void sl_pump_free(sl_pump *p) {
 		pthread_join(p->thread, NULL);
 	}
 	// Close what Go never released, then what it did.
-	uint64_t head = p->in_head;
-	while (p->in_freed < head) {
-		sl_slot *s = &p->in[p->in_freed & (SL_SLOTS - 1)];
-		if (s->kind == SL_FRAME) {
-			zmq_msg_close(&s->msg);
-		}
-		p->in_freed++;
-	}
+	sl_close_slots(p, p->in_head);
 	// Pointer records Go queued but the thread never sent.
-	uint64_t tail = p->out_tail, ohead = p->out_head;
-	while (tail != ohead) {
-		uint64_t pos = tail % p->out_cap;
-		uint32_t len, flags;
-		memcpy(&len, p->out + pos, 4);
-		if (len == SL_OUT_WRAP) {
-			tail += p->out_cap - pos;
-			continue;
-		}
-		memcpy(&flags, p->out + pos + 4, 4);
-		if (flags & SL_OUT_POINTER) {
-			void *owned;
-			memcpy(&owned, p->out + pos + 8, sizeof owned);
-			free(owned);
-		}
-		tail += 8 + ((len + 7) & ~(uint64_t)7);
+	uint64_t tail = p->out_tail;
+	while (tail != p->out_head) {
+		sl_rec r;
+		sl_out_next(p, &tail, &r);
+		free(r.owned);
 	}
 	sl_close_all(p);
 }
