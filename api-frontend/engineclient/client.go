@@ -61,10 +61,12 @@ type Transport interface {
 // engine's output goroutine (Fail may also run on Close's goroutine); they
 // must not block.
 type Sink interface {
-	// Output handles one engine output. It returns true when the request
-	// must be aborted in the engine (a stop string matched); the request is
-	// then unregistered and an ABORT is sent after the batch.
-	Output(out *ipc.Output) (abort bool)
+	// Output handles one engine output; now is when its batch came in (one
+	// clock reading per batch, as vLLM times a step's outputs together). It
+	// returns true when the request must be aborted in the engine (a stop
+	// string matched); the request is then unregistered and an ABORT is sent
+	// after the batch.
+	Output(out *ipc.Output, now time.Time) (abort bool)
 	// Fail ends the request because its engine went away or the client is
 	// closing.
 	Fail(reason string)
@@ -349,6 +351,7 @@ func (c *Client) dispatch(e *engine, b *ipc.Outputs) {
 	e.mu.Unlock()
 	aborts := e.aborts[:0]
 	done := 0
+	now := time.Now()
 	pf := e.batchPF[:0]
 	for _, s := range sinks {
 		p, _ := s.(Prefetcher)
@@ -365,7 +368,7 @@ func (c *Client) dispatch(e *engine, b *ipc.Outputs) {
 			continue
 		}
 		o := &outs[i]
-		if s.Output(o) {
+		if s.Output(o, now) {
 			aborts = append(aborts, o.RequestID)
 			done++
 		} else if o.FinishReason != ipc.FinishNone {

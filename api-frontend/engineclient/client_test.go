@@ -56,7 +56,7 @@ type sink struct {
 
 func newSink() *sink { return &sink{done: make(chan struct{}, 16)} }
 
-func (s *sink) Output(o *ipc.Output) bool {
+func (s *sink) Output(o *ipc.Output, _ time.Time) bool {
 	s.mu.Lock()
 	s.outs++
 	s.mu.Unlock()

@@ -116,14 +116,13 @@ type choice struct {
 
 // Output implements engineclient.Sink; it runs on the engine's output
 // goroutine.
-func (ch *choice) Output(out *ipc.Output) bool {
+func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	r := ch.r
 	r.mu.Lock()
 	if r.done || ch.finished {
 		r.mu.Unlock()
 		return false
 	}
-	now := time.Now()
 	if !r.firstSeen {
 		r.firstSeen = true
 		r.s.waiting.Add(-1)
