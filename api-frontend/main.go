@@ -37,8 +37,8 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
-	"github.com/sluice-llm/sluice/outputproc/chattemplate"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/chattemplate"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // Version and Commit are set with -ldflags "-X main.Version=… -X main.Commit=…".

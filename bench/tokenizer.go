@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-llm/sluice/bench/dataset"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // loadTokenizer loads the tokenizer --tokenizer names with Sluice's loader:

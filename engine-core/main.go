@@ -50,7 +50,7 @@ import (
 	"github.com/sluice-llm/sluice/kernels/cuda"
 	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/hfconfig"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 func main() {

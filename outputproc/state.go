@@ -6,7 +6,7 @@ import (
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc/detok"
 	"github.com/sluice-llm/sluice/outputproc/stopstr"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // Params configure the output state of one completion.

@@ -6,7 +6,7 @@
 //
 // Structured outputs: response_format (json_object, json_schema), vLLM's
 // structured_outputs object and its older guided_* fields are compiled
-// here with outputproc/constraint into the one ipc.Constraint the engine
+// here with constraint into the one ipc.Constraint the engine
 // enforces (Options.Params.Constraint); more than one is a 400, and so is a
 // schema the engine could not honour exactly. tool_choice "required" and
 // named become a grammar of the model family's own tool-call markup

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // ResponseFormat is the OpenAI response_format object: type "text",
@@ -229,7 +229,7 @@ func ReasoningClosed(prompt string) bool {
 	return end >= 0 && end >= strings.LastIndex(prompt, "<think>")
 }
 
-// anyWhitespace is the bounded whitespace outputproc/constraint allows
+// anyWhitespace is the bounded whitespace constraint allows
 // around every JSON structural character.
 const anyWhitespace = `[ \t\n]{0,20}`
 

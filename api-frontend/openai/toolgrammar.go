@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // ToolOutput says how the server reads the output of a request whose
@@ -119,7 +119,7 @@ func paramsSchema(p json.RawMessage) json.RawMessage {
 }
 
 // toolGrammar writes the Lark grammar of calls to tools in parser's format.
-// Each tool's parameters schema is compiled by outputproc/constraint and
+// Each tool's parameters schema is compiled by constraint and
 // embedded as rules, so the arguments follow the schema exactly.
 func toolGrammar(parser string, tools []Tool, multiple bool) (string, error) {
 	var sb strings.Builder

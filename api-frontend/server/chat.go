@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
-	"github.com/sluice-llm/sluice/outputproc/chattemplate"
+	"github.com/sluice-llm/sluice/text/chattemplate"
 )
 
 // TemplateRenderer renders chat prompts with the model's Jinja templates

@@ -23,7 +23,7 @@ type Sample struct {
 }
 
 // Tokenizer is what the datasets need of a tokenizer. The Sluice tokenizer
-// (outputproc/tokenizer.Tokenizer) satisfies it.
+// (text/tokenizer.Tokenizer) satisfies it.
 type Tokenizer interface {
 	Encode(text string, addSpecial bool) []int32
 	Decode(ids []int32, skipSpecial bool) string

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 type replayCase struct {

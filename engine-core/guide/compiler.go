@@ -1,5 +1,5 @@
 // Package guide is the engine side of structured outputs: it matches a
-// constraint (lowered by outputproc/constraint to a grammar IR) against a
+// constraint (lowered by constraint to a grammar IR) against a
 // model's vocabulary token by token and computes, at each step, the mask of
 // tokens that keep the output inside the constraint.
 //
@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // ErrCompileTimeout is returned when a grammar is not ready by the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-llm/sluice/engine-core/guide"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // Example shows the whole flow with a toy vocabulary: the frontend

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // FuzzMatcher drives a matcher with fuzzed token ids: it never panics,

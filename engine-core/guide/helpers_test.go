@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // testTokens is a small vocabulary with every single byte (so any output

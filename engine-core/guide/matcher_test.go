@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // tokenize spells s greedily with the longest vocabulary tokens that the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // TestMemoMatchesDirect checks the transition memo: matchers that move

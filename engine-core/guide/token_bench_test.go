@@ -10,8 +10,8 @@ import (
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/outputproc/constraint"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // benchListSchema is the schema of the end-to-end structured-output

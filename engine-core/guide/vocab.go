@@ -216,7 +216,7 @@ func newCountSlice(idx int, tokens [][]byte, ids []int32, d *dfa) *countSlice {
 	return cs
 }
 
-// TokenSource is the part of outputproc/tokenizer.Tokenizer a vocabulary
+// TokenSource is the part of text/tokenizer.Tokenizer a vocabulary
 // is built from; every tokenizer.Tokenizer satisfies it. (Declared here so
 // that this package does not depend on the tokenizer package.)
 type TokenSource interface {

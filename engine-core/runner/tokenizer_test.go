@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // TestDemoTokenizer loads the generated demo tokenizer (HF tokenizer.json

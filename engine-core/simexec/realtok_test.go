@@ -8,7 +8,7 @@ import (
 	"github.com/sluice-llm/sluice/engine-core/sched"
 	"github.com/sluice-llm/sluice/internal/testenv"
 	"github.com/sluice-llm/sluice/ipc"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // TestScriptQwen3 drives tool-call markup, reasoning tags and Unicode

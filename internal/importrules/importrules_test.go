@@ -30,11 +30,13 @@ var allowed = map[string][]string{
 	"modelfile":    {},
 	"internal":     {},
 	"deploy":       {},
-	"scripts":      {"ipc", "configs", "modelfile", "outputproc"},
-	"outputproc":   {"ipc", "modelfile"},
-	"engine-core":  {"ipc", "kernels", "configs", "modelfile", "outputproc"},
-	"api-frontend": {"ipc", "configs", "modelfile", "outputproc"},
-	"bench":        {"ipc", "configs", "modelfile", "outputproc"},
+	"text":         {"modelfile"},
+	"constraint":   {"ipc"},
+	"scripts":      {"ipc", "configs", "modelfile", "text", "constraint", "outputproc"},
+	"outputproc":   {"ipc", "modelfile", "text", "constraint"},
+	"engine-core":  {"ipc", "kernels", "configs", "modelfile", "text", "constraint"},
+	"api-frontend": {"ipc", "configs", "modelfile", "text", "constraint", "outputproc"},
+	"bench":        {"ipc", "configs", "modelfile", "text", "outputproc"},
 }
 
 func TestImportRules(t *testing.T) {
@@ -84,6 +86,9 @@ func contains(list []string, s string) bool {
 func TestRuleCatchesViolation(t *testing.T) {
 	if contains(allowed["engine-core"], "api-frontend") || contains(allowed["api-frontend"], "engine-core") {
 		t.Fatal("engine-core and api-frontend must never import each other")
+	}
+	if contains(allowed["engine-core"], "outputproc") {
+		t.Fatal("engine-core must never import outputproc: it is the frontend's output path")
 	}
 	if contains(allowed["api-frontend"], "kernels") {
 		t.Fatal("the frontend must never import kernels")

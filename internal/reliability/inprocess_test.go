@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // quickEngine is an in-process engine.Transport that finishes every request

@@ -10,7 +10,7 @@
 //   - the tokenizer.* metadata of a GGUF file (ReadGGUFVocab);
 //   - llama2.c tokenizer.bin (ReadLlama2C).
 //
-// Package outputproc/tokenizer builds working tokenizers from these. Every
+// Package text/tokenizer builds working tokenizers from these. Every
 // reader reports malformed input as an error naming the file and the field,
 // and none panics on hostile bytes.
 package tokfile

@@ -22,7 +22,7 @@
 package detok
 
 import (
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // Options configure a Decoder.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/internal/testenv"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // Real tokenizers from ../shared/models, loaded once per test binary.

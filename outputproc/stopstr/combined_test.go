@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluice-llm/sluice/internal/testenv"
 	"github.com/sluice-llm/sluice/outputproc/detok"
-	"github.com/sluice-llm/sluice/outputproc/tokenizer"
+	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // BenchmarkDetokAndStop measures the per-token frontend text path: one

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sluice-llm/sluice/outputproc/constraint"
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // The frontend turns an unsupported keyword into a 400 naming it.
