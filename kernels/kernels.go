@@ -26,8 +26,20 @@ const (
 	// Q8_0 is ggml's 8-bit block quantization: blocks of 32 values stored
 	// as a float16 scale followed by 32 int8 (34 bytes).
 	Q8_0
-	// F16 is IEEE float16 (a KV cache held at half width; see KVAllocator).
+	// F16 is IEEE float16 (weights as stored, or a KV cache held at half
+	// width; see KVAllocator).
 	F16
+	// BF16 is bfloat16: the top 16 bits of an IEEE float32.
+	BF16
+	// Q4_0 is ggml's 4-bit block quantization: blocks of 32 values stored as
+	// a float16 scale and 16 bytes of nibbles (18 bytes).
+	Q4_0
+	// Q4_K is ggml's 4-bit k-quant: super-blocks of 256 values (144 bytes).
+	Q4_K
+	// Q5_K is ggml's 5-bit k-quant: super-blocks of 256 values (176 bytes).
+	Q5_K
+	// Q6_K is ggml's 6-bit k-quant: super-blocks of 256 values (210 bytes).
+	Q6_K
 )
 
 // Q8Block is the number of values in one Q8_0 block, Q8BlockBytes its size.
@@ -45,6 +57,16 @@ func (d DType) String() string {
 		return "Q8_0"
 	case F16:
 		return "F16"
+	case BF16:
+		return "BF16"
+	case Q4_0:
+		return "Q4_0"
+	case Q4_K:
+		return "Q4_K"
+	case Q5_K:
+		return "Q5_K"
+	case Q6_K:
+		return "Q6_K"
 	}
 	return fmt.Sprintf("DType(%d)", d)
 }
@@ -54,8 +76,16 @@ func (d DType) RowBytes(cols int) int {
 	switch d {
 	case Q8_0:
 		return cols / Q8Block * Q8BlockBytes
-	case F16:
+	case F16, BF16:
 		return 2 * cols
+	case Q4_0:
+		return cols / 32 * 18
+	case Q4_K:
+		return cols / QKBlock * 144
+	case Q5_K:
+		return cols / QKBlock * 176
+	case Q6_K:
+		return cols / QKBlock * 210
 	}
 	return 4 * cols
 }
