@@ -14,7 +14,11 @@
 // batch and the ops take n, the number of rows in use.
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluice-llm/sluice/quant"
+)
 
 // DType is a tensor element encoding.
 type DType uint8
@@ -81,11 +85,11 @@ func (d DType) RowBytes(cols int) int {
 	case Q4_0:
 		return cols / 32 * 18
 	case Q4_K:
-		return cols / QKBlock * 144
+		return cols / quant.QKBlock * 144
 	case Q5_K:
-		return cols / QKBlock * 176
+		return cols / quant.QKBlock * 176
 	case Q6_K:
-		return cols / QKBlock * 210
+		return cols / quant.QKBlock * 210
 	}
 	return 4 * cols
 }

@@ -3,6 +3,8 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // Dot returns the dot product of a and b[:len(a)].
@@ -20,7 +22,7 @@ func DotQ8_0(x []float32, q []byte) float32 {
 	var s float32
 	for b := 0; b < len(x)/Q8Block; b++ {
 		blk := q[b*Q8BlockBytes:]
-		d := F16ToF32(binary.LittleEndian.Uint16(blk))
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
 		var bs float32
 		xb := x[b*Q8Block : (b+1)*Q8Block]
 		for j, v := range xb {
@@ -216,7 +218,7 @@ func (r *Ref) Embed(out, table Tensor, tokens []int32) {
 	for i, t := range tokens {
 		if th.DT == Q8_0 {
 			rb := th.DT.RowBytes(th.C)
-			DequantizeQ8_0(oh.Row(i)[:th.C], th.Q[int(t)*rb:(int(t)+1)*rb])
+			quant.DequantizeQ8_0(oh.Row(i)[:th.C], th.Q[int(t)*rb:(int(t)+1)*rb])
 		} else {
 			copy(oh.Row(i), th.Row(int(t)))
 		}

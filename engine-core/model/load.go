@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-llm/sluice/modelfile/hfconfig"
 	"github.com/sluice-llm/sluice/modelfile/llama2c"
 	"github.com/sluice-llm/sluice/modelfile/safetensors"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // LoadOptions tune Load.
@@ -374,38 +375,38 @@ func loadTensor(src source, be kernels.Backend, name string, rows, cols int, opt
 		for i := range f {
 			h := binary.LittleEndian.Uint16(t.data[2*i:])
 			if t.enc == "F16" {
-				f[i] = kernels.F16ToF32(h)
+				f[i] = quant.F16ToF32(h)
 			} else {
-				f[i] = kernels.BF16ToF32(h)
+				f[i] = quant.BF16ToF32(h)
 			}
 		}
 		out, err = be.WeightF32(rows, cols, f)
 	case "Q8_0":
 		if rows == 1 {
 			f := make([]float32, cols)
-			kernels.DequantizeQ8_0(f, t.data)
+			quant.DequantizeQ8_0(f, t.data)
 			out, err = be.WeightF32(rows, cols, f)
 		} else {
 			out, err = be.Weight(kernels.Q8_0, rows, cols, t.data)
 		}
 	case "Q4_0":
-		if len(t.data) != rows*cols/kernels.Q8Block*kernels.Q4_0BlockBytes || cols%kernels.Q8Block != 0 {
+		if len(t.data) != rows*cols/kernels.Q8Block*quant.Q4_0BlockBytes || cols%kernels.Q8Block != 0 {
 			return nil, wrap(fmt.Errorf("%d bytes do not hold Q4_0 blocks of this shape", len(t.data)))
 		}
 		if rows == 1 {
 			f := make([]float32, cols)
-			kernels.DequantizeQ4_0(f, t.data)
+			quant.DequantizeQ4_0(f, t.data)
 			out, err = be.WeightF32(rows, cols, f)
 		} else {
 			// lossless: same scale per 32 values, integers -8..7
-			out, err = be.Weight(kernels.Q8_0, rows, cols, kernels.Q4_0ToQ8_0(t.data))
+			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.Q4_0ToQ8_0(t.data))
 		}
 	case "Q4_K", "Q6_K":
-		bb, dq := kernels.Q4KBlockBytes, kernels.DequantizeQ4K
+		bb, dq := quant.Q4KBlockBytes, quant.DequantizeQ4K
 		if t.enc == "Q6_K" {
-			bb, dq = kernels.Q6KBlockBytes, kernels.DequantizeQ6K
+			bb, dq = quant.Q6KBlockBytes, quant.DequantizeQ6K
 		}
-		if cols%kernels.QKBlock != 0 || len(t.data) != rows*cols/kernels.QKBlock*bb {
+		if cols%quant.QKBlock != 0 || len(t.data) != rows*cols/quant.QKBlock*bb {
 			return nil, wrap(fmt.Errorf("%d bytes do not hold %s super-blocks of this shape", len(t.data), t.enc))
 		}
 		f := make([]float32, rows*cols)
@@ -415,7 +416,7 @@ func loadTensor(src source, be kernels.Backend, name string, rows, cols int, opt
 		} else {
 			// re-quantized to Q8_0 for the matmul kernels: per 32 values
 			// the error is at most half a step of max|x|/127
-			out, err = be.Weight(kernels.Q8_0, rows, cols, kernels.QuantizeQ8_0(f))
+			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.QuantizeQ8_0(f))
 		}
 	default:
 		return nil, wrap(fmt.Errorf("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"))

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/kernels/cpu"
 	"github.com/sluice-llm/sluice/modelfile/safetensors"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // hfModel is a model in Hugging Face naming held in float64, for the naive
@@ -107,15 +108,15 @@ func (h *hfModel) write(t *testing.T, dtype string) string {
 		if dtype == "F16" {
 			data = make([]byte, 2*len(f))
 			for i, v := range f {
-				hb := kernels.F32ToF16(v)
+				hb := quant.F32ToF16(v)
 				data[2*i], data[2*i+1] = byte(hb), byte(hb>>8)
-				d[i] = float64(kernels.F16ToF32(hb))
+				d[i] = float64(quant.F16ToF32(hb))
 			}
 		}
 		if dtype == "BF16" {
 			data = safetensors.BF16Bytes(f)
 			for i := range d {
-				d[i] = float64(kernels.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8))
+				d[i] = float64(quant.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8))
 			}
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dtype, Shape: shape, Data: data})

@@ -11,11 +11,12 @@ import (
 	"github.com/sluice-llm/sluice/kernels/cpu"
 	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/gguf"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // quantizeQ4_0 is ggml's quantize_row_q4_0_ref.
 func quantizeQ4_0(x []float32) []byte {
-	out := make([]byte, len(x)/32*kernels.Q4_0BlockBytes)
+	out := make([]byte, len(x)/32*quant.Q4_0BlockBytes)
 	for b := 0; b < len(x)/32; b++ {
 		blk := x[b*32 : (b+1)*32]
 		var amax, mx float32
@@ -29,8 +30,8 @@ func quantizeQ4_0(x []float32) []byte {
 		if d != 0 {
 			id = 1 / d
 		}
-		o := out[b*kernels.Q4_0BlockBytes:]
-		binary.LittleEndian.PutUint16(o, kernels.F32ToF16(d))
+		o := out[b*quant.Q4_0BlockBytes:]
+		binary.LittleEndian.PutUint16(o, quant.F32ToF16(d))
 		for j := 0; j < 16; j++ {
 			q0 := min(15, int(int8(blk[j]*id+8.5)))
 			q1 := min(15, int(int8(blk[j+16]*id+8.5)))
@@ -70,7 +71,7 @@ func TestQ4_0Loading(t *testing.T) {
 			vals := kernels.BytesToF32(data)
 			tq.Type, tq.Data = gguf.TypeQ4_0, quantizeQ4_0(vals)
 			deq := make([]float32, len(vals))
-			kernels.DequantizeQ4_0(deq, tq.Data)
+			quant.DequantizeQ4_0(deq, tq.Data)
 			tf.Data = gguf.EncodeF32(deq)
 		}
 		q4, f32 = append(q4, tq), append(f32, tf)

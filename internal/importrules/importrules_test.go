@@ -25,18 +25,19 @@ func tree(path string) string {
 // (transitively). A tree may always depend on itself.
 var allowed = map[string][]string{
 	"ipc":          {},
-	"kernels":      {},
+	"quant":        {},
+	"kernels":      {"quant"},
 	"configs":      {},
-	"modelfile":    {},
+	"modelfile":    {"quant"},
 	"internal":     {},
 	"deploy":       {},
-	"text":         {"modelfile"},
+	"text":         {"modelfile", "quant"},
 	"constraint":   {"ipc"},
-	"scripts":      {"ipc", "configs", "modelfile", "text", "constraint", "outputproc"},
-	"outputproc":   {"ipc", "modelfile", "text", "constraint"},
-	"engine-core":  {"ipc", "kernels", "configs", "modelfile", "text", "constraint"},
-	"api-frontend": {"ipc", "configs", "modelfile", "text", "constraint", "outputproc"},
-	"bench":        {"ipc", "configs", "modelfile", "text", "outputproc"},
+	"scripts":      {"ipc", "configs", "modelfile", "text", "constraint", "outputproc", "quant"},
+	"outputproc":   {"ipc", "modelfile", "text", "constraint", "quant"},
+	"engine-core":  {"ipc", "kernels", "configs", "modelfile", "text", "constraint", "quant"},
+	"api-frontend": {"ipc", "configs", "modelfile", "text", "constraint", "outputproc", "quant"},
+	"bench":        {"ipc", "configs", "modelfile", "text", "outputproc", "quant"},
 }
 
 func TestImportRules(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // checkAttention builds a random varlen batch (sequences with a cached
@@ -55,7 +56,7 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 	if half {
 		for _, xs := range [][]float32{k0, v0, kc0, vc0} {
 			for i, x := range xs {
-				xs[i] = kernels.F16ToF32(kernels.F32ToF16(x))
+				xs[i] = quant.F16ToF32(quant.F32ToF16(x))
 			}
 		}
 	}
@@ -75,7 +76,7 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 					t.Fatalf("AllocKV gave %v, want F16", tt.DT)
 				}
 				for i, x := range src {
-					tt.H[i] = kernels.F32ToF16(x)
+					tt.H[i] = quant.F32ToF16(x)
 				}
 				return tt
 			}
@@ -108,7 +109,7 @@ func TestAttentionShapes(t *testing.T) {
 	}
 }
 
-// TestF32ToF16 checks the vector conversion against kernels.F32ToF16 on
+// TestF32ToF16 checks the vector conversion against quant.F32ToF16 on
 // every tail length and on values that round, overflow and underflow.
 func TestF32ToF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
@@ -124,7 +125,7 @@ func TestF32ToF16(t *testing.T) {
 		got := make([]uint16, n)
 		kern{simd: hasAVX512}.f32ToF16(got, src)
 		for i, x := range src {
-			if want := kernels.F32ToF16(x); got[i] != want {
+			if want := quant.F32ToF16(x); got[i] != want {
 				t.Fatalf("n=%d f16(%v) = %#04x, want %#04x", n, x, got[i], want)
 			}
 		}

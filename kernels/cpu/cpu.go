@@ -19,6 +19,7 @@ import (
 	"math"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // Options configure a Backend.
@@ -341,7 +342,7 @@ func (b *Backend) Embed(out, table kernels.Tensor, tokens []int32) {
 		dst := oh.F[i*oh.C : i*oh.C+th.C]
 		if th.DT == kernels.Q8_0 {
 			rb := th.DT.RowBytes(th.C)
-			kernels.DequantizeQ8_0(dst, th.Q[int(tok)*rb:(int(tok)+1)*rb])
+			quant.DequantizeQ8_0(dst, th.Q[int(tok)*rb:(int(tok)+1)*rb])
 		} else {
 			copy(dst, th.F[int(tok)*th.C:(int(tok)+1)*th.C])
 		}

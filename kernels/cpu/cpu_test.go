@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 func randF(r *rand.Rand, n int) []float32 {
@@ -40,9 +41,9 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 	if q8 {
 		// every other shape goes through NewHostWeight (decoded scales)
 		if (n+out)%2 == 0 {
-			w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
+			w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, quant.QuantizeQ8_0(wf))
 		} else {
-			w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: kernels.QuantizeQ8_0(wf)}
+			w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: quant.QuantizeQ8_0(wf)}
 		}
 	} else {
 		w = &kernels.Host{R: out, C: in, F: wf}
@@ -122,7 +123,7 @@ func actBound(x, w *kernels.Host, n int) []float32 {
 	for m := 0; m < n; m++ {
 		quantizeQ8Act(x.F[m*K:(m+1)*K], q, d)
 		for o := 0; o < w.R; o++ {
-			kernels.DequantizeQ8_0(wr, w.Q[o*rb:(o+1)*rb])
+			quant.DequantizeQ8_0(wr, w.Q[o*rb:(o+1)*rb])
 			var s float64
 			for j, v := range wr {
 				s += float64(d[j/kernels.Q8Block]) / 2 * math.Abs(float64(v))
@@ -285,7 +286,7 @@ func BenchmarkMatMul(b *testing.B) {
 			wf := randF(r, c.out*c.in)
 			var w kernels.Tensor = &kernels.Host{R: c.out, C: c.in, F: wf}
 			if c.q8 {
-				w, _ = kernels.NewHostWeight(kernels.Q8_0, c.out, c.in, kernels.QuantizeQ8_0(wf))
+				w, _ = kernels.NewHostWeight(kernels.Q8_0, c.out, c.in, quant.QuantizeQ8_0(wf))
 			}
 			o := be.Alloc(c.n, c.out)
 			b.ResetTimer()
@@ -301,10 +302,10 @@ func TestDequant(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	for name, k := range kerns() {
 		for _, n := range []int{32, 64, 288, 768} {
-			q := kernels.QuantizeQ8_0(randF(r, 3*n))
+			q := quant.QuantizeQ8_0(randF(r, 3*n))
 			want := make([]float32, 3*n)
 			for row := 0; row < 3; row++ {
-				kernels.DequantizeQ8_0(want[row*n:(row+1)*n], q[row*n/32*34:])
+				quant.DequantizeQ8_0(want[row*n:(row+1)*n], q[row*n/32*34:])
 			}
 			got := make([]float32, 3*n)
 			k.dequantRows(got, q, n/32*34, 3, n)
@@ -340,7 +341,7 @@ func BenchmarkMatMulModel(b *testing.B) {
 				wf := randF(r, out*in)
 				var w kernels.Tensor = &kernels.Host{R: out, C: in, F: wf}
 				if c.q8 {
-					w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, kernels.QuantizeQ8_0(wf))
+					w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, quant.QuantizeQ8_0(wf))
 				}
 				if c.packed {
 					if err := be.PrepareMatMul(w, false); err != nil {

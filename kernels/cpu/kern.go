@@ -1,14 +1,12 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
 	"unsafe"
-)
-
-import (
-	"encoding/binary"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // kern picks, per call, the AVX-512 kernel or its plain-Go twin. The Go
@@ -143,7 +141,7 @@ func dotQ8Go(x []float32, q []byte) float32 {
 	var s float32
 	for b := 0; b < len(x)/kernels.Q8Block; b++ {
 		blk := q[b*kernels.Q8BlockBytes : (b+1)*kernels.Q8BlockBytes]
-		d := kernels.F16ToF32(binary.LittleEndian.Uint16(blk))
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
 		xb := x[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
 		var s0, s1 float32
 		for j := 0; j < kernels.Q8Block; j += 2 {
@@ -165,7 +163,7 @@ func (k kern) dequantRows(dst []float32, w []byte, ws, rows, n int) {
 			_ = w[r*ws+nb*kernels.Q8BlockBytes-1]
 			dequantQ8AVX512(&d[0], &w[r*ws], nb)
 		} else {
-			kernels.DequantizeQ8_0(d, w[r*ws:])
+			quant.DequantizeQ8_0(d, w[r*ws:])
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // F16 KV cache. With Options.KVF16 the backend's AllocKV makes half-width
@@ -40,7 +41,7 @@ func (k kern) f32ToF16(dst []uint16, src []float32) {
 		}
 	}
 	for i := n16; i < len(src); i++ {
-		dst[i] = kernels.F32ToF16(src[i])
+		dst[i] = quant.F32ToF16(src[i])
 	}
 }
 
@@ -62,7 +63,7 @@ func (k kern) scoresH(q []float32, kc []uint16, stride int, out []float32) {
 		row := kc[p*stride : p*stride+hd]
 		var s float32
 		for d, v := range q {
-			s += v * kernels.F16ToF32(row[d])
+			s += v * quant.F16ToF32(row[d])
 		}
 		out[p] = s
 	}
@@ -82,7 +83,7 @@ func (k kern) wsumH(w []float32, v []uint16, stride int, out []float32) {
 	for p, wp := range w {
 		row := v[p*stride : p*stride+hd]
 		for d := range out {
-			out[d] += wp * kernels.F16ToF32(row[d])
+			out[d] += wp * quant.F16ToF32(row[d])
 		}
 	}
 }

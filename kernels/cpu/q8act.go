@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // Q8_0 × Q8_0 dot products for small batches (decode).
@@ -66,7 +67,7 @@ func dotQ8Q8Go(xq []int8, xd []float32, q []byte, nb int) float32 {
 	var s float32
 	for b := 0; b < nb; b++ {
 		blk := q[b*kernels.Q8BlockBytes : (b+1)*kernels.Q8BlockBytes]
-		d := kernels.F16ToF32(binary.LittleEndian.Uint16(blk))
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
 		xb := xq[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
 		var acc int32
 		for j, v := range xb {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // checkDotQ8Q8 compares the integer Q8_0 kernels (assembly where the CPU
@@ -14,7 +15,7 @@ import (
 func checkDotQ8Q8(t *testing.T, x []float32, wf []float32, nb int) {
 	t.Helper()
 	K := nb * kernels.Q8Block
-	w, err := kernels.NewHostWeight(kernels.Q8_0, 4, K, kernels.QuantizeQ8_0(wf))
+	w, err := kernels.NewHostWeight(kernels.Q8_0, 4, K, quant.QuantizeQ8_0(wf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func checkDotQ8Q8(t *testing.T, x []float32, wf []float32, nb int) {
 	wr := make([]float32, K)
 	var want, sumAbs [4]float32
 	for c := 0; c < 4; c++ {
-		kernels.DequantizeQ8_0(wr, w.Q[c*ws:(c+1)*ws])
+		quant.DequantizeQ8_0(wr, w.Q[c*ws:(c+1)*ws])
 		var s, a float64
 		for j := range wr {
 			s += float64(xd[j]) * float64(wr[j])

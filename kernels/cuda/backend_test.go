@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 const f32Tol = 1e-5 // relative L2 error against the reference, F32
@@ -69,7 +70,7 @@ func (r *rig) rand(rows, cols int) pair { return r.f32(rows, cols, r.randF(rows*
 
 func (r *rig) q8(rows, cols int) pair {
 	r.t.Helper()
-	q := kernels.QuantizeQ8_0(r.randF(rows*cols, 1))
+	q := quant.QuantizeQ8_0(r.randF(rows*cols, 1))
 	rt, err := r.ref.Weight(kernels.Q8_0, rows, cols, q)
 	if err != nil {
 		r.t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-llm/sluice/modelfile/gguf"
 	"github.com/sluice-llm/sluice/modelfile/safetensors"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 func writeHF(dir, name string, s Shape, ts []tensor, tok *bpeTokenizer) error {
@@ -119,11 +120,7 @@ func writeGGUF(path, name string, s Shape, ts []tensor, tok *bpeTokenizer, q8 bo
 			gt.Dims = append(gt.Dims, uint64(t.rows))
 		}
 		if q8 && t.rows > 1 && t.cols%32 == 0 {
-			b, err := gguf.QuantizeQ8_0(data)
-			if err != nil {
-				return fmt.Errorf("demo: quantize %s: %w", t.name, err)
-			}
-			gt.Type, gt.Data = gguf.TypeQ8_0, b
+			gt.Type, gt.Data = gguf.TypeQ8_0, quant.QuantizeQ8_0(data)
 		} else {
 			gt.Data = gguf.EncodeF32(data)
 		}

@@ -1,6 +1,8 @@
 package gguf
 
 import (
+	"github.com/sluice-llm/sluice/quant"
+
 	"bytes"
 	"math"
 	"os"
@@ -103,7 +105,7 @@ func writeTestModel(t *testing.T) ([]byte, []float32) {
 	for i := range w {
 		w[i] = float32(i)/8 - 3.5
 	}
-	q, err := QuantizeQ8_0(w)
+	q, err := quant.QuantizeQ8_0(w), error(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +174,8 @@ func TestWriteRoundTrip(t *testing.T) {
 	}
 	for i := range w {
 		h := uint16(b[2*i]) | uint16(b[2*i+1])<<8
-		if F16ToF32(h) != w[i] { // all values are exact in F16
-			t.Errorf("f16[%d] = %v, want %v", i, F16ToF32(h), w[i])
+		if quant.F16ToF32(h) != w[i] { // all values are exact in F16
+			t.Errorf("f16[%d] = %v, want %v", i, quant.F16ToF32(h), w[i])
 		}
 	}
 	b, ti, err = f.TensorData("c.q8")
@@ -181,7 +183,7 @@ func TestWriteRoundTrip(t *testing.T) {
 		t.Fatalf("c.q8: %v %v", ti, err)
 	}
 	for blk := 0; blk < 2; blk++ {
-		d := F16ToF32(uint16(b[34*blk]) | uint16(b[34*blk+1])<<8)
+		d := quant.F16ToF32(uint16(b[34*blk]) | uint16(b[34*blk+1])<<8)
 		for j := 0; j < 32; j++ {
 			got := d * float32(int8(b[34*blk+2+j]))
 			if math.Abs(float64(got-w[32*blk+j])) > float64(d)/2+1e-6 {
@@ -243,12 +245,12 @@ func TestF16(t *testing.T) {
 		{1.0009765625, 0x3c01}, {1.00048828125, 0x3c00}, // tie to even
 	}
 	for _, tc := range tests {
-		if got := F32ToF16(tc.f); got != tc.h {
-			t.Errorf("F32ToF16(%v) = %#04x, want %#04x", tc.f, got, tc.h)
+		if got := quant.F32ToF16(tc.f); got != tc.h {
+			t.Errorf("quant.F32ToF16(%v) = %#04x, want %#04x", tc.f, got, tc.h)
 		}
 		if !math.IsInf(float64(tc.f), 0) && tc.h != 0x7c00 && tc.h != 0x3c00 {
-			if back := F16ToF32(tc.h); back != tc.f {
-				t.Errorf("F16ToF32(%#04x) = %v, want %v", tc.h, back, tc.f)
+			if back := quant.F16ToF32(tc.h); back != tc.f {
+				t.Errorf("quant.F16ToF32(%#04x) = %v, want %v", tc.h, back, tc.f)
 			}
 		}
 	}

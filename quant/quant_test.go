@@ -1,4 +1,4 @@
-package kernels
+package quant
 
 import (
 	"encoding/binary"

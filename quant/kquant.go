@@ -1,9 +1,11 @@
-package kernels
+package quant
 
 import "encoding/binary"
 
-// Block sizes of the ggml quantizations the loaders convert.
+// Block sizes of the ggml quantizations.
 const (
+	Q8_0Block      = 32  // values in a Q8_0 or Q4_0 block
+	Q8_0BlockBytes = 34  // f16 d, 32 int8
 	Q4_0BlockBytes = 18  // f16 d, 16 bytes of nibbles (32 values)
 	Q4KBlockBytes  = 144 // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles (256 values)
 	Q6KBlockBytes  = 210 // 128 bytes low nibbles, 64 bytes high bits, 16 int8 scales, f16 d (256 values)
@@ -14,10 +16,10 @@ const (
 // multiple of 32): value j of a block is (nibble - 8) * d, low nibbles
 // first.
 func DequantizeQ4_0(out []float32, q []byte) {
-	for b := 0; b < len(out)/Q8Block; b++ {
+	for b := 0; b < len(out)/Q8_0Block; b++ {
 		blk := q[b*Q4_0BlockBytes : (b+1)*Q4_0BlockBytes]
 		d := F16ToF32(binary.LittleEndian.Uint16(blk))
-		o := out[b*Q8Block : (b+1)*Q8Block]
+		o := out[b*Q8_0Block : (b+1)*Q8_0Block]
 		for j := 0; j < 16; j++ {
 			o[j] = float32(int(blk[2+j]&0xf)-8) * d
 			o[j+16] = float32(int(blk[2+j]>>4)-8) * d
@@ -29,10 +31,10 @@ func DequantizeQ4_0(out []float32, q []byte) {
 // block keeps its scale and its integer values (-8..7) fit in int8.
 func Q4_0ToQ8_0(q []byte) []byte {
 	nb := len(q) / Q4_0BlockBytes
-	out := make([]byte, nb*Q8BlockBytes)
+	out := make([]byte, nb*Q8_0BlockBytes)
 	for b := 0; b < nb; b++ {
 		src := q[b*Q4_0BlockBytes:]
-		dst := out[b*Q8BlockBytes:]
+		dst := out[b*Q8_0BlockBytes:]
 		dst[0], dst[1] = src[0], src[1]
 		for j := 0; j < 16; j++ {
 			dst[2+j] = byte(int8(int(src[2+j]&0xf) - 8))
