@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 // ResponseFormat is the OpenAI response_format object: type "text",

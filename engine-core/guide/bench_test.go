@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 type replayCase struct {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-llm/sluice/engine-core/guide"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/engine-core/guide"
 )
 
 // Example shows the whole flow with a toy vocabulary: the frontend

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 // FuzzMatcher drives a matcher with fuzzed token ids: it never panics,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 // testTokens is a small vocabulary with every single byte (so any output

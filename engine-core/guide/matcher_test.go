@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 // tokenize spells s greedily with the longest vocabulary tokens that the

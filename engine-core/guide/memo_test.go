@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/constraint"
+	"github.com/sluice-llm/sluice/ipc"
 )
 
 // TestMemoMatchesDirect checks the transition memo: matchers that move

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
