@@ -96,6 +96,7 @@ const (
 	familyGPT2 splitFamily = iota
 	familyLlama3
 	familyQwen2
+	familyO200k // PatternO200k, matched by matchO200k
 )
 
 // contraction matches 's|'t|'re|'ve|'m|'ll|'d after the apostrophe at i-1,
@@ -129,6 +130,9 @@ func contraction(s string, i int, fold bool) int {
 // or -1 when no alternative matches there. It follows the leftmost-first
 // alternation and backtracking semantics of the corresponding regex.
 func (f splitFamily) matchAt(s string, i int) int {
+	if f == familyO200k {
+		return matchO200k(s, i)
+	}
 	r, c, n := runeAt(s, i)
 	if r == '\'' {
 		if e := contraction(s, i+1, f != familyGPT2); e > 0 {
@@ -302,6 +306,8 @@ func newSplitter(regex, literal string) (splitter, error) {
 		return familySplitter{familyLlama3}, nil
 	case PatternQwen2:
 		return familySplitter{familyQwen2}, nil
+	case PatternO200k:
+		return familySplitter{familyO200k}, nil
 	}
 	re, err := regexp2.Compile(regex, regexp2.Unicode)
 	if err != nil {

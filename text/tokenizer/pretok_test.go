@@ -18,6 +18,10 @@ var splitCases = []string{
 	"   Hello\n    Hello", "(((((", "!!!!!!!\n\n", "\r\n\r\n  x", "🚀 (normal) 😶‍🌫️ (multiple emojis concatenated) ✅ 🦙🦙 3 33 333 3333",
 	"Hello\n\n\n  world  ", "\u00a0x\u3000y\u2028", "x\u00a0\u00a0", "<|im_start|>user", "\x00\x01 \x7f",
 	"ᄀ가 Ⅻ ¼ ٣ 𝟘", "a  \n\n  b", "   \t\t\n", "x!?\n\n!", " !\r\r", "'ll've're", "Я тоже люблю",
+	// o200k: case runs, marks, titlecase, modifier letters, "/" tails.
+	"UPPER lower MiXeD CamelCase snake_case", "HTTPServer's ABC'S", "ǅungla ǈ", "ẞ İstanbul", "a\u0301 \u0301x \u0301\u0301",
+	"x\u0301Y\u0301", "ʰʰA", "AʰB", "https://a.b/c//\n", " ///\r\n", "ﬁ ligature", "नमस्ते दुनिया", "مرحبا بالعالم",
+	"ABC's", "Ab'Cd", "1'd", " 'S", "A\u0301'll", "\u0301", " \u0301",
 }
 
 func regexpMatches(t testing.TB, re *regexp2.Regexp, s string) [][2]int {
@@ -41,6 +45,7 @@ var familyPatterns = []struct {
 	{"gpt2", PatternGPT2, familyGPT2},
 	{"llama3", PatternLlama3, familyLlama3},
 	{"qwen2", PatternQwen2, familyQwen2},
+	{"o200k", PatternO200k, familyO200k},
 }
 
 // TestFamilyMatchesRegexp checks the hand-written matchers against a
