@@ -60,10 +60,14 @@ func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
 			}
 			setPair(out, "tool_calls", calls)
 		}
-		for _, key := range []string{"reasoning", "reasoning_content"} {
+		// Reasoning goes under every name templates read it by:
+		// reasoning_content (Qwen3, DeepSeek), reasoning, and thinking
+		// (gpt-oss's harmony template, as llama.cpp passes it).
+		for _, key := range []string{"reasoning", "reasoning_content", "thinking"} {
 			if r, ok := dictGet(src, key); ok && r != nil {
 				setPair(out, "reasoning", r)
 				setPair(out, "reasoning_content", r)
+				setPair(out, "thinking", r)
 				break
 			}
 		}

@@ -63,6 +63,12 @@ func decodeValue(dec *json.Decoder) (any, error) {
 			if _, err := dec.Token(); err != nil {
 				return nil, err
 			}
+			if len(d.Pairs) == 0 {
+				// gonja treats every *exec.Dict as true; Jinja treats
+				// {} as false (gpt-oss's "if tool.parameters.properties").
+				// An empty Go map has gonja's Python truthiness.
+				return map[string]any{}, nil
+			}
 			return d, nil
 		case '[':
 			list := []any{}

@@ -55,10 +55,11 @@ def convert_message(m):
                     elif isinstance(args, str):
                         fn["arguments"] = json.loads(args)
             out["tool_calls"] = calls
-        for key in ("reasoning", "reasoning_content"):
+        for key in ("reasoning", "reasoning_content", "thinking"):
             if m.get(key) is not None:
                 out["reasoning"] = m[key]
                 out["reasoning_content"] = m[key]
+                out["thinking"] = m[key]
                 break
     if role == "tool" and "tool_call_id" in m:
         out["tool_call_id"] = m["tool_call_id"]
