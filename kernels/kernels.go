@@ -71,6 +71,8 @@ func (d DType) String() string {
 		return "Q5_K"
 	case Q6_K:
 		return "Q6_K"
+	case MXFP4:
+		return "MXFP4"
 	}
 	return fmt.Sprintf("DType(%d)", d)
 }
@@ -90,6 +92,8 @@ func (d DType) RowBytes(cols int) int {
 		return cols / quant.QKBlock * 176
 	case Q6_K:
 		return cols / quant.QKBlock * 210
+	case MXFP4:
+		return quant.MXFP4RowBytes(cols)
 	}
 	return 4 * cols
 }
