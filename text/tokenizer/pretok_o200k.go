@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -47,6 +48,17 @@ func o200kClassOf(r rune) uint8 {
 	return 0
 }
 
+// o200kBMP is the read-only table of the o200k classes of the Basic
+// Multilingual Plane, built on first use (64 KiB): the unicode.Is chain
+// of o200kClassOf costs more than the rest of the split.
+var o200kBMP = sync.OnceValue(func() *[0x10000]uint8 {
+	var t [0x10000]uint8
+	for r := range t {
+		t[r] = o200kClassOf(rune(r))
+	}
+	return &t
+})
+
 // o200kAt decodes the rune at s[i] with its o200k classes and size.
 func o200kAt(s string, i int) (rune, uint8, int) {
 	b := s[i]
@@ -54,6 +66,9 @@ func o200kAt(s string, i int) (rune, uint8, int) {
 		return rune(b), o200kASCII[b], 1
 	}
 	r, n := utf8.DecodeRuneInString(s[i:])
+	if r < 0x10000 {
+		return r, o200kBMP()[r], n
+	}
 	return r, o200kClassOf(r), n
 }
 
