@@ -104,9 +104,13 @@ type Parser struct {
 	tools map[string]bool // nil: any function name is a call
 	idGen func() string
 
-	buf    []byte // text not yet decided (at most a partial markup token)
-	inBody bool
-	mode   mode
+	buf []byte // text not yet decided (at most a partial markup token)
+	// last is the latest Add's text, which starts at buf[lastOff]: output
+	// is sliced from it, so a delta usually costs no copy.
+	last    string
+	lastOff int
+	inBody  bool
+	mode    mode
 	// header holds the current header's bytes, markup included.
 	header       []byte
 	headerHasTag bool
@@ -114,7 +118,7 @@ type Parser struct {
 	calls    int  // calls started so far
 	argsSent bool // the current call has sent argument bytes
 
-	reasoning, content strings.Builder
+	reasoning, content string
 	deltas             []toolparse.ToolCallDelta
 }
 
@@ -141,6 +145,7 @@ func (p *Parser) Called() bool { return p.calls > 0 }
 
 // Add takes the next text (any size) and returns what may be sent now.
 func (p *Parser) Add(text string) Delta {
+	p.last, p.lastOff = text, len(p.buf)
 	p.buf = append(p.buf, text...)
 	p.run(false)
 	return p.take()
@@ -149,11 +154,12 @@ func (p *Parser) Add(text string) Delta {
 // Finish is called once at the end of generation: it flushes what was held
 // back and closes an open call.
 func (p *Parser) Finish() Delta {
+	p.last, p.lastOff = "", len(p.buf)+1 // buf no longer ends with last
 	p.run(true)
 	if p.inBody {
 		p.endBody()
 	} else if len(p.header) > 0 && !p.headerHasTag {
-		p.content.Write(p.header) // plain output that never became a header
+		appendStr(&p.content, string(p.header)) // plain output that never became a header
 		p.header = p.header[:0]
 	}
 	return p.take()
@@ -184,11 +190,28 @@ func ParseAll(tools []toolparse.Tool, idGen func() string, text string) (reasoni
 }
 
 func (p *Parser) take() Delta {
-	d := Delta{Reasoning: p.reasoning.String(), Content: p.content.String(), ToolCalls: p.deltas}
-	p.reasoning.Reset()
-	p.content.Reset()
+	d := Delta{Reasoning: p.reasoning, Content: p.content, ToolCalls: p.deltas}
+	p.reasoning, p.content = "", ""
 	p.deltas = p.deltas[:0]
 	return d
+}
+
+// str returns buf[a:e] as a string, sliced from the latest Add's text when
+// it lies there.
+func (p *Parser) str(a, e int) string {
+	if a >= p.lastOff && e-p.lastOff <= len(p.last) {
+		return p.last[a-p.lastOff : e-p.lastOff]
+	}
+	return string(p.buf[a:e])
+}
+
+// appendStr appends s to *dst, copying only when both are non-empty.
+func appendStr(dst *string, s string) {
+	if *dst == "" {
+		*dst = s
+	} else {
+		*dst += s
+	}
 }
 
 // run consumes p.buf item by item: runs of text and whole markup tokens.
@@ -202,12 +225,12 @@ func (p *Parser) run(final bool) {
 			if !final && p.buf[end-1] == '<' {
 				end-- // may become "<|"
 			}
-			p.text(p.buf[i:end])
+			p.text(i, end)
 			i = end
 			break
 		}
 		if j > 0 {
-			p.text(p.buf[i : i+j])
+			p.text(i, i+j)
 			i += j
 		}
 		tag, partial := matchTag(p.buf[i:])
@@ -219,7 +242,7 @@ func (p *Parser) run(final bool) {
 			p.buf = append(p.buf[:0], p.buf[i:]...)
 			return
 		default:
-			p.text(p.buf[i : i+1]) // a "<" that starts no token
+			p.text(i, i+1) // a "<" that starts no token
 			i++
 		}
 	}
@@ -241,13 +264,16 @@ func matchTag(b []byte) (tag string, partial bool) {
 	return "", partial
 }
 
-// text handles a run of text.
-func (p *Parser) text(b []byte) {
-	if p.inBody {
-		p.emit(b)
+// text handles the run of text buf[a:e].
+func (p *Parser) text(a, e int) {
+	if a == e {
 		return
 	}
-	p.header = append(p.header, b...)
+	if p.inBody {
+		p.emit(p.str(a, e))
+		return
+	}
+	p.header = append(p.header, p.buf[a:e]...)
 	p.checkOverflow()
 }
 
@@ -263,7 +289,7 @@ func (p *Parser) checkOverflow() {
 	p.header = p.header[:0]
 	p.headerHasTag = false
 	p.inBody, p.mode = true, toContent
-	p.content.WriteString(s)
+	appendStr(&p.content, s)
 }
 
 // tag handles one markup token.
@@ -327,17 +353,15 @@ func (p *Parser) endBody() {
 }
 
 // emit sends body text where the message's header says.
-func (p *Parser) emit(b []byte) {
+func (p *Parser) emit(s string) {
 	switch p.mode {
 	case toReasoning:
-		p.reasoning.Write(b)
+		appendStr(&p.reasoning, s)
 	case toContent:
-		p.content.Write(b)
+		appendStr(&p.content, s)
 	case toCall:
-		if len(b) > 0 {
-			p.argsSent = true
-			p.args(string(b))
-		}
+		p.argsSent = true
+		p.args(s)
 	}
 }
 
@@ -345,7 +369,7 @@ func (p *Parser) emit(b []byte) {
 // the previous fragment of the same call.
 func (p *Parser) args(s string) {
 	if n := len(p.deltas); n > 0 && p.deltas[n-1].Index == p.calls-1 {
-		p.deltas[n-1].Arguments += s
+		appendStr(&p.deltas[n-1].Arguments, s)
 		return
 	}
 	p.deltas = append(p.deltas, toolparse.ToolCallDelta{Index: p.calls - 1, Arguments: s})

@@ -303,3 +303,17 @@ func TestFromTiktokenErrors(t *testing.T) {
 		t.Errorf("bytes-only encoding: %v", got)
 	}
 }
+
+// BenchmarkLoadO200kHarmony measures building o200k_harmony from the rank
+// file (reading, 446k merges, 1090 special tokens).
+//
+//	go test -run XXX -bench LoadO200kHarmony -benchtime 3x ./text/tokenizer/
+func BenchmarkLoadO200kHarmony(b *testing.B) {
+	path := testenv.SharedFile(b, o200kFile)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadO200kHarmony(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
