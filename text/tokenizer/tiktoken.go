@@ -186,23 +186,59 @@ func FromTiktoken(tk *tokfile.Tiktoken, o TiktokenOptions) (*Model, error) {
 }
 
 // buildTiktokenMerges indexes, for every token, each cut into two tokens as
-// a merge ranked by the token's rank.
+// a merge ranked by the token's rank. Tokens are found by a polynomial hash
+// of their bytes (each cut's two hashes follow from the prefix hashes in
+// O(1)), every hit confirmed byte for byte; the string-keyed map is only
+// the fallback should two tokens ever share a hash.
 func (m *Model) buildTiktokenMerges(ranks [][]byte) {
-	n := 0
-	for _, b := range ranks {
-		n += max(len(b)-1, 0)
+	const prime = 1099511628211
+	hash := func(b []byte) uint64 {
+		var h uint64
+		for _, c := range b {
+			h = h*prime + uint64(c) + 1
+		}
+		return h
 	}
-	m.merges = make(map[uint64]merge, n/2)
-	var buf []byte
+	byHash := make(map[uint64]int32, len(ranks))
+	collide := false
 	for r, b := range ranks {
-		for k := 1; k < len(b); k++ {
-			buf = appendByteLevel(buf[:0], b[:k])
-			a, ok := m.ids[string(buf)]
+		if b == nil {
+			continue
+		}
+		h := hash(b)
+		if _, dup := byHash[h]; dup {
+			collide = true
+		}
+		byHash[h] = int32(r)
+	}
+	find := func(h uint64, want []byte) (int32, bool) {
+		if id, ok := byHash[h]; ok && string(ranks[id]) == string(want) {
+			return id, true
+		}
+		if collide {
+			id, ok := m.ids[byteLevelString(want)]
+			return id, ok
+		}
+		return 0, false
+	}
+	m.merges = make(map[uint64]merge, len(ranks)*5/2)
+	var pre, pow []uint64
+	for r, b := range ranks {
+		if len(b) < 2 {
+			continue
+		}
+		pre, pow = append(pre[:0], 0), append(pow[:0], 1)
+		for _, c := range b {
+			pre = append(pre, pre[len(pre)-1]*prime+uint64(c)+1)
+			pow = append(pow, pow[len(pow)-1]*prime)
+		}
+		n := len(b)
+		for k := 1; k < n; k++ {
+			a, ok := find(pre[k], b[:k])
 			if !ok {
 				continue
 			}
-			buf = appendByteLevel(buf[:0], b[k:])
-			c, ok := m.ids[string(buf)]
+			c, ok := find(pre[n]-pre[k]*pow[n-k], b[k:])
 			if !ok {
 				continue
 			}
