@@ -44,7 +44,7 @@ type hfMoE struct {
 	SwigluLimit   *float64 `json:"swiglu_limit"`
 	LayerTypes    []string `json:"layer_types"`
 	SlidingWindow int      `json:"sliding_window"`
-	AttentionBias bool     `json:"attention_bias"`
+	AttentionBias *bool    `json:"attention_bias"`
 	RopeScaling   *struct {
 		RopeType       string  `json:"rope_type"`
 		Type           string  `json:"type"`
@@ -117,7 +117,7 @@ func ParseMoEArch(data []byte) (*MoEArch, error) {
 		}
 		a.SlidingWindow = h.SlidingWindow
 		a.Sinks = true
-		a.AttentionBias = true // GptOssConfig's default; the release sets it too
+		a.AttentionBias = h.AttentionBias == nil || *h.AttentionBias // GptOssConfig's default: true
 	case "qwen3_moe":
 		normTopK := false // Qwen3MoeConfig's default
 		if h.NormTopKProb != nil {
@@ -138,7 +138,7 @@ func ParseMoEArch(data []byte) (*MoEArch, error) {
 			// num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0
 			a.SparseLayer[l] = !dense[l] && h.Experts > 0 && (l+1)%step == 0
 		}
-		a.AttentionBias = h.AttentionBias
+		a.AttentionBias = h.AttentionBias != nil && *h.AttentionBias // Qwen3MoeConfig's default: false
 	default:
 		return nil, fmt.Errorf("config.json: %q is not a mixture-of-experts family Sluice knows (gpt_oss, qwen3_moe)", family)
 	}
