@@ -120,3 +120,32 @@ func firstDiff(a, b string) string {
 	lo := max(i-40, 0)
 	return "first difference at byte " + strconv.Itoa(i) + ": Go " + strconv.Quote(a[lo:min(i+40, len(a))]) + ", Python " + strconv.Quote(b[lo:min(i+40, len(b))])
 }
+
+// TestEmptyObjectAgainstPython checks that a JSON {} behaves as Jinja's
+// empty dict in every place a template may use it (truthiness, tests,
+// filters, methods), as Python renders it.
+func TestEmptyObjectAgainstPython(t *testing.T) {
+	src := `{%- for t in tools -%}{% set p = t.function.parameters %}` +
+		`[{{ 'T' if p else 'F' }} {{ p is mapping }} {{ p|length }} {{ p|tojson }} {{ p.items()|list|length }} {{ p.get('x', 'd') }} {{ 'x' in p }}` +
+		`{% for k, v in p.items() %}!{% endfor %}{% if not p %} empty{% endif %} {{ p == {} }}]{%- endfor -%}`
+	c := renderCase{Name: "empty_object", Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`)},
+		Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"f","parameters":{}}}`),
+			json.RawMessage(`{"type":"function","function":{"name":"g","parameters":{"a":{}}}}`)}}
+	c = c.resolve(namedTemplate{})
+	tpl, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderGo(t, tpl, c)
+	if got.Output == nil {
+		t.Fatalf("Go: %s", describe(got))
+	}
+	py, why := pythonReference(t, src, []renderCase{c})
+	if py == nil {
+		t.Skipf("SKIP: no Python reference (%s)", why)
+	}
+	if want := py[c.Name]; !sameResult(got, want) {
+		t.Errorf("Go %s\n---\nPython %s", describe(got), describe(want))
+	}
+	t.Logf("rendered: %s", *got.Output)
+}
