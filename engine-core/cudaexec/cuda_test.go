@@ -3,9 +3,9 @@
 package cudaexec
 
 // GPU tests of the whole model on the CUDA backend against the CPU path.
-// A binary importing gorgonia.org/cu exits in its package init without a
-// GPU, so scripts/cuda-test.sh checks for one and skips before starting
-// this binary; without a GPU it is only compiled (scripts/cuda-check.sh).
+// Without a GPU they skip (the driver is loaded at run time and Open fails
+// cleanly), unless SLUICE_CUDA_REQUIRE=1 (scripts/gpu-run.sh sets it),
+// which turns the skip into a failure.
 
 import (
 	"encoding/json"
@@ -32,6 +32,9 @@ func openCUDA(t testing.TB) *cuda.Backend {
 	t.Helper()
 	b, err := cuda.Open(cuda.Options{})
 	if err != nil {
+		if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+			t.Fatalf("no usable CUDA device (SLUICE_CUDA_REQUIRE=1): %v", err)
+		}
 		t.Skipf("no usable CUDA device: %v", err)
 	}
 	t.Cleanup(b.Close)

@@ -3,13 +3,13 @@
 package cuda
 
 // GPU tests: every kernel against the reference backend (kernels.Ref) on
-// random inputs. A binary that imports gorgonia.org/cu exits in its package
-// init when no GPU is present, so scripts/cuda-test.sh checks for a GPU and
-// skips before starting this test binary; without a GPU it is only compiled
-// (go test -tags cuda -c, in scripts/cuda-check.sh).
+// random inputs. Without a GPU they skip (Open fails cleanly: the driver is
+// loaded at run time), unless SLUICE_CUDA_REQUIRE=1 (scripts/gpu-run.sh
+// sets it), which turns the skip into a failure.
 
 import (
 	"math"
+	"os"
 	"math/rand/v2"
 	"testing"
 
@@ -23,6 +23,9 @@ func openOrSkip(t testing.TB) *Backend {
 	t.Helper()
 	b, err := Open(Options{})
 	if err != nil {
+		if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+			t.Fatalf("no usable CUDA device (SLUICE_CUDA_REQUIRE=1): %v", err)
+		}
 		t.Skipf("no usable CUDA device: %v", err)
 	}
 	t.Cleanup(b.Close)
