@@ -9,8 +9,8 @@ package cuda
 
 import (
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"

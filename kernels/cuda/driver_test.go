@@ -116,4 +116,3 @@ func TestCUBLASStubBinds(t *testing.T) {
 		t.Fatalf("loaded %s, want the stub %s", lib.path, stub)
 	}
 }
-
