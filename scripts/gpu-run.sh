@@ -50,6 +50,10 @@ trap cleanup EXIT
 T0=$(date +%s)
 say() { echo "gpu-run [$(($(date +%s) - T0))s]: $*" >&2; echo "$*" >>"$REPORT"; }
 fail() { FAILED+=("$1"); say "**FAIL: $1**"; }
+# lim N: a step's time limit, N seconds or what is left of the whole run's
+# budget (BUDGET_S, default 570 s: the device tool stops a command at 600).
+BUDGET=${BUDGET_S:-570}
+lim() { local left=$((BUDGET - ($(date +%s) - T0))); [ "$left" -lt "$1" ] && echo $((left > 5 ? left : 5)) || echo "$1"; }
 
 [ -f "$G/bin.tar.gz" ] || { echo "gpu-run: no bundle in bin/gpu: run 'go tool task gpu:package' where Go is, and carry bin/gpu" >&2; exit 1; }
 B=$WORK/b # the unpacked binaries and libraries
@@ -86,10 +90,11 @@ for t in kernels/cuda:cuda engine-core/cudaexec:cudaexec; do
 	dir=${t%%:*} bin=$B/test/${t##*:}.test
 	say ""
 	say "## tests: $dir"
-	(cd "$dir" && run_bin timeout 240 "$bin" -test.v -test.count=1 -test.timeout 230s) >"$WORK/t.log" 2>&1
+	(cd "$dir" && run_bin timeout "$(lim 180)" "$bin" -test.v -test.count=1) >"$WORK/t.log" 2>&1
 	rc=$?
 	cat "$WORK/t.log" >>"$TESTLOG"
 	say "- exit $rc: $(grep -c -- '--- PASS' "$WORK/t.log") passed, $(grep -c -- '--- SKIP' "$WORK/t.log") skipped, $(grep -c -- '--- FAIL' "$WORK/t.log") failed (details in tests.log)"
+	grep -o 'device: .*' "$WORK/t.log" | head -1 | sed 's/^/- /' >>"$REPORT"
 	if [ "$rc" != 0 ]; then fail "tests in $dir (exit $rc)"; grep -- '--- FAIL' "$WORK/t.log" | tail -5 | sed 's/^/  /' >>"$REPORT"; fi
 done
 if [ "$DRY" = 1 ]; then
@@ -109,7 +114,7 @@ SHAPE=1b
 MODEL=$WORK/model-$SHAPE
 say ""
 say "## model: gen-model --shape $SHAPE"
-if run_bin "$B/engine-core-cuda" gen-model --shape "$SHAPE" --out "$MODEL" >"$WORK/gen.log" 2>&1; then
+if run_bin timeout "$(lim 180)" "$B/engine-core-cuda" gen-model --shape "$SHAPE" --out "$MODEL" >"$WORK/gen.log" 2>&1; then
 	say "- $(du -sh "$MODEL" | cut -f1) in $MODEL"
 else
 	cat "$WORK/gen.log" >&2
@@ -119,8 +124,8 @@ fi
 # 4. Decode benchmark: batch 1/16/64/256.
 say ""
 say "## decode benchmark (BenchmarkDecodeBatch, $SHAPE, F32, greedy, 128-token prompts)"
-(cd engine-core/cudaexec && SLUICE_DECODE_MODEL=$MODEL run_bin timeout 200 "$B/test/cudaexec.test" -test.run '^$' \
-	-test.v -test.bench 'DecodeBatch' -test.benchtime "${BENCH_STEPS:-20}x" -test.timeout 190s) >"$OUTDIR/decode-bench.txt" 2>&1
+(cd engine-core/cudaexec && SLUICE_DECODE_MODEL=$MODEL run_bin timeout "$(lim 180)" "$B/test/cudaexec.test" -test.run '^$' \
+	-test.v -test.bench 'DecodeBatch' -test.benchtime "${BENCH_STEPS:-20}x") >"$OUTDIR/decode-bench.txt" 2>&1
 rc=$?
 grep -E '^Benchmark|SKIP|CUDA runner|^\s+Benchmark' "$OUTDIR/decode-bench.txt" | sed 's/^/    /' >>"$REPORT"
 [ "$rc" = 0 ] || fail "decode benchmark (exit $rc)"
@@ -144,13 +149,13 @@ PIDS+=($!)
 health() {
 	python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "http://127.0.0.1:$PORT/health" 2>/dev/null
 }
-for _ in $(seq 480); do
+for _ in $(seq $((2 * $(lim 180)))); do
 	health && break
 	kill -0 "$ENGINE" 2>/dev/null || break # the engine exited: no point waiting
 	sleep 0.5
 done
-health || say "- the frontend's /health did not answer 200 within 240 s"
-run_bin timeout 300 "$B/bench" serve --base-url "http://127.0.0.1:$PORT" --tokenizer "$MODEL" --seed 1 \
+health || say "- the frontend's /health did not answer 200"
+run_bin timeout "$(lim 240)" "$B/bench" serve --base-url "http://127.0.0.1:$PORT" --tokenizer "$MODEL" --seed 1 \
 	--num-prompts "$PROMPTS" --max-concurrency "$STREAMS" --random-input-len "$IN" --random-output-len "$OUTLEN" \
 	--ignore-eos --disable-tqdm --ready-check-timeout-sec 240 --percentile-metrics ttft,tpot,itl \
 	--metric-percentiles 50,99 --label "gpu-run-$EXEC-$STREAMS" --result-json "$OUTDIR/serve.json" >"$OUTDIR/serve.txt" 2>&1

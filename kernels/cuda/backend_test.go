@@ -32,6 +32,26 @@ func openOrSkip(t testing.TB) *Backend {
 	return b
 }
 
+// TestDeviceAndLibraries reports the device and the libraries Open loaded
+// (scripts/gpu-run.sh copies the line into its report).
+func TestDeviceAndLibraries(t *testing.T) {
+	b := openOrSkip(t)
+	drv, drvVer, cb, cbVer := b.Libraries()
+	name, mem, peak, err := b.DeviceInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	major, minor, sms, err := b.ComputeCapability()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("device: %s, %d MiB, compute %d.%d, %d SMs, peak %.0f GB/s; driver %s (API %d); cuBLAS %s (%d)",
+		name, mem>>20, major, minor, sms, peak/1e9, drv, drvVer, cb, cbVer)
+	if drv == "" || drvVer <= 0 || cb == "" || cbVer <= 0 || major < 8 || sms <= 0 || peak <= 0 {
+		t.Fatalf("implausible device facts: driver %q %d, cuBLAS %q %d, compute %d.%d, %d SMs, peak %v", drv, drvVer, cb, cbVer, major, minor, sms, peak)
+	}
+}
+
 // pair holds the same tensor on the reference and the CUDA backend.
 type pair struct{ ref, dev kernels.Tensor }
 
