@@ -482,7 +482,13 @@ func BenchmarkDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchDecode(b, path, c.nseq)
+			var r *Runner
+			defer func() {
+				if r != nil {
+					r.Close()
+				}
+			}()
+			benchDecode(b, path, c.nseq, &r)
 		})
 	}
 }
@@ -506,23 +512,32 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		name = "110m"
 	}
 	for _, nseq := range []int{1, 16, 64, 256} {
-		b.Run(fmt.Sprintf("%s-seqs%d", name, nseq), func(b *testing.B) { benchDecode(b, path, nseq) })
+		var r *Runner // loaded once per batch size, for the N=1 probe run and the timed one
+		b.Run(fmt.Sprintf("%s-seqs%d", name, nseq), func(b *testing.B) { benchDecode(b, path, nseq, &r) })
+		if r != nil {
+			r.Close()
+		}
 	}
 }
 
 // benchDecode runs greedy decode steps of nseq sequences (128-token
-// prompts, contexts up to 1024) on the model at path.
-func benchDecode(b *testing.B, path string, nseq int) {
+// prompts, contexts up to 1024) on the model at path, loading it into *rp
+// the first time (the caller closes it: the testing package calls a
+// benchmark function more than once, and a 1B model takes seconds to load).
+func benchDecode(b *testing.B, path string, nseq int, rp **Runner) {
 	const bs, prompt, maxLen = 16, 128, 1024
 	per := maxLen / bs
-	r, err := New(runner.Config{Model: path, BlockSize: bs, NumBlocks: nseq * per, MaxBatchTokens: max(prompt*nseq, 128), MaxSeqs: nseq}, cuda.Options{})
-	if err != nil {
-		if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
-			b.Fatalf("CUDA runner: %v", err)
+	if *rp == nil {
+		r, err := New(runner.Config{Model: path, BlockSize: bs, NumBlocks: nseq * per, MaxBatchTokens: max(prompt*nseq, 128), MaxSeqs: nseq}, cuda.Options{})
+		if err != nil {
+			if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+				b.Fatalf("CUDA runner: %v", err)
+			}
+			b.Skipf("CUDA runner: %v", err)
 		}
-		b.Skipf("CUDA runner: %v", err)
+		*rp = r
 	}
-	defer r.Close()
+	r := *rp
 	be := r.Backend().(*cuda.Backend)
 	kvPerTok := float64(r.KVBytesPerBlock()) / bs // every layer's K and V of one position
 	params := &ipc.SamplingParams{Temperature: 0, Logprobs: -1}
