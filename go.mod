@@ -18,7 +18,6 @@ require (
 	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.43.0
 	gopkg.in/yaml.v3 v3.0.1
-	gorgonia.org/cu v0.9.6
 )
 
 require (

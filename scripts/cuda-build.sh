@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cuda-build.sh: build bin/engine-core-cuda, engine-core with the CUDA
-# backend compiled in (-tags cuda): the CUDA toolkit environment
-# (scripts/cuda-toolkit.sh; set CUDA_HOME on a GPU host so the binary links
-# the real libcublas), the kernel fatbins (scripts/cuda-fatbin.sh), then go
-# build. The binary only starts on a machine with an NVIDIA GPU.
+# backend compiled in (-tags cuda): the CUDA toolkit environment (headers
+# and nvcc: scripts/cuda-toolkit.sh), the kernel fatbins
+# (scripts/cuda-fatbin.sh), then go build. The binary loads libcuda and
+# cuBLAS at run time, so it starts anywhere; --executor cuda needs a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=1
@@ -14,4 +14,4 @@ if ! grep -q 'engine-core/cudaexec' engine-core/*.go; then
 	exit 1
 fi
 go build -tags cuda -o bin/engine-core-cuda ./engine-core
-echo "cuda-build: bin/engine-core-cuda (links $(ldd bin/engine-core-cuda | grep -oE 'lib(cuda|cublas)[^ ]*' | sort -u | tr '\n' ' '))" >&2
+echo "cuda-build: bin/engine-core-cuda (loads libcuda and cuBLAS at run time; NEEDED: $(readelf -d bin/engine-core-cuda | grep -o 'NEEDED.*' | grep -o '\[.*\]' | tr '\n' ' '))" >&2

@@ -3,15 +3,16 @@
 package cudaexec
 
 // GPU tests of the whole model on the CUDA backend against the CPU path.
-// A binary importing gorgonia.org/cu exits in its package init without a
-// GPU, so scripts/cuda-test.sh checks for one and skips before starting
-// this binary; without a GPU it is only compiled (scripts/cuda-check.sh).
+// Without a GPU they skip (the driver is loaded at run time and Open fails
+// cleanly), unless SLUICE_CUDA_REQUIRE=1 (scripts/gpu-run.sh sets it),
+// which turns the skip into a failure.
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/sluice-llm/sluice/engine-core/model"
@@ -32,6 +33,9 @@ func openCUDA(t testing.TB) *cuda.Backend {
 	t.Helper()
 	b, err := cuda.Open(cuda.Options{})
 	if err != nil {
+		if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+			t.Fatalf("no usable CUDA device (SLUICE_CUDA_REQUIRE=1): %v", err)
+		}
 		t.Skipf("no usable CUDA device: %v", err)
 	}
 	t.Cleanup(b.Close)
@@ -222,6 +226,36 @@ func TestGreedyGenerationMatchesCPU(t *testing.T) {
 	for i := range want {
 		if want[i] != run.GeneratedIDs[i] {
 			t.Fatalf("CPU token %d: %d, reference %d", i, want[i], run.GeneratedIDs[i])
+		}
+	}
+}
+
+// TestGreedyStories260KMatchesCPU: greedy generation from BOS on
+// stories260K (GQA: 8 heads over 4 KV heads) gives the CPU path's tokens.
+func TestGreedyStories260KMatchesCPU(t *testing.T) {
+	openCUDA(t) // skip early without a usable device
+	path := testenv.SharedFile(t, "stories260K/stories260K.bin")
+	const bs, steps = 16, 200
+	cfg := runner.Config{Model: path, BlockSize: bs, NumBlocks: 64, MaxBatchTokens: 256, MaxSeqs: 4}
+	cr, err := runner.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Close()
+	gr, err := New(cfg, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Close()
+	prompt := []int32{1} // BOS
+	want := generate(t, cr, prompt, steps, bs)
+	got := generate(t, gr, prompt, steps, bs)
+	if len(got) != len(want) {
+		t.Fatalf("CUDA generated %d tokens, CPU %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("token %d: CUDA %d, CPU %d\nCUDA %v\nCPU  %v", i, got[i], want[i], got, want)
 		}
 	}
 }
@@ -448,68 +482,119 @@ func BenchmarkDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			const bs, prompt, maxLen = 16, 128, 1024
-			per := maxLen / bs
-			r, err := New(runner.Config{Model: path, BlockSize: bs, NumBlocks: c.nseq * per, MaxBatchTokens: max(prompt*c.nseq, 128), MaxSeqs: c.nseq}, cuda.Options{})
-			if err != nil {
-				b.Skipf("CUDA runner: %v", err)
-			}
-			defer r.Close()
-			be := r.Backend().(*cuda.Backend)
-			params := &ipc.SamplingParams{Temperature: 0, Logprobs: -1}
-			toks := make([][]int32, c.nseq)
-			done := make([]int, c.nseq)
-			batch := &sched.Batch{}
-			out := make([]sample.Result, c.nseq)
-			for i := range toks {
-				for j := range prompt {
-					toks[i] = append(toks[i], int32((i*7919+j*104729)%31990+5))
+			var r *Runner
+			defer func() {
+				if r != nil {
+					r.Close()
 				}
-			}
-			table := func(i int) []int32 {
-				t := make([]int32, per)
-				for k := range t {
-					t[k] = int32(i*per + k)
-				}
-				return t
-			}
-			tables := make([][]int32, c.nseq)
-			for i := range tables {
-				tables[i] = table(i)
-			}
-			step := func() {
-				batch.Seqs = batch.Seqs[:0]
-				for i := range toks {
-					batch.Seqs = append(batch.Seqs, sched.SeqWork{ReqID: fmt.Sprint(i), Tokens: toks[i][done[i]:], StartPos: done[i],
-						BlockTable: tables[i], Sample: true, In: sample.Input{Params: params, History: toks[i], NumPrompt: prompt}})
-				}
-				if err := r.Execute(batch, out); err != nil {
-					b.Fatal(err)
-				}
-				for i := range toks {
-					done[i] = len(toks[i])
-					toks[i] = append(toks[i], out[i].Token)
-				}
-			}
-			step() // prefill
-			b.ResetTimer()
-			for range b.N {
-				if len(toks[0]) >= maxLen {
-					b.StopTimer()
-					for i := range toks {
-						toks[i], done[i] = toks[i][:prompt+1], prompt
-					}
-					b.StartTimer()
-				}
-				step()
-			}
-			sec := b.Elapsed().Seconds()
-			b.ReportMetric(float64(b.N*c.nseq)/sec, "tok/s")
-			bw := float64(be.WeightBytes()) * float64(b.N) / sec
-			b.ReportMetric(bw/1e9, "weight-GB/s")
-			if _, _, peak, err := be.DeviceInfo(); err == nil {
-				b.ReportMetric(bw/peak, "frac-of-peak-bw")
-			}
+			}()
+			benchDecode(b, path, c.nseq, &r)
 		})
+	}
+}
+
+// BenchmarkDecodeBatch is the decode sweep of scripts/gpu-run.sh: batches of
+// 1, 16, 64 and 256 sequences on the model at $SLUICE_DECODE_MODEL (the run
+// generates a TinyLlama-1.1B-shaped one with `engine-core gen-model --shape
+// 1b`), or on the generated 110m model when it is unset. Besides tok/s it
+// reports the weight bandwidth and the HBM bandwidth (weights + the KV cache
+// read by attention + the KV written, per second) against the peak.
+//
+//	SLUICE_DECODE_MODEL=DIR go test -tags cuda -run '^$' -bench DecodeBatch -benchtime 20x ./engine-core/cudaexec
+func BenchmarkDecodeBatch(b *testing.B) {
+	path := os.Getenv("SLUICE_DECODE_MODEL")
+	name := filepath.Base(path)
+	if path == "" {
+		var err error
+		if path, err = demo.EnsureCachedAs("110m", 0, demo.FormatHF); err != nil {
+			b.Fatal(err)
+		}
+		name = "110m"
+	}
+	for _, nseq := range []int{1, 16, 64, 256} {
+		var r *Runner // loaded once per batch size, for the N=1 probe run and the timed one
+		b.Run(fmt.Sprintf("%s-seqs%d", name, nseq), func(b *testing.B) { benchDecode(b, path, nseq, &r) })
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// benchDecode runs greedy decode steps of nseq sequences (128-token
+// prompts, contexts up to 1024) on the model at path, loading it into *rp
+// the first time (the caller closes it: the testing package calls a
+// benchmark function more than once, and a 1B model takes seconds to load).
+func benchDecode(b *testing.B, path string, nseq int, rp **Runner) {
+	const bs, prompt, maxLen = 16, 128, 1024
+	per := maxLen / bs
+	if *rp == nil {
+		r, err := New(runner.Config{Model: path, BlockSize: bs, NumBlocks: nseq * per, MaxBatchTokens: max(prompt*nseq, 128), MaxSeqs: nseq}, cuda.Options{})
+		if err != nil {
+			if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+				b.Fatalf("CUDA runner: %v", err)
+			}
+			b.Skipf("CUDA runner: %v", err)
+		}
+		*rp = r
+	}
+	r := *rp
+	be := r.Backend().(*cuda.Backend)
+	kvPerTok := float64(r.KVBytesPerBlock()) / bs // every layer's K and V of one position
+	params := &ipc.SamplingParams{Temperature: 0, Logprobs: -1}
+	toks := make([][]int32, nseq)
+	done := make([]int, nseq)
+	batch := &sched.Batch{}
+	out := make([]sample.Result, nseq)
+	for i := range toks {
+		for j := range prompt {
+			toks[i] = append(toks[i], int32((i*7919+j*104729)%31990+5))
+		}
+	}
+	tables := make([][]int32, nseq)
+	for i := range tables {
+		tables[i] = make([]int32, per)
+		for k := range tables[i] {
+			tables[i][k] = int32(i*per + k)
+		}
+	}
+	var kvRead float64 // KV bytes attention reads in the timed steps
+	step := func() {
+		batch.Seqs = batch.Seqs[:0]
+		for i := range toks {
+			batch.Seqs = append(batch.Seqs, sched.SeqWork{ReqID: fmt.Sprint(i), Tokens: toks[i][done[i]:], StartPos: done[i],
+				BlockTable: tables[i], Sample: true, In: sample.Input{Params: params, History: toks[i], NumPrompt: prompt}})
+			kvRead += float64(len(toks[i])) * kvPerTok
+		}
+		if err := r.Execute(batch, out); err != nil {
+			b.Fatal(err)
+		}
+		for i := range toks {
+			done[i] = len(toks[i])
+			toks[i] = append(toks[i], out[i].Token)
+		}
+	}
+	step() // prefill
+	kvRead = 0
+	b.ResetTimer()
+	for range b.N {
+		if len(toks[0]) >= maxLen {
+			b.StopTimer()
+			for i := range toks {
+				toks[i], done[i] = toks[i][:prompt+1], prompt
+			}
+			b.StartTimer()
+		}
+		step()
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(b.N*nseq)/sec, "tok/s")
+	b.ReportMetric(sec/float64(b.N)*1e3, "ms/step")
+	wbw := float64(be.WeightBytes()) * float64(b.N) / sec
+	hbm := wbw + (kvRead+float64(b.N*nseq)*kvPerTok)/sec
+	b.ReportMetric(wbw/1e9, "weight-GB/s")
+	b.ReportMetric(hbm/1e9, "hbm-GB/s")
+	if _, _, peak, err := be.DeviceInfo(); err == nil {
+		b.ReportMetric(wbw/peak, "frac-of-peak-bw")
+		b.ReportMetric(hbm/peak, "hbm-frac-of-peak")
 	}
 }

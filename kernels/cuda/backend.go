@@ -11,8 +11,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"gorgonia.org/cu"
-
 	"github.com/sluice-llm/sluice/kernels"
 )
 
@@ -39,7 +37,7 @@ const (
 type tensor struct {
 	r, c int
 	dt   kernels.DType
-	p    cu.DevicePtr
+	p    devPtr
 }
 
 func (t *tensor) Rows() int            { return t.r }
@@ -50,7 +48,7 @@ func (t *tensor) DType() kernels.DType { return t.dt }
 // host copy of what it holds so that an op repeated with the same slice
 // contents (RoPE, WriteKV and Attention run once per layer) uploads once.
 type devBuf struct {
-	p      cu.DevicePtr
+	p      devPtr
 	cap    int64
 	shadow []int32
 	valid  bool
@@ -68,10 +66,10 @@ const stageInit = 1 << 20
 
 // functions holds the kernels, looked up once.
 type functions struct {
-	rmsnorm, rope, siluMul, add, addRow cu.Function
-	gatherRows, embedQ8, matmulQ8       cu.Function
-	writeKV, attention                  cu.Function
-	softmax, argmax, sample             cu.Function
+	rmsnorm, rope, siluMul, add, addRow function
+	gatherRows, embedQ8, matmulQ8       function
+	writeKV, attention                  function
+	softmax, argmax, sample             function
 }
 
 // Backend is the CUDA kernels.Backend. Ops are enqueued on one stream in
@@ -79,16 +77,17 @@ type functions struct {
 // ops are skipped, Err reports it, and ToHost panics with it rather than
 // hand back stale numbers.
 type Backend struct {
-	dev    cu.Device
-	ctx    cu.CUContext
-	stream cu.Stream
-	mods   []cu.Module
+	drv    *driver
+	dev    device
+	ctx    cuCtx
+	stream stream
+	mods   []module
 	fn     functions
 	blas   *blas
 	a      args
 	err    error
 
-	allocs      []cu.DevicePtr
+	allocs      []devPtr
 	weightBytes int64
 	st          stage
 
@@ -115,44 +114,67 @@ func New(opts Options) (kernels.Backend, error) {
 }
 
 // Open is New returning the concrete backend (for DeviceSampler and the
-// device facts).
+// device facts). It loads the driver library and cuBLAS at run time
+// (driverCandidates, cublasNames, cublasPaths); the errors wrap
+// ErrNoDriver, ErrNoDevice or ErrNoCUBLAS and name every place tried.
 func Open(opts Options) (*Backend, error) {
-	n, err := cu.NumDevices()
+	drv, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.deviceCount()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: count devices: %w", err)
 	}
 	if opts.Device < 0 || opts.Device >= n {
 		return nil, fmt.Errorf("cuda: device %d requested, %d present", opts.Device, n)
 	}
-	b := &Backend{}
-	if b.dev, err = cu.GetDevice(opts.Device); err != nil {
+	lib, err := loadCUBLAS()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{drv: drv}
+	if b.dev, err = drv.device(opts.Device); err != nil {
 		return nil, fmt.Errorf("cuda: device %d: %w", opts.Device, err)
 	}
-	if b.ctx, err = b.dev.RetainPrimaryCtx(); err != nil {
+	if b.ctx, err = drv.retainPrimary(b.dev); err != nil {
 		return nil, fmt.Errorf("cuda: device %d: retain primary context: %w", opts.Device, err)
 	}
-	if err := cu.SetCurrentContext(b.ctx); err != nil {
-		_ = b.dev.ReleasePrimaryCtx()
+	if err := drv.setCurrent(b.ctx); err != nil {
+		_ = drv.releasePrimary(b.dev)
 		return nil, fmt.Errorf("cuda: set context: %w", err)
 	}
-	if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
-		_ = b.dev.ReleasePrimaryCtx()
+	if b.stream, err = drv.newStream(); err != nil {
+		_ = drv.releasePrimary(b.dev)
 		return nil, fmt.Errorf("cuda: create stream: %w", err)
 	}
 	if err := b.loadKernels(); err != nil {
 		b.Close()
 		return nil, err
 	}
-	if b.st.p, err = allocPinned(stageInit); err != nil {
+	if b.st.p, err = drv.allocPinned(stageInit); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("cuda: staging memory: %w", err)
 	}
 	b.st.size = stageInit
-	if b.blas, err = newBLAS(&b.stream, opts.AllowTF32); err != nil {
+	if b.blas, err = newBLAS(lib, b.stream, opts.AllowTF32); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	return b, nil
+}
+
+// Libraries reports what Open loaded: the driver library and cuBLAS (as
+// found: a soname or a path) and their versions (cuDriverGetVersion, e.g.
+// 13000; cublasGetVersion, e.g. 130100).
+func (b *Backend) Libraries() (driverLib string, driverVersion int, cublasLib string, cublasVersion int) {
+	if b.drv != nil {
+		driverLib, driverVersion = b.drv.path, b.drv.version
+	}
+	if b.blas != nil {
+		cublasLib, cublasVersion = b.blas.lib.path, b.blas.version
+	}
+	return
 }
 
 func (b *Backend) loadKernels() error {
@@ -165,7 +187,7 @@ func (b *Backend) loadKernels() error {
 		if err != nil {
 			return fmt.Errorf("cuda: read %s: %w", f, err)
 		}
-		m, err := cu.LoadData(string(data))
+		m, err := b.drv.loadModule(data)
 		if err != nil {
 			return fmt.Errorf("cuda: load module %s: %w (needs a GPU of compute capability 8.0 or later)", f, err)
 		}
@@ -173,7 +195,7 @@ func (b *Backend) loadKernels() error {
 	}
 	for _, k := range []struct {
 		name string
-		fn   *cu.Function
+		fn   *function
 	}{
 		{"rmsnorm_f32", &b.fn.rmsnorm}, {"rope_f32", &b.fn.rope}, {"silu_mul_f32", &b.fn.siluMul},
 		{"add_f32", &b.fn.add}, {"add_row_f32", &b.fn.addRow}, {"gather_rows_f32", &b.fn.gatherRows},
@@ -183,7 +205,7 @@ func (b *Backend) loadKernels() error {
 	} {
 		found := false
 		for _, m := range b.mods {
-			if f, err := m.Function(k.name); err == nil {
+			if f, err := b.drv.function(m, k.name); err == nil {
 				*k.fn, found = f, true
 				break
 			}
@@ -207,21 +229,36 @@ func (b *Backend) WeightBytes() int64 { return b.weightBytes }
 // DeviceInfo describes the device: its name, memory size, and theoretical
 // peak memory bandwidth in bytes per second (2 × memory clock × bus width).
 func (b *Backend) DeviceInfo() (name string, memBytes int64, peakBW float64, err error) {
-	if name, err = b.dev.Name(); err != nil {
+	if name, err = b.drv.deviceName(b.dev); err != nil {
 		return "", 0, 0, fmt.Errorf("cuda: device name: %w", err)
 	}
-	if memBytes, err = b.dev.TotalMem(); err != nil {
+	if memBytes, err = b.drv.deviceMem(b.dev); err != nil {
 		return "", 0, 0, fmt.Errorf("cuda: device memory: %w", err)
 	}
-	clk, err := b.dev.Attribute(cu.MemoryClockRate) // kHz
+	clk, err := b.drv.attr(b.dev, attrMemClockKHz)
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("cuda: memory clock: %w", err)
 	}
-	bus, err := b.dev.Attribute(cu.GlobalMemoryBusWidth) // bits
+	bus, err := b.drv.attr(b.dev, attrBusWidthBits)
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("cuda: bus width: %w", err)
 	}
 	return name, memBytes, 2 * float64(clk) * 1e3 * float64(bus) / 8, nil
+}
+
+// ComputeCapability returns the device's compute capability and number of
+// multiprocessors.
+func (b *Backend) ComputeCapability() (major, minor, sms int, err error) {
+	if major, err = b.drv.attr(b.dev, attrComputeMajor); err != nil {
+		return 0, 0, 0, fmt.Errorf("cuda: compute capability: %w", err)
+	}
+	if minor, err = b.drv.attr(b.dev, attrComputeMinor); err != nil {
+		return 0, 0, 0, fmt.Errorf("cuda: compute capability: %w", err)
+	}
+	if sms, err = b.drv.attr(b.dev, attrSMCount); err != nil {
+		return 0, 0, 0, fmt.Errorf("cuda: multiprocessor count: %w", err)
+	}
+	return major, minor, sms, nil
 }
 
 // fail records the first error.
@@ -237,12 +274,12 @@ func (b *Backend) bind() bool {
 	if b.err != nil {
 		return false
 	}
-	b.fail(cu.SetCurrentContext(b.ctx))
+	b.fail(b.drv.setCurrent(b.ctx))
 	return b.err == nil
 }
 
-func (b *Backend) alloc(bytes int64) (cu.DevicePtr, error) {
-	p, err := cu.MemAlloc(max(bytes, 4))
+func (b *Backend) alloc(bytes int64) (devPtr, error) {
+	p, err := b.drv.memAlloc(max(bytes, 4))
 	if err != nil {
 		return 0, fmt.Errorf("cuda: allocate %d bytes: %w", bytes, err)
 	}
@@ -286,7 +323,7 @@ func (b *Backend) upload(dt kernels.DType, rows, cols int, src unsafe.Pointer, b
 	if err != nil {
 		return nil, err
 	}
-	if err := cu.MemcpyHtoD(p, src, bytes); err != nil {
+	if err := b.drv.htoD(p, src, bytes); err != nil {
 		return nil, fmt.Errorf("cuda: upload %d×%d %v weight: %w", rows, cols, dt, err)
 	}
 	b.weightBytes += bytes
@@ -306,7 +343,7 @@ func (b *Backend) Alloc(rows, cols int) kernels.Tensor {
 		return t
 	}
 	t.p = p
-	b.fail(cu.MemsetD32Async(p, 0, bytes/4, b.stream))
+	b.fail(b.drv.memsetD32Async(p, 0, bytes/4, b.stream))
 	return t
 }
 
@@ -314,19 +351,19 @@ func (b *Backend) Alloc(rows, cols int) kernels.Tensor {
 // returns its device address. With dedupe, identical contents already on
 // the device are not copied again. Stream order makes reuse safe: the copy
 // runs after every kernel enqueued before it.
-func (b *Backend) put(d *devBuf, data []int32, dedupe bool) cu.DevicePtr {
+func (b *Backend) put(d *devBuf, data []int32, dedupe bool) devPtr {
 	if dedupe && d.valid && slices.Equal(d.shadow, data) {
 		return d.p
 	}
 	need := int64(len(data)) * 4
 	if need > d.cap {
 		if d.p != 0 {
-			b.fail(b.stream.Synchronize())
-			b.fail(cu.MemFree(d.p))
+			b.fail(b.drv.sync(b.stream))
+			b.fail(b.drv.memFree(d.p))
 			d.p = 0
 		}
 		c := max(need, 2*d.cap, 4096)
-		p, err := cu.MemAlloc(c)
+		p, err := b.drv.memAlloc(c)
 		if err != nil {
 			b.fail(fmt.Errorf("cuda: allocate %d bytes of step metadata: %w", c, err))
 			return 0
@@ -338,7 +375,7 @@ func (b *Backend) put(d *devBuf, data []int32, dedupe bool) cu.DevicePtr {
 		if src == nil {
 			return 0
 		}
-		b.fail(cu.MemcpyHtoDAsync(d.p, src, need, b.stream))
+		b.fail(b.drv.htoDAsync(d.p, src, need, b.stream))
 	}
 	d.shadow = append(d.shadow[:0], data...)
 	d.valid = b.err == nil
@@ -356,9 +393,9 @@ func (b *Backend) stageCopy(data []int32) unsafe.Pointer {
 		off = 0
 		if n > b.st.size {
 			size := max(n, 2*b.st.size, stageInit)
-			freePinned(b.st.p)
+			b.drv.freePinned(b.st.p)
 			b.st.p, b.st.size = nil, 0
-			p, err := allocPinned(size)
+			p, err := b.drv.allocPinned(size)
 			if err != nil {
 				b.fail(fmt.Errorf("cuda: staging memory: %w", err))
 				return nil
@@ -372,9 +409,9 @@ func (b *Backend) stageCopy(data []int32) unsafe.Pointer {
 	return dst
 }
 
-func (b *Backend) run(f *cu.Function, grid, block dim3, shmem int, a *args) {
+func (b *Backend) run(f *function, grid, block dim3, shmem int, a *args) {
 	if b.err == nil {
-		b.fail(launch(f, &b.stream, grid, block, shmem, a))
+		b.fail(b.drv.launch(*f, b.stream, grid, block, shmem, a))
 	}
 }
 
@@ -537,7 +574,7 @@ func (b *Backend) Softmax(x kernels.Tensor, n int) {
 // Synchronize waits for every enqueued op and returns the first failure.
 func (b *Backend) Synchronize() error {
 	if b.bind() {
-		b.fail(b.stream.Synchronize())
+		b.fail(b.drv.sync(b.stream))
 	}
 	if b.err == nil {
 		b.st.used = 0 // every copy out of the staging arena has run
@@ -555,7 +592,7 @@ func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
 	}
 	h := b.host[:m]
 	if m > 0 && b.bind() {
-		b.fail(cu.MemcpyDtoHAsync(unsafe.Pointer(&h[0]), tt.p, int64(m)*4, b.stream))
+		b.fail(b.drv.dtoHAsync(unsafe.Pointer(&h[0]), tt.p, int64(m)*4, b.stream))
 	}
 	if err := b.Synchronize(); err != nil {
 		panic(fmt.Sprintf("cuda backend: %v", err))
@@ -577,7 +614,7 @@ func (b *Backend) Greedy(logits kernels.Tensor, n int, ids []int32, logprobs []f
 	lt := dev(logits)
 	op := b.outBuf(n)
 	b.run(&b.fn.argmax, dim3{n, 1, 1}, dim3{sampleThreads, 1, 1}, 0,
-		b.a.reset().ptr(lt.p).i32(lt.c).i32(lt.c).ptr(op).ptr(op+cu.DevicePtr(4*n)))
+		b.a.reset().ptr(lt.p).i32(lt.c).i32(lt.c).ptr(op).ptr(op+devPtr(4*n)))
 	return b.fetchIDs(n, ids, logprobs)
 }
 
@@ -603,21 +640,21 @@ func (b *Backend) SampleRows(logits kernels.Tensor, n int, params []SampleParams
 	pp := b.put(&b.params, unsafe.Slice((*int32)(unsafe.Pointer(&b.paramsF[0])), len(b.paramsF)), false)
 	op := b.outBuf(n)
 	b.run(&b.fn.sample, dim3{n, 1, 1}, dim3{sampleThreads, 1, 1}, 0,
-		b.a.reset().ptr(lt.p).i32(lt.c).i32(lt.c).ptr(pp).ptr(op).ptr(op+cu.DevicePtr(4*n)))
+		b.a.reset().ptr(lt.p).i32(lt.c).i32(lt.c).ptr(pp).ptr(op).ptr(op+devPtr(4*n)))
 	return b.fetchIDs(n, ids, logprobs)
 }
 
 // outBuf returns a device buffer of 2n words: ids, then logprobs.
-func (b *Backend) outBuf(n int) cu.DevicePtr {
+func (b *Backend) outBuf(n int) devPtr {
 	need := int64(8 * n)
 	if need > b.out.cap {
 		if b.out.p != 0 {
-			b.fail(b.stream.Synchronize())
-			b.fail(cu.MemFree(b.out.p))
+			b.fail(b.drv.sync(b.stream))
+			b.fail(b.drv.memFree(b.out.p))
 			b.out.p = 0
 		}
 		c := max(need, 4096)
-		p, err := cu.MemAlloc(c)
+		p, err := b.drv.memAlloc(c)
 		if err != nil {
 			b.fail(fmt.Errorf("cuda: allocate %d bytes of sample output: %w", c, err))
 			return 0
@@ -633,7 +670,7 @@ func (b *Backend) fetchIDs(n int, ids []int32, logprobs []float32) error {
 	}
 	h := b.outHost[:2*n]
 	if b.err == nil {
-		b.fail(cu.MemcpyDtoHAsync(unsafe.Pointer(&h[0]), b.out.p, int64(8*n), b.stream))
+		b.fail(b.drv.dtoHAsync(unsafe.Pointer(&h[0]), b.out.p, int64(8*n), b.stream))
 	}
 	if err := b.Synchronize(); err != nil {
 		return err
@@ -647,31 +684,32 @@ func (b *Backend) fetchIDs(n int, ids []int32, logprobs []float32) error {
 
 // Close releases device memory, the kernels, the stream and the context.
 func (b *Backend) Close() {
-	if b.ctx == (cu.CUContext{}) {
+	if b.drv == nil || b.ctx == nil {
 		return
 	}
+	d := b.drv
 	var errs []error
-	errs = append(errs, cu.SetCurrentContext(b.ctx), b.stream.Synchronize())
+	errs = append(errs, d.setCurrent(b.ctx), d.sync(b.stream))
 	b.blas.close()
 	b.blas = nil
 	for _, p := range b.allocs {
-		errs = append(errs, cu.MemFree(p))
+		errs = append(errs, d.memFree(p))
 	}
 	b.allocs = nil
-	for _, d := range []*devBuf{&b.tok, &b.gather, &b.pos, &b.slots, &b.meta, &b.tables, &b.params, &b.out} {
-		if d.p != 0 {
-			errs = append(errs, cu.MemFree(d.p))
-			*d = devBuf{}
+	for _, db := range []*devBuf{&b.tok, &b.gather, &b.pos, &b.slots, &b.meta, &b.tables, &b.params, &b.out} {
+		if db.p != 0 {
+			errs = append(errs, d.memFree(db.p))
+			*db = devBuf{}
 		}
 	}
 	for _, m := range b.mods {
-		errs = append(errs, m.Unload())
+		errs = append(errs, d.unload(m))
 	}
 	b.mods = nil
-	freePinned(b.st.p)
+	d.freePinned(b.st.p)
 	b.st = stage{}
-	errs = append(errs, b.stream.Destroy(), b.dev.ReleasePrimaryCtx())
-	b.ctx = cu.CUContext{}
+	errs = append(errs, d.destroyStream(b.stream), d.releasePrimary(b.dev))
+	b.ctx = nil
 	b.fail(errors.Join(errs...))
 	b.fail(errors.New("cuda: backend closed")) // later ops are skipped
 }

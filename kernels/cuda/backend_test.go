@@ -3,14 +3,14 @@
 package cuda
 
 // GPU tests: every kernel against the reference backend (kernels.Ref) on
-// random inputs. A binary that imports gorgonia.org/cu exits in its package
-// init when no GPU is present, so scripts/cuda-test.sh checks for a GPU and
-// skips before starting this test binary; without a GPU it is only compiled
-// (go test -tags cuda -c, in scripts/cuda-check.sh).
+// random inputs. Without a GPU they skip (Open fails cleanly: the driver is
+// loaded at run time), unless SLUICE_CUDA_REQUIRE=1 (scripts/gpu-run.sh
+// sets it), which turns the skip into a failure.
 
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -23,10 +23,33 @@ func openOrSkip(t testing.TB) *Backend {
 	t.Helper()
 	b, err := Open(Options{})
 	if err != nil {
+		if os.Getenv("SLUICE_CUDA_REQUIRE") == "1" {
+			t.Fatalf("no usable CUDA device (SLUICE_CUDA_REQUIRE=1): %v", err)
+		}
 		t.Skipf("no usable CUDA device: %v", err)
 	}
 	t.Cleanup(b.Close)
 	return b
+}
+
+// TestDeviceAndLibraries reports the device and the libraries Open loaded
+// (scripts/gpu-run.sh copies the line into its report).
+func TestDeviceAndLibraries(t *testing.T) {
+	b := openOrSkip(t)
+	drv, drvVer, cb, cbVer := b.Libraries()
+	name, mem, peak, err := b.DeviceInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	major, minor, sms, err := b.ComputeCapability()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("device: %s, %d MiB, compute %d.%d, %d SMs, peak %.0f GB/s; driver %s (API %d); cuBLAS %s (%d)",
+		name, mem>>20, major, minor, sms, peak/1e9, drv, drvVer, cb, cbVer)
+	if drv == "" || drvVer <= 0 || cb == "" || cbVer <= 0 || major < 8 || sms <= 0 || peak <= 0 {
+		t.Fatalf("implausible device facts: driver %q %d, cuBLAS %q %d, compute %d.%d, %d SMs, peak %v", drv, drvVer, cb, cbVer, major, minor, sms, peak)
+	}
 }
 
 // pair holds the same tensor on the reference and the CUDA backend.

@@ -6,10 +6,13 @@
 // products, and greedy / top-k / top-p sampling.
 //
 // The backend exists only in binaries built with -tags cuda (go tool task
-// build:cuda, which first runs scripts/cuda-fatbin.sh). It links against
-// libcuda and libcublas through gorgonia.org/cu, whose package init calls
-// cuInit and exits the process when no GPU is present, so the CPU build
-// never imports it: without the tag, New returns ErrNotCompiled.
+// build:cuda, which first runs scripts/cuda-fatbin.sh): without the tag,
+// New returns ErrNotCompiled and nothing CUDA is linked. Even with it, the
+// binary links neither libcuda nor libcublas: Open loads the driver
+// (libcuda.so.1) and cuBLAS (libcublas.so.13, .12 or .11, or the pip wheel
+// nvidia-cublas in a Python site folder) with dlopen, so one build runs on
+// any driver ≥ 520, and on a machine without a GPU Open fails with an error
+// (ErrNoDriver, ErrNoDevice, ErrNoCUBLAS) naming what it tried.
 //
 // All work goes to one CUDA stream per backend, in program order; host
 // slices given to ops (tokens, positions, block tables) are copied to the

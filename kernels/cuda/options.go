@@ -9,6 +9,18 @@ import (
 // ErrNotCompiled is New's error in binaries built without -tags cuda.
 var ErrNotCompiled = errors.New("CUDA backend not compiled in: build with -tags cuda (go tool task build:cuda, which makes bin/engine-core-cuda)")
 
+// ErrNoDriver is returned by Open (wrapped) when no NVIDIA driver library
+// (libcuda.so.1) can be loaded; the message names every place tried.
+var ErrNoDriver = errors.New("cuda: no NVIDIA driver library")
+
+// ErrNoDevice is returned by Open (wrapped) when the driver library loads
+// but reports no usable GPU (cuInit fails, as it does with a link stub).
+var ErrNoDevice = errors.New("cuda: no usable NVIDIA GPU")
+
+// ErrNoCUBLAS is returned by Open (wrapped) when no cuBLAS library can be
+// loaded; the message names every soname and path tried.
+var ErrNoCUBLAS = errors.New("cuda: no cuBLAS library")
+
 // Options configures the CUDA backend.
 type Options struct {
 	// Device is the CUDA device ordinal (default 0).

@@ -42,6 +42,9 @@ var Shapes = map[string]Shape{
 	"tiny": {Name: "tiny", Dim: 64, Hidden: 172, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, MaxPos: 2048},
 	"15m":  {Name: "15m", Dim: 288, Hidden: 768, Layers: 6, Heads: 6, KVHeads: 6, Vocab: 32000, MaxPos: 2048},
 	"110m": {Name: "110m", Dim: 768, Hidden: 2048, Layers: 12, Heads: 12, KVHeads: 12, Vocab: 32000, MaxPos: 2048},
+	// 1b is TinyLlama-1.1B's shape (GQA 32/4, 1.1B parameters, 4.4 GB in
+	// F32): the GPU decode benchmark and serving run (scripts/gpu-run.sh).
+	"1b": {Name: "1b", Dim: 2048, Hidden: 5632, Layers: 22, Heads: 32, KVHeads: 4, Vocab: 32000, MaxPos: 2048},
 }
 
 // The formats Generate writes.
@@ -106,7 +109,7 @@ func weights(s Shape, seed int64) []tensor {
 func Generate(dir, shape string, seed int64, format string) error {
 	s, ok := Shapes[shape]
 	if !ok {
-		return fmt.Errorf("demo: unknown shape %q (known: tiny, 15m, 110m)", shape)
+		return fmt.Errorf("demo: unknown shape %q (known: tiny, 15m, 110m, 1b)", shape)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -199,7 +202,7 @@ func EnsureCached(shape string, seed int64) (string, error) {
 // load: the directory for "hf", the .gguf file inside it otherwise.
 func EnsureCachedAs(shape string, seed int64, format string) (string, error) {
 	if _, ok := Shapes[shape]; !ok {
-		return "", fmt.Errorf("demo: unknown shape %q (known: tiny, 15m, 110m)", shape)
+		return "", fmt.Errorf("demo: unknown shape %q (known: tiny, 15m, 110m, 1b)", shape)
 	}
 	marker, suffix := "model.safetensors", ""
 	switch format {
@@ -265,7 +268,7 @@ func Resolve(model string) (dir string, ok bool, err error) {
 func Main(args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output directory (required)")
-	shape := fs.String("shape", "tiny", "model shape: tiny, 15m or 110m")
+	shape := fs.String("shape", "tiny", "model shape: tiny, 15m, 110m or 1b")
 	seed := fs.Int64("seed", 0, "random seed of the weights")
 	format := fs.String("format", FormatHF, "hf, gguf or gguf-q8_0")
 	if err := fs.Parse(args); err != nil {
