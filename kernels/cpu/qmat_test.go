@@ -20,20 +20,28 @@ var storedTypes = []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kerne
 func randBlocks(r *rand.Rand, dt kernels.DType, rows, cols int) []byte {
 	rb := dt.RowBytes(cols)
 	data := make([]byte, rows*rb)
-	for i := range data {
-		data[i] = byte(r.Uint32())
+	for i := 0; i < len(data); i += 8 {
+		v := r.Uint64()
+		for j := i; j < min(i+8, len(data)); j++ {
+			data[j] = byte(v)
+			v >>= 8
+		}
 	}
 	f16 := func(b []byte, scale float64) {
 		binary.LittleEndian.PutUint16(b, quant.F32ToF16(float32(r.NormFloat64()*scale)))
 	}
 	switch dt {
 	case kernels.F16:
+		// random sign and mantissa, magnitudes in [2^-2, 1)
 		for i := 0; i < len(data); i += 2 {
-			f16(data[i:], 1)
+			h := binary.LittleEndian.Uint16(data[i:])
+			binary.LittleEndian.PutUint16(data[i:], h&0x87ff|0x3400)
 		}
 	case kernels.BF16:
+		// random sign and mantissa, magnitudes in [2^-1, 2)
 		for i := 0; i < len(data); i += 2 {
-			binary.LittleEndian.PutUint16(data[i:], uint16(math.Float32bits(float32(r.NormFloat64()))>>16))
+			h := binary.LittleEndian.Uint16(data[i:])
+			binary.LittleEndian.PutUint16(data[i:], h&0x80ff|0x3f00)
 		}
 	case kernels.Q8_0:
 		for i := 0; i < len(data); i += 34 {
