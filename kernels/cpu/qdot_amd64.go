@@ -29,3 +29,6 @@ func dotQ5KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32
 
 //go:noescape
 func dotQ6KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32
+
+//go:noescape
+func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int)

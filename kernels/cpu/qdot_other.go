@@ -12,3 +12,7 @@ func dotQ4_0AVX2(w *byte, xq *int8, xd *float32, nb int) float32           { pan
 func dotQ4KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32 { panic("unreachable") }
 func dotQ5KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32 { panic("unreachable") }
 func dotQ6KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32 { panic("unreachable") }
+
+func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int) {
+	panic("unreachable")
+}

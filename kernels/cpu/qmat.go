@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/quant"
@@ -33,13 +35,19 @@ import (
 // read from memory once and, while it sits in L1, multiplied with every
 // activation row of the batch.
 
-// actQ holds one MatMul's activations quantized to int8.
+// actQ holds one MatMul's activations quantized to int8. It remembers the
+// float rows it quantized last, so that MatMuls on the same input (q, k
+// and v; gate and up) quantize it once: the rows are compared byte for
+// byte, which is far cheaper than quantizing them again.
 type actQ struct {
 	q   []int8
 	d   []float32
 	bs  []int16
 	blk int // values per scale: 32 or 256
 	k   int // values per row
+	n   int // rows
+
+	src []float32 // a copy of the rows last quantized (n×k)
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -55,8 +63,12 @@ func quantized(dt kernels.DType) (bool, int) {
 }
 
 // quantize quantizes n rows of x (k values each, xs apart) in blocks of
-// blk, growing the buffers as needed.
-func (a *actQ) quantize(x []float32, xs, n, k, blk int) {
+// blk, growing the buffers as needed, unless they are the rows it
+// quantized last.
+func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
+	if a.n == n && a.k == k && a.blk == blk && a.same(x, xs) {
+		return
+	}
 	nb := k / blk
 	if cap(a.q) < n*k {
 		a.q = make([]int8, n*k)
@@ -68,10 +80,40 @@ func (a *actQ) quantize(x []float32, xs, n, k, blk int) {
 		a.bs = make([]int16, n*k/16)
 	}
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
-	a.blk, a.k = blk, k
-	for m := 0; m < n; m++ {
-		quantizeActRow(x[m*xs:m*xs+k], a.q[m*k:(m+1)*k], a.d[m*nb:(m+1)*nb], a.bs[m*k/16:(m+1)*k/16], blk)
+	a.blk, a.k, a.n = blk, k, n
+	if cap(a.src) < n*k {
+		a.src = make([]float32, n*k)
 	}
+	a.src = a.src[:n*k]
+	for m := 0; m < n; m++ {
+		xr := x[m*xs : m*xs+k]
+		copy(a.src[m*k:(m+1)*k], xr)
+		q, d, bs := a.q[m*k:(m+1)*k], a.d[m*nb:(m+1)*nb], a.bs[m*k/16:(m+1)*k/16]
+		if k8.avx2 && nb > 0 {
+			quantActAVX2(&xr[0], &q[0], &d[0], &bs[0], nb, blk)
+		} else {
+			quantizeActRow(xr, q, d, bs, blk)
+		}
+	}
+}
+
+// same reports whether the n rows of x (xs apart) equal, bit for bit, the
+// rows last quantized.
+func (a *actQ) same(x []float32, xs int) bool {
+	for m := 0; m < a.n; m++ {
+		if !bytes.Equal(f32Bytes(x[m*xs:m*xs+a.k]), f32Bytes(a.src[m*a.k:(m+1)*a.k])) {
+			return false
+		}
+	}
+	return true
+}
+
+// f32Bytes views floats as their bytes.
+func f32Bytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
 }
 
 // quantizeActRow quantizes x in blocks of blk values into q, one scale per
@@ -296,7 +338,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	t := &b.qm
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	if q, blk := quantized(w.DT); q {
-		t.act.quantize(x.F, x.C, n, w.C, blk)
+		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
 	}
 	if n*w.R*w.C < 1<<15 {
 		t.run(0, w.R, 0)

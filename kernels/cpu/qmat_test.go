@@ -82,7 +82,7 @@ func storedRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []
 	step := make([]float32, n*K)
 	if q {
 		var a actQ
-		a.quantize(x, K, n, K, blk)
+		a.quantize(kern{}, x, K, n, K, blk)
 		for i := range xa {
 			d := a.d[i/blk]
 			xa[i] = float32(a.q[i]) * d
@@ -190,7 +190,7 @@ func TestKernelTwins(t *testing.T) {
 			x := randF(r, in)
 			var a actQ
 			if q, blk := quantized(dt); q {
-				a.quantize(x, in, 1, in, blk)
+				a.quantize(kern{}, x, in, 1, in, blk)
 			}
 			g, p := fast.rowDot(dt, w, x, &a, 0), plain.rowDot(dt, w, x, &a, 0)
 			if !close32(g, p, 1e-4) {
@@ -351,6 +351,48 @@ func sanitizeHalves(dt kernels.DType, data []byte) {
 	case kernels.Q6_K:
 		for i := 0; i < len(data); i += 210 {
 			fix(i + 208)
+		}
+	}
+}
+
+// TestQuantizeActTwins checks that the AVX2 activation quantizer equals
+// the Go one bit for bit, and that the reuse of the last quantized rows
+// notices any change of the input.
+func TestQuantizeActTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 5))
+	for _, blk := range []int{32, 256} {
+		for _, k := range []int{256, 512, 2048} {
+			n := 3
+			x := randF(r, n*k)
+			for i := 0; i < k; i++ {
+				x[k+i] = 0 // an all-zero row
+			}
+			x[2*k+7] = 1e30
+			x[2*k+300%k] = -3e-39 // subnormal
+			var fast, plain actQ
+			fast.quantize(kern{avx2: hasAVX2}, x, k, n, k, blk)
+			plain.quantize(kern{}, x, k, n, k, blk)
+			for i := range plain.q {
+				if fast.q[i] != plain.q[i] {
+					t.Fatalf("blk=%d k=%d: q[%d] = %d, want %d", blk, k, i, fast.q[i], plain.q[i])
+				}
+			}
+			for i := range plain.d {
+				if fast.d[i] != plain.d[i] {
+					t.Fatalf("blk=%d k=%d: d[%d] = %v, want %v", blk, k, i, fast.d[i], plain.d[i])
+				}
+			}
+			for i := range plain.bs {
+				if fast.bs[i] != plain.bs[i] {
+					t.Fatalf("blk=%d k=%d: bs[%d] = %d, want %d", blk, k, i, fast.bs[i], plain.bs[i])
+				}
+			}
+			// same input: reused; changed input: quantized again
+			x[k+5] = 100
+			fast.quantize(kern{avx2: hasAVX2}, x, k, n, k, blk)
+			if fast.q[k+5] != 127 || fast.d[(k+5)/blk] != 100.0/127 {
+				t.Fatalf("blk=%d k=%d: changed input not quantized again: q=%d d=%v", blk, k, fast.q[k+5], fast.d[(k+5)/blk])
+			}
 		}
 	}
 }
