@@ -140,13 +140,20 @@ func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
 // stored reports whether MatMul with w takes the stored-encoding path of
 // qmat.go: every type but F32 and Q8_0, and Q8_0 with quantized
 // activations for fewer than 4 rows (unless the weight carries decoded
-// scales for the AVX512_VNNI kernel).
+// scales for the AVX512_VNNI kernel) or, without AVX-512 (whose F32 tile
+// the float Q8_0 path feeds), for any number of rows.
 func (b *Backend) stored(w *kernels.Host, n int) bool {
 	switch w.DT {
 	case kernels.F32:
 		return false
 	case kernels.Q8_0:
-		return b.mm.q8act && n < 4 && !(w.S != nil && b.k.vnni)
+		if !b.mm.q8act {
+			return false
+		}
+		if n < 4 {
+			return !(w.S != nil && b.k.vnni)
+		}
+		return !b.k.simd
 	}
 	return true
 }

@@ -32,3 +32,9 @@ func dotQ6KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32
 
 //go:noescape
 func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int)
+
+//go:noescape
+func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
+
+//go:noescape
+func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)

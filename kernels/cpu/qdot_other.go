@@ -16,3 +16,11 @@ func dotQ6KAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int) float32 { pan
 func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int) {
 	panic("unreachable")
 }
+
+func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32) {
+	panic("unreachable")
+}

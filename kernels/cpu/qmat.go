@@ -324,6 +324,9 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	w, x, out := t.w, t.x, t.out
 	K := w.C
 	rb := w.DT.RowBytes(K)
+	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
+		lo = t.halfTiles(lo, hi)
+	}
 	for o := lo; o < hi; o++ {
 		wr := w.Q[o*rb : (o+1)*rb]
 		for m := 0; m < t.n; m++ {
@@ -346,4 +349,50 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		b.pool.parallel(w.R, 4, 0, t)
 	}
 	t.out, t.x, t.w = nil, nil, nil
+}
+
+// halfTiles computes pairs of F16/BF16 weight rows from lo against groups
+// of 4 activation rows with the 4×2 register tile (each converted weight
+// vector feeds 4 rows; the rows left over go one by one) and returns the
+// first weight row it did not compute.
+func (t *qmatTask) halfTiles(lo, hi int) int {
+	if !t.k.avx2 {
+		return lo
+	}
+	w, x, out := t.w, t.x, t.out
+	K := w.C
+	K8 := K &^ 7
+	if K8 == 0 {
+		return lo
+	}
+	rb := w.DT.RowBytes(K)
+	var acc [8]float32
+	o := lo
+	for ; o+2 <= hi; o += 2 {
+		wr := w.Q[o*rb : (o+2)*rb]
+		m := 0
+		for ; m+4 <= t.n; m += 4 {
+			xr := x.F[m*x.C : (m+3)*x.C+K]
+			if w.DT == kernels.F16 {
+				tileF16AVX2(&wr[0], rb, &xr[0], x.C, K8, &acc)
+			} else {
+				tileBF16AVX2(&wr[0], rb, &xr[0], x.C, K8, &acc)
+			}
+			for r := 0; r < 4; r++ {
+				for c := 0; c < 2; c++ {
+					v := acc[2*r+c]
+					if K8 < K {
+						v += dotHalfGo(w.DT, wr[c*rb+2*K8:(c+1)*rb], x.F[(m+r)*x.C+K8:(m+r)*x.C+K])
+					}
+					out.F[(m+r)*out.C+o+c] = v
+				}
+			}
+		}
+		for ; m < t.n; m++ {
+			xr := x.F[m*x.C : m*x.C+K]
+			out.F[m*out.C+o] = t.k.dotHalf(w.DT, wr[:rb], xr)
+			out.F[m*out.C+o+1] = t.k.dotHalf(w.DT, wr[rb:], xr)
+		}
+	}
+	return o
 }
