@@ -38,3 +38,6 @@ func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
 
 //go:noescape
 func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
+
+//go:noescape
+func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)

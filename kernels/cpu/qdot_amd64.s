@@ -617,3 +617,145 @@ TEXT ·tileF16AVX2(SB), NOSPLIT, $0-48
 // func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
 TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-48
 	HALFTILE(LOADBF16, tbf16loop)
+
+// KSCALES2 is KSCALES using fewer registers: scales as words at 0(SP),
+// mins as words in X9. Clobbers AX, R8-R11, X8.
+#define KSCALES2 \
+	MOVL 4(SI), R8; \
+	MOVL 8(SI), R9; \
+	MOVL 12(SI), R10; \
+	MOVL R8, R11; \
+	ANDL $0x3f3f3f3f, R11; \
+	VMOVD R11, X8; \
+	MOVL R10, R11; \
+	ANDL $0x0f0f0f0f, R11; \
+	MOVL R8, AX; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	ORL  AX, R11; \
+	VPINSRD $1, R11, X8, X8; \
+	MOVL R9, R11; \
+	ANDL $0x3f3f3f3f, R11; \
+	VMOVD R11, X9; \
+	MOVL R10, R11; \
+	SHRL $4, R11; \
+	ANDL $0x0f0f0f0f, R11; \
+	MOVL R9, AX; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	ORL  AX, R11; \
+	VPINSRD $1, R11, X9, X9; \
+	VPMOVZXBW X8, X8; \
+	VMOVDQU X8, 0(SP); \
+	VPMOVZXBW X9, X9
+
+// X4GROUP does sub-blocks 2g and 2g+1 (nibbles in Y10, Y11) for the four
+// activation rows at DI, DI+R12, DI+2·R12, DI+R13, into Y4-Y7.
+#define X4GROUP(g) \
+	VPBROADCASTW (4*g)(SP), Y12; \
+	VPBROADCASTW (4*g+2)(SP), Y13; \
+	VPMADDUBSW (64*g)(DI), Y10, Y15; \
+	VPMADDWD Y12, Y15, Y15; \
+	VPADDD Y15, Y4, Y4; \
+	VPMADDUBSW (64*g+32)(DI), Y11, Y15; \
+	VPMADDWD Y13, Y15, Y15; \
+	VPADDD Y15, Y4, Y4; \
+	VPMADDUBSW (64*g)(DI)(R12*1), Y10, Y15; \
+	VPMADDWD Y12, Y15, Y15; \
+	VPADDD Y15, Y5, Y5; \
+	VPMADDUBSW (64*g+32)(DI)(R12*1), Y11, Y15; \
+	VPMADDWD Y13, Y15, Y15; \
+	VPADDD Y15, Y5, Y5; \
+	VPMADDUBSW (64*g)(DI)(R12*2), Y10, Y15; \
+	VPMADDWD Y12, Y15, Y15; \
+	VPADDD Y15, Y6, Y6; \
+	VPMADDUBSW (64*g+32)(DI)(R12*2), Y11, Y15; \
+	VPMADDWD Y13, Y15, Y15; \
+	VPADDD Y15, Y6, Y6; \
+	VPMADDUBSW (64*g)(DI)(R13*1), Y10, Y15; \
+	VPMADDWD Y12, Y15, Y15; \
+	VPADDD Y15, Y7, Y7; \
+	VPMADDUBSW (64*g+32)(DI)(R13*1), Y11, Y15; \
+	VPMADDWD Y13, Y15, Y15; \
+	VPADDD Y15, Y7, Y7
+
+// X4ROW folds row r's super-block into its float accumulator Yacc: the
+// integer sums Yint times d·xd_r, minus dmin·xd_r·Σ_j m_j·(Σx)_j. xdm and
+// bsm address the row's activation scale and sums. Needs [d, dmin] in X8,
+// mins in X9. Clobbers X10-X13, Y15.
+#define X4ROW(xdm, bsm, bsm16, Yint, Yacc) \
+	VBROADCASTSS xdm, X12; \
+	VMULPS X12, X8, X12; \
+	VBROADCASTSS X12, Y13; \
+	VCVTDQ2PS Yint, Y15; \
+	VFMADD231PS Y15, Y13, Yacc; \
+	VSHUFPS $0x55, X12, X12, X13; \
+	VMOVDQU bsm, X10; \
+	VMOVDQU bsm16, X11; \
+	VPHADDW X11, X10, X10; \
+	VPMADDWD X9, X10, X10; \
+	VCVTDQ2PS X10, X10; \
+	VFNMADD231PS Y10, Y13, Yacc
+
+// func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
+// One Q4_K row against 4 activation rows (xs bytes, xds floats of scales
+// and bss int16 sums apart): each decoded nibble vector feeds all four.
+TEXT ·dotQ4Kx4AVX2(SB), NOSPLIT, $32-72
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xs+16(FP), R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ xd+24(FP), DX
+	MOVQ xds+32(FP), R14
+	SHLQ $2, R14
+	MOVQ bs+40(FP), BX
+	MOVQ bss+48(FP), R15
+	SHLQ $1, R15
+	MOVQ nb+56(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q4kx4loop:
+	KSCALES2
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	Q4NIB(16)
+	X4GROUP(0)
+	Q4NIB(48)
+	X4GROUP(1)
+	Q4NIB(80)
+	X4GROUP(2)
+	Q4NIB(112)
+	X4GROUP(3)
+	MOVL (SI), AX
+	VMOVD AX, X8
+	VCVTPH2PS X8, X8
+	X4ROW((DX), (BX), 16(BX), Y4, Y0)
+	X4ROW((DX)(R14*1), (BX)(R15*1), 16(BX)(R15*1), Y5, Y1)
+	X4ROW((DX)(R14*2), (BX)(R15*2), 16(BX)(R15*2), Y6, Y2)
+	LEAQ (R14)(R14*2), AX
+	LEAQ (R15)(R15*2), R8
+	X4ROW((DX)(AX*1), (BX)(R8*1), 16(BX)(R8*1), Y7, Y3)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q4kx4loop
+	MOVQ out+64(FP), DX
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
