@@ -53,12 +53,20 @@ func BenchmarkStoredMatMul(b *testing.B) {
 					o := be.Alloc(n, s.out)
 					b.SetBytes(int64(len(one)))
 					b.ResetTimer()
+					c0 := processCPU()
 					for i := 0; i < b.N; i++ {
 						be.MatMul(o, x, ws[i%copies], n)
 					}
+					cpuSec := (processCPU() - c0).Seconds()
 					sec := b.Elapsed().Seconds()
 					b.ReportMetric(float64(len(one))*float64(b.N)/sec/1e9, "GB/s")
 					b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/sec/1e9, "GMAC/s")
+					if cpuSec > 0 {
+						// weight bytes per CPU-second of all threads (spinning
+						// included): what the kernels do per core when the
+						// machine is loaded
+						b.ReportMetric(float64(len(one))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
+					}
 				})
 			}
 		}
@@ -123,10 +131,17 @@ func BenchmarkDecodeStep1B(b *testing.B) {
 				}
 				add(f.out, vocab, dim)
 				b.ResetTimer()
+				c0 := processCPU()
 				for i := 0; i < b.N; i++ {
 					for _, op := range ops {
 						be.MatMul(op.o, op.x, op.w, n)
 					}
+				}
+				if cpuSec := (processCPU() - c0).Seconds() / float64(b.N); cpuSec > 0 {
+					// tokens per CPU-second of all threads (spinning
+					// included): on a loaded machine, steadier than tok/s;
+					// two idle cores reach at most twice this
+					b.ReportMetric(float64(n)/cpuSec, "tok/cpu-s")
 				}
 				sec := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(sec*1e3, "ms/step")
