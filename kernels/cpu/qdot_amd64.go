@@ -41,3 +41,6 @@ func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
 
 //go:noescape
 func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ6Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)

@@ -759,3 +759,126 @@ q4kx4loop:
 	VMOVUPS X0, (DX)
 	VZEROUPPER
 	RET
+
+DATA q6mask30<>+0(SB)/8, $0x3030303030303030
+DATA q6mask30<>+8(SB)/8, $0x3030303030303030
+DATA q6mask30<>+16(SB)/8, $0x3030303030303030
+DATA q6mask30<>+24(SB)/8, $0x3030303030303030
+GLOBL q6mask30<>(SB), RODATA|NOPTR, $32
+
+// Q6X4Q multiplies the 6-bit values in Y8 (32 values at activation offset
+// xo) with the four activation rows and the two group scales whose words
+// are at so(SP), adding to Y4-Y7. Clobbers Y9, Y15.
+#define Q6X4Q(xo, so) \
+	VPBROADCASTD so(SP), Y9; \
+	VPSHUFB q6shuf<>(SB), Y9, Y9; \
+	VPMADDUBSW xo(DI), Y8, Y15; \
+	VPMADDWD Y9, Y15, Y15; \
+	VPADDD Y15, Y4, Y4; \
+	VPMADDUBSW xo(DI)(R12*1), Y8, Y15; \
+	VPMADDWD Y9, Y15, Y15; \
+	VPADDD Y15, Y5, Y5; \
+	VPMADDUBSW xo(DI)(R12*2), Y8, Y15; \
+	VPMADDWD Y9, Y15, Y15; \
+	VPADDD Y15, Y6, Y6; \
+	VPMADDUBSW xo(DI)(R13*1), Y8, Y15; \
+	VPMADDWD Y9, Y15, Y15; \
+	VPADDD Y15, Y7, Y7
+
+// Q6X4HALF is Q6HALF for four activation rows (qh in Y13).
+#define Q6X4HALF(ql, qh, xo, so) \
+	VMOVDQU ql(SI), Y10; \
+	VMOVDQU (ql+32)(SI), Y11; \
+	VMOVDQU qh(SI), Y13; \
+	VPAND Y14, Y10, Y8; \
+	VPSLLW $4, Y13, Y9; \
+	VPAND q6mask30<>(SB), Y9, Y9; \
+	VPOR Y9, Y8, Y8; \
+	Q6X4Q(xo, so); \
+	VPAND Y14, Y11, Y8; \
+	VPSLLW $2, Y13, Y9; \
+	VPAND q6mask30<>(SB), Y9, Y9; \
+	VPOR Y9, Y8, Y8; \
+	Q6X4Q(xo+32, so+4); \
+	VPSRLW $4, Y10, Y8; \
+	VPAND Y14, Y8, Y8; \
+	VPAND q6mask30<>(SB), Y13, Y9; \
+	VPOR Y9, Y8, Y8; \
+	Q6X4Q(xo+64, so+8); \
+	VPSRLW $4, Y11, Y8; \
+	VPAND Y14, Y8, Y8; \
+	VPSRLW $2, Y13, Y9; \
+	VPAND q6mask30<>(SB), Y9, Y9; \
+	VPOR Y9, Y8, Y8; \
+	Q6X4Q(xo+96, so+12)
+
+// Q6X4INIT sets the int accumulator Yint of one row to −32·Σ_i sc_i·(Σx)_i
+// (scales as words in Y12; the row's sums at bsm).
+#define Q6X4INIT(bsm, Yint) \
+	VPMADDWD bsm, Y12, Y15; \
+	VPSLLD $5, Y15, Y15; \
+	VPXOR Yint, Yint, Yint; \
+	VPSUBD Y15, Yint, Yint
+
+// Q6X4ROW adds row r's super-block to its float accumulator: Yint times
+// d·xd_r (d in X10; xdm addresses xd_r).
+#define Q6X4ROW(xdm, Yint, Yacc) \
+	VMULSS xdm, X10, X11; \
+	VBROADCASTSS X11, Y11; \
+	VCVTDQ2PS Yint, Y15; \
+	VFMADD231PS Y15, Y11, Yacc
+
+// func dotQ6Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
+// One Q6_K row against 4 activation rows, as dotQ4Kx4AVX2.
+TEXT ·dotQ6Kx4AVX2(SB), NOSPLIT, $32-72
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xs+16(FP), R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ xd+24(FP), DX
+	MOVQ xds+32(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R8
+	MOVQ bs+40(FP), BX
+	MOVQ bss+48(FP), R15
+	SHLQ $1, R15
+	LEAQ (R15)(R15*2), R9
+	MOVQ nb+56(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q6kx4loop:
+	VPMOVSXBW 192(SI), Y12
+	VMOVDQU Y12, 0(SP)
+	Q6X4INIT((BX), Y4)
+	Q6X4INIT((BX)(R15*1), Y5)
+	Q6X4INIT((BX)(R15*2), Y6)
+	Q6X4INIT((BX)(R9*1), Y7)
+	Q6X4HALF(0, 128, 0, 0)
+	Q6X4HALF(64, 160, 128, 16)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	Q6X4ROW((DX), Y4, Y0)
+	Q6X4ROW((DX)(R14*1), Y5, Y1)
+	Q6X4ROW((DX)(R14*2), Y6, Y2)
+	Q6X4ROW((DX)(R8*1), Y7, Y3)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6kx4loop
+	MOVQ out+64(FP), DX
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET

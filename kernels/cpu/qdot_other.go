@@ -28,3 +28,7 @@ func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32) {
 func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32) {
 	panic("unreachable")
 }
+
+func dotQ6Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32) {
+	panic("unreachable")
+}

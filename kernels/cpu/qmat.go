@@ -327,8 +327,8 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
-	if w.DT == kernels.Q4_K && t.n >= 4 && t.k.avx2 {
-		t.q4kTiles(lo, hi)
+	if (w.DT == kernels.Q4_K || w.DT == kernels.Q6_K) && t.n >= 4 && t.k.avx2 {
+		t.kTiles(lo, hi)
 		return
 	}
 	for o := lo; o < hi; o++ {
@@ -401,10 +401,10 @@ func (t *qmatTask) halfTiles(lo, hi int) int {
 	return o
 }
 
-// q4kTiles computes Q4_K weight rows [lo, hi) against groups of 4
-// activation rows with dotQ4Kx4AVX2 (each decoded nibble vector feeds 4
-// rows), and the rows left over one by one.
-func (t *qmatTask) q4kTiles(lo, hi int) {
+// kTiles computes Q4_K or Q6_K weight rows [lo, hi) against groups of 4
+// activation rows with dotQ4Kx4AVX2 or dotQ6Kx4AVX2 (each decoded vector
+// of weights feeds 4 rows), and the rows left over one by one.
+func (t *qmatTask) kTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
 	nb := K / quant.QKBlock
@@ -417,7 +417,11 @@ func (t *qmatTask) q4kTiles(lo, hi int) {
 			xq := a.q[m*K : (m+4)*K]
 			xd := a.d[m*nb : (m+4)*nb]
 			bs := a.bs[m*K/16 : (m+4)*K/16]
-			dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
+			if w.DT == kernels.Q4_K {
+				dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
+			} else {
+				dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
+			}
 			for r := 0; r < 4; r++ {
 				out.F[(m+r)*out.C+o] = acc[r]
 			}
