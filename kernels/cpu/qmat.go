@@ -363,24 +363,36 @@ func (t *qmatTask) halfTiles(lo, hi int) int {
 	if !t.k.avx2 {
 		return lo
 	}
+	if t.w.C < 8 {
+		return lo
+	}
+	var acc [8]float32
+	end := lo + (hi-lo)&^1
+	// blocks of halfBlock weight rows stay in L2 while every group of 4
+	// activation rows (float32, larger than L2 for long batches) streams
+	// past them once
+	const halfBlock = 32
+	for ob := lo; ob < end; ob += halfBlock {
+		t.halfBlock(ob, min(ob+halfBlock, end), &acc)
+	}
+	return end
+}
+
+// halfBlock computes the pairs of weight rows in [lo, hi) (hi−lo even).
+func (t *qmatTask) halfBlock(lo, hi int, acc *[8]float32) {
 	w, x, out := t.w, t.x, t.out
 	K := w.C
 	K8 := K &^ 7
-	if K8 == 0 {
-		return lo
-	}
 	rb := w.DT.RowBytes(K)
-	var acc [8]float32
-	o := lo
-	for ; o+2 <= hi; o += 2 {
-		wr := w.Q[o*rb : (o+2)*rb]
-		m := 0
-		for ; m+4 <= t.n; m += 4 {
-			xr := x.F[m*x.C : (m+3)*x.C+K]
+	m := 0
+	for ; m+4 <= t.n; m += 4 {
+		xr := x.F[m*x.C : (m+3)*x.C+K]
+		for o := lo; o < hi; o += 2 {
+			wr := w.Q[o*rb : (o+2)*rb]
 			if w.DT == kernels.F16 {
-				tileF16AVX2(&wr[0], rb, &xr[0], x.C, K8, &acc)
+				tileF16AVX2(&wr[0], rb, &xr[0], x.C, K8, acc)
 			} else {
-				tileBF16AVX2(&wr[0], rb, &xr[0], x.C, K8, &acc)
+				tileBF16AVX2(&wr[0], rb, &xr[0], x.C, K8, acc)
 			}
 			for r := 0; r < 4; r++ {
 				for c := 0; c < 2; c++ {
@@ -392,13 +404,13 @@ func (t *qmatTask) halfTiles(lo, hi int) int {
 				}
 			}
 		}
-		for ; m < t.n; m++ {
-			xr := x.F[m*x.C : m*x.C+K]
-			out.F[m*out.C+o] = t.k.dotHalf(w.DT, wr[:rb], xr)
-			out.F[m*out.C+o+1] = t.k.dotHalf(w.DT, wr[rb:], xr)
+	}
+	for ; m < t.n; m++ {
+		xr := x.F[m*x.C : m*x.C+K]
+		for o := lo; o < hi; o++ {
+			out.F[m*out.C+o] = t.k.dotHalf(w.DT, w.Q[o*rb:(o+1)*rb], xr)
 		}
 	}
-	return o
 }
 
 // kTiles computes Q4_K or Q6_K weight rows [lo, hi) against groups of 4
