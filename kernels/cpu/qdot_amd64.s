@@ -882,3 +882,97 @@ q6kx4loop:
 	VMOVUPS X0, (DX)
 	VZEROUPPER
 	RET
+
+DATA q5mask10<>+0(SB)/8, $0x1010101010101010
+DATA q5mask10<>+8(SB)/8, $0x1010101010101010
+DATA q5mask10<>+16(SB)/8, $0x1010101010101010
+DATA q5mask10<>+24(SB)/8, $0x1010101010101010
+GLOBL q5mask10<>(SB), RODATA|NOPTR, $32
+
+// Q5X4HI ors the fifth bits of group g into Y10 and Y11 from the qh bytes
+// in Y8 (see Q5HI_L): Y15 holds qh shifted so that bit 2g (for the low
+// nibbles) or 2g+1 (high nibbles) sits at bit 4 of each byte.
+#define Q5X4LO \
+	VPAND q5mask10<>(SB), Y15, Y15; \
+	VPOR Y15, Y10, Y10
+
+#define Q5X4HIGH \
+	VPAND q5mask10<>(SB), Y15, Y15; \
+	VPOR Y15, Y11, Y11
+
+// func dotQ5Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
+// One Q5_K row against 4 activation rows, as dotQ4Kx4AVX2.
+TEXT ·dotQ5Kx4AVX2(SB), NOSPLIT, $32-72
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xs+16(FP), R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ xd+24(FP), DX
+	MOVQ xds+32(FP), R14
+	SHLQ $2, R14
+	MOVQ bs+40(FP), BX
+	MOVQ bss+48(FP), R15
+	SHLQ $1, R15
+	MOVQ nb+56(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q5kx4loop:
+	KSCALES2
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VMOVDQU 16(SI), Y8
+	Q4NIB(48)
+	VPSLLW $4, Y8, Y15
+	Q5X4LO
+	VPSLLW $3, Y8, Y15
+	Q5X4HIGH
+	X4GROUP(0)
+	Q4NIB(80)
+	VPSLLW $2, Y8, Y15
+	Q5X4LO
+	VPSLLW $1, Y8, Y15
+	Q5X4HIGH
+	X4GROUP(1)
+	Q4NIB(112)
+	VMOVDQU Y8, Y15
+	Q5X4LO
+	VPSRLW $1, Y8, Y15
+	Q5X4HIGH
+	X4GROUP(2)
+	Q4NIB(144)
+	VPSRLW $2, Y8, Y15
+	Q5X4LO
+	VPSRLW $3, Y8, Y15
+	Q5X4HIGH
+	X4GROUP(3)
+	MOVL (SI), AX
+	VMOVD AX, X8
+	VCVTPH2PS X8, X8
+	X4ROW((DX), (BX), 16(BX), Y4, Y0)
+	X4ROW((DX)(R14*1), (BX)(R15*1), 16(BX)(R15*1), Y5, Y1)
+	X4ROW((DX)(R14*2), (BX)(R15*2), 16(BX)(R15*2), Y6, Y2)
+	LEAQ (R14)(R14*2), AX
+	LEAQ (R15)(R15*2), R8
+	X4ROW((DX)(AX*1), (BX)(R8*1), 16(BX)(R8*1), Y7, Y3)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q5kx4loop
+	MOVQ out+64(FP), DX
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET

@@ -32,3 +32,7 @@ func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bs
 func dotQ6Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32) {
 	panic("unreachable")
 }
+
+func dotQ5Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32) {
+	panic("unreachable")
+}

@@ -327,7 +327,7 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
-	if (w.DT == kernels.Q4_K || w.DT == kernels.Q6_K) && t.n >= 4 && t.k.avx2 {
+	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K) && t.n >= 4 && t.k.avx2 {
 		t.kTiles(lo, hi)
 		return
 	}
@@ -413,9 +413,9 @@ func (t *qmatTask) halfBlock(lo, hi int, acc *[8]float32) {
 	}
 }
 
-// kTiles computes Q4_K or Q6_K weight rows [lo, hi) against groups of 4
-// activation rows with dotQ4Kx4AVX2 or dotQ6Kx4AVX2 (each decoded vector
-// of weights feeds 4 rows), and the rows left over one by one.
+// kTiles computes Q4_K, Q5_K or Q6_K weight rows [lo, hi) against groups
+// of 4 activation rows with the ×4 integer tiles (each decoded vector of
+// weights feeds 4 rows), and the rows left over one by one.
 func (t *qmatTask) kTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
@@ -429,9 +429,12 @@ func (t *qmatTask) kTiles(lo, hi int) {
 			xq := a.q[m*K : (m+4)*K]
 			xd := a.d[m*nb : (m+4)*nb]
 			bs := a.bs[m*K/16 : (m+4)*K/16]
-			if w.DT == kernels.Q4_K {
+			switch w.DT {
+			case kernels.Q4_K:
 				dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
-			} else {
+			case kernels.Q5_K:
+				dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
+			default:
 				dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
 			}
 			for r := 0; r < 4; r++ {
