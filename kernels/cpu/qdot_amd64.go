@@ -47,3 +47,6 @@ func dotQ6Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bs
 
 //go:noescape
 func dotQ5Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ8_0x4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, nb int, out *[4]float32)
