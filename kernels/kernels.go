@@ -157,10 +157,12 @@ type AttnShape struct {
 type Backend interface {
 	// Name identifies the backend ("ref", "cpu").
 	Name() string
-	// Weight makes a read-only tensor from encoded host bytes (F32 little
-	// endian, or Q8_0 blocks). The backend may keep referring to data (for
-	// example a memory-mapped file) instead of copying it, so data must stay
-	// valid and unchanged for the tensor's life.
+	// Weight makes a read-only tensor from encoded host bytes in any DType
+	// (F32 little endian, F16, BF16, or ggml's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+	// blocks, as a GGUF file stores them). The backend may keep referring
+	// to data (for example a memory-mapped file) instead of copying it, so
+	// data must stay valid and unchanged for the tensor's life; it never
+	// writes into it.
 	Weight(dt DType, rows, cols int, data []byte) (Tensor, error)
 	// WeightF32 makes a read-only F32 tensor from host floats, which the
 	// backend may keep referring to.
