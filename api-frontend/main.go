@@ -179,6 +179,7 @@ func run(args []string) error {
 		StreamInterval:       cfg.StreamInterval,
 		APIKey:               cfg.APIKey,
 		MaxQueuedRequests:    cfg.MaxQueuedRequests,
+		MaxStreamBufferBytes: cfg.MaxStreamBufferBytes,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
 		ToolCallParser:       cfg.ToolCallParser,

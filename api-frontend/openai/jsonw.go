@@ -11,7 +11,12 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as a JSON string. Control characters, quotes and
 // backslashes are escaped; invalid UTF-8 becomes U+FFFD, as encoding/json
 // does. U+2028 and U+2029 are escaped so the output is also valid JavaScript.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
+// AppendBytesString is AppendString for a byte slice (no copy to a string).
+func AppendBytesString(dst []byte, b []byte) []byte { return appendJSONString(dst, b) }
+
+func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -38,7 +43,8 @@ func AppendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		// at most 4 bytes: the conversion stays on the stack
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
@@ -57,11 +63,6 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// AppendBytesString is AppendString for a byte slice.
-func AppendBytesString(dst []byte, b []byte) []byte {
-	return AppendString(dst, unsafeString(b))
 }
 
 // AppendFloat appends f as a JSON number the way Python's json writes a
