@@ -39,6 +39,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
@@ -121,6 +122,9 @@ type Server struct {
 	streams    sync.WaitGroup
 	endCtx     context.Context // cancelled when open streams must end now
 	endStreams context.CancelFunc
+	// deltas recycles the *outputproc.Delta each engine output is
+	// processed into (see choice.Output).
+	deltas sync.Pool
 }
 
 // DefaultMaxStreamBufferBytes is Config.MaxStreamBufferBytes's default:
@@ -153,6 +157,7 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), constraints: openai.NewConstraintCache(256)}
 	s.endCtx, s.endStreams = context.WithCancel(context.Background())
+	s.deltas.New = func() any { return new(outputproc.Delta) }
 	if deps.Engines != nil {
 		for i := 0; i < deps.Engines.NumEngines(); i++ {
 			s.metrics.InitEngine(i)
