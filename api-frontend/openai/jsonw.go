@@ -11,12 +11,7 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as a JSON string. Control characters, quotes and
 // backslashes are escaped; invalid UTF-8 becomes U+FFFD, as encoding/json
 // does. U+2028 and U+2029 are escaped so the output is also valid JavaScript.
-func AppendString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
-
-// AppendBytesString is AppendString for a byte slice (no copy to a string).
-func AppendBytesString(dst []byte, b []byte) []byte { return appendJSONString(dst, b) }
-
-func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -43,8 +38,7 @@ func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 			start = i
 			continue
 		}
-		// at most 4 bytes: the conversion stays on the stack
-		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
@@ -63,6 +57,15 @@ func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendBytesString is AppendString for a byte slice. The conversion
+// copies b to the stack when it is short (a token's bytes), so this only
+// allocates for strings over 32 bytes. (AppendString is not generic over
+// string and []byte: a generic version makes its argument escape, and
+// with it every chunk the renderers build.)
+func AppendBytesString(dst []byte, b []byte) []byte {
+	return AppendString(dst, string(b))
 }
 
 // AppendFloat appends f as a JSON number the way Python's json writes a

@@ -47,7 +47,7 @@ func TestAppendFloat(t *testing.T) {
 }
 
 // TestAppendBytesString: the byte-slice form writes what the string form
-// does, without allocating.
+// does, without allocating for token-sized input.
 func TestAppendBytesString(t *testing.T) {
 	dst := make([]byte, 0, 256)
 	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x1f", "ünï ✓ 😀", "\xff\xfe", "a\u2028b", "\xe2\x82"} {

@@ -134,10 +134,10 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	ch.lastOut = now
 	hold := r.stream && (len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.writing)
 	before := ch.proc.PendingBytes()
-	// The delta comes from a pool, which keeps it in this core's caches
-	// from one token to the next (the renderer's interface call would move
-	// a stack variable to the heap).
-	d := r.s.deltas.Get().(*outputproc.Delta)
+	// The engine's scratch delta: in the caches from one output to the
+	// next (a stack variable would move to the heap through the
+	// renderer's interface call).
+	d := &r.s.deltas[r.engine].Delta
 	ok, abort := ch.proc.ProcessInto(out, hold, d)
 	r.held += ch.proc.PendingBytes() - before
 	wake := false
@@ -169,7 +169,6 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 		wake = true
 	}
 	r.mu.Unlock()
-	r.s.deltas.Put(d)
 	if wake {
 		r.signal()
 	}
