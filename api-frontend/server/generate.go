@@ -63,7 +63,8 @@ type stream struct {
 	framed  []byte // framed bytes a partial direct write left; the handler writes them first
 	held    int    // bytes the processors hold back (bounded with buf and framed)
 	conn    sse.Conn
-	direct  bool // conn.Direct(), read once when conn is set
+	direct  bool       // conn.Direct(), read once when conn is set
+	send    sse.Sender // conn.Sender(): the direct path without a pointer to follow
 	engine  int
 	err     *openai.Error // the request failed (stream: its error event is queued)
 
@@ -231,7 +232,7 @@ func (r *stream) tryDirect() bool {
 		return true
 	}
 	b := sse.Frame(&r.buf, last)
-	n, err := r.conn.TryWrite(b)
+	n, err := r.send.TrySend(b)
 	if last {
 		r.state = stateClosed
 	}
@@ -486,7 +487,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 	}
 	defer w.Close()
 	r.mu.Lock()
-	r.conn, r.direct = w, w.Direct()
+	r.conn, r.direct, r.send = w, w.Direct(), w.Sender()
 	r.mu.Unlock()
 	r.signal() // write what arrived before the socket was attached
 	spare := sse.GetBuf()
@@ -496,7 +497,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		// for appends that still arrive.
 		r.mu.Lock()
 		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
-		r.conn, r.direct = nil, false
+		r.conn, r.direct, r.send = nil, false, sse.Sender{}
 		r.mu.Unlock()
 		sse.PutBuf(spare)
 	}()
