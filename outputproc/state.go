@@ -44,10 +44,10 @@ type StopReason struct {
 	IsText  bool
 }
 
-// Delta is what a State emits: the text and tokens since the previous delta.
+// TextDelta is what a State emits: the text and tokens since the previous delta.
 // Text is an ordinary (immutable) string; the slices are valid until the
 // next call on the State.
-type Delta struct {
+type TextDelta struct {
 	Text     string
 	TokenIDs []int32
 	Logprobs []ipc.TokenLogprobs // one per token id when Params.Logprobs
@@ -81,7 +81,8 @@ type State struct {
 	sent      bool // a delta has been emitted
 	finished  bool
 	emitted   bool // delta holds views of text/ids/logprobs
-	delta     Delta
+	lpBytes   int  // memory held by the pending logprobs (estimate)
+	delta     TextDelta
 }
 
 // New returns the state of one completion decoded with tok.
@@ -121,9 +122,20 @@ func (s *State) NumTokens() int { return s.numTokens }
 // not yet taken the previous delta) keeps the tokens pending. abort reports
 // that a stop string ended the completion while the engine still runs it:
 // the caller must send ABORT. Outputs after the finish are ignored.
-func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
+func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
+	ok, abort := s.ProcessInto(out, hold, &s.delta)
+	if !ok {
+		return nil, abort
+	}
+	return &s.delta, abort
+}
+
+// ProcessInto is Process writing the delta into d (reporting whether there
+// is one): a caller can keep d on its stack, which stays in the CPU's
+// caches while a thousand streams' States do not.
+func (s *State) ProcessInto(out *ipc.Output, hold bool, d *TextDelta) (ok, abort bool) {
 	if s.finished {
-		return nil, false
+		return false, false
 	}
 	s.reset()
 	if out.NumCachedTokens > 0 {
@@ -135,6 +147,9 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 	s.ids = append(s.ids, ids...)
 	if s.p.Logprobs {
 		s.logprobs = append(s.logprobs, out.Logprobs...)
+		for i := range out.Logprobs {
+			s.lpBytes += logprobBytes(&out.Logprobs[i])
+		}
 	}
 	engineFinished := out.FinishReason != ipc.FinishNone
 	textIDs := ids
@@ -154,7 +169,8 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 			if stopped {
 				s.appendText(txt)
 				abort = !engineFinished
-				return s.finish(ipc.FinishStop, StopReason{Text: matched, IsText: true}, ""), abort
+				s.finish(d, ipc.FinishStop, StopReason{Text: matched, IsText: true}, "")
+				return true, abort
 			}
 		}
 		if engineFinished {
@@ -167,25 +183,27 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 		if out.FinishReason == ipc.FinishStop && out.StopReason >= 0 {
 			sr = StopReason{Token: out.StopReason, IsToken: true}
 		}
-		return s.finish(out.FinishReason, sr, out.Error), false
+		s.finish(d, out.FinishReason, sr, out.Error)
+		return true, false
 	}
 	if s.p.FinalOnly || hold {
-		return nil, false
+		return false, false
 	}
 	if !s.sent || len(s.ids) >= s.interval {
 		if len(s.ids) == 0 {
-			return nil, false
+			return false, false
 		}
-		return s.emit(), false
+		s.emit(d)
+		return true, false
 	}
-	return nil, false
+	return false, false
 }
 
 // Fail ends the completion with an error (engine down, internal failure),
 // flushing everything generated so far: the returned delta carries the
 // pending text (including held-back partial text) and FinishError with msg.
 // It returns nil when the completion had already finished.
-func (s *State) Fail(msg string) *Delta {
+func (s *State) Fail(msg string) *TextDelta {
 	if s.finished {
 		return nil
 	}
@@ -199,34 +217,49 @@ func (s *State) Fail(msg string) *Delta {
 		}
 	}
 	s.appendText(txt)
-	return s.finish(ipc.FinishError, StopReason{}, msg)
+	s.finish(&s.delta, ipc.FinishError, StopReason{}, msg)
+	return &s.delta
+}
+
+// PendingBytes estimates the memory held by output not yet emitted (text,
+// token ids, logprobs): what a stream interval or a hold keeps back. A
+// caller bounds it for clients that stop reading.
+func (s *State) PendingBytes() int {
+	if s.emitted {
+		return 0 // reset at the next call
+	}
+	return len(s.text) + len(s.textStr) + 4*len(s.ids) + s.lpBytes
+}
+
+// logprobBytes estimates the memory of one token's logprobs entry.
+func logprobBytes(e *ipc.TokenLogprobs) int {
+	return 56 + 8*len(e.TopIDs)
 }
 
 // Pending returns the delta of everything not yet emitted (nil when there
 // is nothing), for a caller that stopped holding and wants the rest now.
-func (s *State) Pending() *Delta {
+func (s *State) Pending() *TextDelta {
 	s.reset()
 	if s.finished || (len(s.ids) == 0 && len(s.text) == 0 && s.textStr == "") {
 		return nil
 	}
-	return s.emit()
+	s.emit(&s.delta)
+	return &s.delta
 }
 
-func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *Delta {
+func (s *State) finish(d *TextDelta, fr ipc.FinishReason, sr StopReason, errMsg string) {
 	s.finished = true
-	d := s.emit()
+	s.emit(d)
 	d.Finished = true
 	d.FinishReason = fr
 	d.StopReason = sr
 	d.Error = errMsg
-	return d
 }
 
-// emit moves the pending text and tokens into s.delta. The previous
-// delta's storage is reused, so the caller must be done with it.
-func (s *State) emit() *Delta {
-	d := &s.delta
-	*d = Delta{
+// emit moves the pending text and tokens into d. The previous delta's
+// storage is reused, so the caller must be done with it.
+func (s *State) emit(d *TextDelta) {
+	*d = TextDelta{
 		Text:         s.takeText(),
 		TokenIDs:     s.ids,
 		NumTokens:    s.numTokens,
@@ -238,7 +271,6 @@ func (s *State) emit() *Delta {
 	}
 	s.sent = true
 	s.emitted = true
-	return d
 }
 
 // reset drops what the previous delta carried; it runs at the start of the
@@ -248,6 +280,7 @@ func (s *State) reset() {
 		return
 	}
 	s.emitted = false
+	s.lpBytes = 0
 	s.ids = s.ids[:0]
 	clear(s.logprobs)
 	s.logprobs = s.logprobs[:0]

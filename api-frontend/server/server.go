@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -39,6 +40,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
@@ -57,6 +59,11 @@ type Config struct {
 	MaxQueuedRequests int
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
+	// MaxStreamBufferBytes bounds the bytes one stream may hold for a
+	// client that does not read (rendered and unwritten, plus tokens held
+	// back): past it the request is aborted in the engine and its socket
+	// writes fail. 0 means DefaultMaxStreamBufferBytes; negative, no bound.
+	MaxStreamBufferBytes int
 	// EnableAutoToolChoice, ToolCallParser, ReasoningParser and
 	// ReasoningField configure tool calling and reasoning output.
 	EnableAutoToolChoice bool
@@ -116,7 +123,23 @@ type Server struct {
 	streams    sync.WaitGroup
 	endCtx     context.Context // cancelled when open streams must end now
 	endStreams context.CancelFunc
+	// deltas holds, per engine, the delta each of its outputs is processed
+	// into: only that engine's output goroutine calls choice.Output, one
+	// output at a time, so one reused (and so cache-hot) delta serves it.
+	deltas []engineDelta
 }
+
+// engineDelta is one engine's scratch delta, padded to whole cache lines
+// so that two engines' output goroutines do not share one.
+type engineDelta struct {
+	outputproc.Delta
+	_ [64 - unsafe.Sizeof(outputproc.Delta{})%64]byte
+}
+
+// DefaultMaxStreamBufferBytes is Config.MaxStreamBufferBytes's default:
+// far above what a reading client ever leaves buffered (a chunk or two),
+// far below what an n=128, logprobs=20 stream grows to when unread.
+const DefaultMaxStreamBufferBytes = 16 << 20
 
 // New builds the server and its routes.
 func New(cfg Config, deps Deps) *Server {
@@ -125,6 +148,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
+	}
+	switch {
+	case cfg.MaxStreamBufferBytes == 0:
+		cfg.MaxStreamBufferBytes = DefaultMaxStreamBufferBytes
+	case cfg.MaxStreamBufferBytes < 0:
+		cfg.MaxStreamBufferBytes = 0
 	}
 	if cfg.ReasoningField == "" {
 		cfg.ReasoningField = "reasoning"
@@ -138,6 +167,7 @@ func New(cfg Config, deps Deps) *Server {
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), constraints: openai.NewConstraintCache(256)}
 	s.endCtx, s.endStreams = context.WithCancel(context.Background())
 	if deps.Engines != nil {
+		s.deltas = make([]engineDelta, deps.Engines.NumEngines())
 		for i := 0; i < deps.Engines.NumEngines(); i++ {
 			s.metrics.InitEngine(i)
 		}
