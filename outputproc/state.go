@@ -44,10 +44,10 @@ type StopReason struct {
 	IsText  bool
 }
 
-// Delta is what a State emits: the text and tokens since the previous delta.
+// TextDelta is what a State emits: the text and tokens since the previous delta.
 // Text is an ordinary (immutable) string; the slices are valid until the
 // next call on the State.
-type Delta struct {
+type TextDelta struct {
 	Text     string
 	TokenIDs []int32
 	Logprobs []ipc.TokenLogprobs // one per token id when Params.Logprobs
@@ -81,7 +81,7 @@ type State struct {
 	sent      bool // a delta has been emitted
 	finished  bool
 	emitted   bool // delta holds views of text/ids/logprobs
-	delta     Delta
+	delta     TextDelta
 }
 
 // New returns the state of one completion decoded with tok.
@@ -121,7 +121,7 @@ func (s *State) NumTokens() int { return s.numTokens }
 // not yet taken the previous delta) keeps the tokens pending. abort reports
 // that a stop string ended the completion while the engine still runs it:
 // the caller must send ABORT. Outputs after the finish are ignored.
-func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
+func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
 	if s.finished {
 		return nil, false
 	}
@@ -185,7 +185,7 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
 // flushing everything generated so far: the returned delta carries the
 // pending text (including held-back partial text) and FinishError with msg.
 // It returns nil when the completion had already finished.
-func (s *State) Fail(msg string) *Delta {
+func (s *State) Fail(msg string) *TextDelta {
 	if s.finished {
 		return nil
 	}
@@ -204,7 +204,7 @@ func (s *State) Fail(msg string) *Delta {
 
 // Pending returns the delta of everything not yet emitted (nil when there
 // is nothing), for a caller that stopped holding and wants the rest now.
-func (s *State) Pending() *Delta {
+func (s *State) Pending() *TextDelta {
 	s.reset()
 	if s.finished || (len(s.ids) == 0 && len(s.text) == 0 && s.textStr == "") {
 		return nil
@@ -212,7 +212,7 @@ func (s *State) Pending() *Delta {
 	return s.emit()
 }
 
-func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *Delta {
+func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *TextDelta {
 	s.finished = true
 	d := s.emit()
 	d.Finished = true
@@ -224,9 +224,9 @@ func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *Delta
 
 // emit moves the pending text and tokens into s.delta. The previous
 // delta's storage is reused, so the caller must be done with it.
-func (s *State) emit() *Delta {
+func (s *State) emit() *TextDelta {
 	d := &s.delta
-	*d = Delta{
+	*d = TextDelta{
 		Text:         s.takeText(),
 		TokenIDs:     s.ids,
 		NumTokens:    s.numTokens,

@@ -45,7 +45,7 @@ func (byteTok) TokenID(string) (int32, bool) {
 
 // feed runs text through a State in steps of the given sizes (cycled),
 // the engine finishing with fr on the last step, and returns the deltas.
-func feed(t *testing.T, p Params, text string, steps []int, fr ipc.FinishReason, hold func(i int) bool) (deltas []Delta, aborted bool) {
+func feed(t *testing.T, p Params, text string, steps []int, fr ipc.FinishReason, hold func(i int) bool) (deltas []TextDelta, aborted bool) {
 	t.Helper()
 	st := New(byteTok{}, p)
 	ids := byteTok{}.Encode(text, false)
@@ -80,7 +80,7 @@ func feed(t *testing.T, p Params, text string, steps []int, fr ipc.FinishReason,
 	return deltas, aborted
 }
 
-func join(ds []Delta) (text string, tokens int) {
+func join(ds []TextDelta) (text string, tokens int) {
 	for _, d := range ds {
 		text += d.Text
 		tokens += len(d.TokenIDs)
@@ -144,7 +144,7 @@ func TestHoldMergesDeltas(t *testing.T) {
 	}
 }
 
-func texts(ds []Delta) []string {
+func texts(ds []TextDelta) []string {
 	var s []string
 	for _, d := range ds {
 		s = append(s, d.Text)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/internal/prefetch"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/render"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
@@ -53,7 +54,7 @@ type genRequest struct {
 	logprobs  int
 
 	opts      *openai.Options
-	hdr       openai.StreamHeader
+	hdr       render.StreamHeader
 	remaining int // choices not finished
 	cached    int
 	choices   []*choice
@@ -106,12 +107,12 @@ type choice struct {
 	// non-streamed accumulation
 	text      strings.Builder
 	reason    strings.Builder
-	calls     []openai.ToolCallDelta
+	calls     []render.ToolCallDelta
 	ids       []int32
 	logprobs  []ipc.TokenLogprobs
 	numTokens int
 	finish    string
-	stop      openai.StopReason
+	stop      render.StopReason
 }
 
 // Output implements engineclient.Sink; it runs on the engine's output
@@ -282,7 +283,7 @@ func (r *genRequest) signal() {
 }
 
 // deliver handles one emitted delta of ch; r.mu is held.
-func (ch *choice) deliver(d *outputproc.Delta) {
+func (ch *choice) deliver(d *outputproc.TextDelta) {
 	r := ch.r
 	ch.numTokens = d.NumTokens
 	if d.CachedTokens > r.cached {
@@ -290,10 +291,10 @@ func (ch *choice) deliver(d *outputproc.Delta) {
 	}
 	failed := d.Finished && d.FinishReason == ipc.FinishError
 	finish := ""
-	var stop openai.StopReason
+	var stop render.StopReason
 	if d.Finished && !failed {
 		finish = finishReason(d.FinishReason)
-		stop = openai.StopReason{Token: d.StopReason.Token, Text: d.StopReason.Text, IsToken: d.StopReason.IsToken, IsText: d.StopReason.IsText}
+		stop = render.StopReason{Token: d.StopReason.Token, Text: d.StopReason.Text, IsToken: d.StopReason.IsToken, IsText: d.StopReason.IsText}
 	}
 	if r.chat {
 		ch.deliverChat(d, finish, stop)
@@ -334,8 +335,8 @@ func (r *genRequest) fail(e *openai.Error) {
 	r.err = e
 	r.done = true
 	if r.opts.Stream {
-		b := openai.AppendErrorEvent(r.buf, e)
-		r.buf = append(b, openai.Done...)
+		b := render.AppendErrorEvent(r.buf, e)
+		r.buf = append(b, render.Done...)
 		r.events += 2
 	}
 }
@@ -349,15 +350,15 @@ func (r *genRequest) finishStream() {
 	b := r.buf
 	if r.opts.IncludeUsage {
 		u := r.usage()
-		b = openai.AppendUsageChunk(b, &r.hdr, &u)
+		b = render.AppendUsageChunk(b, &r.hdr, &u)
 		r.events++
 	}
-	r.buf = append(b, openai.Done...)
+	r.buf = append(b, render.Done...)
 	r.events++
 }
 
-func (r *genRequest) usage() openai.Usage {
-	u := openai.Usage{PromptTokens: r.promptTokens, CachedTokens: r.cached}
+func (r *genRequest) usage() render.Usage {
+	u := render.Usage{PromptTokens: r.promptTokens, CachedTokens: r.cached}
 	for _, c := range r.choices {
 		u.CompletionTokens += c.numTokens
 	}
@@ -365,7 +366,7 @@ func (r *genRequest) usage() openai.Usage {
 }
 
 // chatContent runs the reasoning and tool parsers over delta text.
-func (ch *choice) chatContent(text string, final bool) (content, reasoning string, calls []openai.ToolCallDelta) {
+func (ch *choice) chatContent(text string, final bool) (content, reasoning string, calls []render.ToolCallDelta) {
 	content = text
 	if ch.reasoning != nil {
 		reasoning, content = ch.reasoning.Add(content)
@@ -387,7 +388,7 @@ func (ch *choice) chatContent(text string, final bool) (content, reasoning strin
 		}
 	case ch.named != "":
 		if content != "" || (final && !ch.namedSent) {
-			c := openai.ToolCallDelta{Index: 0, Arguments: content}
+			c := render.ToolCallDelta{Index: 0, Arguments: content}
 			if !ch.namedSent {
 				c.ID, c.Name = ch.toolIDGen(), ch.named
 				ch.namedSent = true
@@ -399,14 +400,14 @@ func (ch *choice) chatContent(text string, final bool) (content, reasoning strin
 	return content, reasoning, calls
 }
 
-func appendToolDeltas(dst []openai.ToolCallDelta, src []toolparse.ToolCallDelta) []openai.ToolCallDelta {
+func appendToolDeltas(dst []render.ToolCallDelta, src []toolparse.ToolCallDelta) []render.ToolCallDelta {
 	for _, t := range src {
-		dst = append(dst, openai.ToolCallDelta{Index: t.Index, ID: t.ID, Name: t.Name, Arguments: t.Arguments})
+		dst = append(dst, render.ToolCallDelta{Index: t.Index, ID: t.ID, Name: t.Name, Arguments: t.Arguments})
 	}
 	return dst
 }
 
-func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.StopReason) {
+func (ch *choice) deliverChat(d *outputproc.TextDelta, finish string, stop render.StopReason) {
 	r := ch.r
 	text := d.Text
 	if d.First && ch.echo != "" {
@@ -431,7 +432,7 @@ func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.St
 	if !d.First && content == "" && reasoning == "" && len(calls) == 0 && finish == "" && !hasTokens {
 		return // nothing to send (held back by a parser)
 	}
-	c := openai.ChatChoice{
+	c := render.ChatChoice{
 		Index:          ch.index,
 		Content:        content,
 		HasContent:     content != "" || (d.First && len(calls) == 0 && reasoning == ""),
@@ -445,24 +446,24 @@ func (ch *choice) deliverChat(d *outputproc.Delta, finish string, stop openai.St
 	if d.First {
 		c.Role = "assistant"
 	}
-	var lp openai.Logprobs
+	var lp render.Logprobs
 	if r.opts.Logprobs >= 0 {
-		lp = openai.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer}
+		lp = render.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer}
 		c.Logprobs = &lp
 	}
-	var u *openai.Usage
-	var uu openai.Usage
+	var u *render.Usage
+	var uu render.Usage
 	if r.opts.ContinuousUsage {
-		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
+		uu = render.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
 		u = &uu
 	}
-	r.buf = openai.AppendChatChunk(r.buf, &r.hdr, &c, u)
+	r.buf = render.AppendChatChunk(r.buf, &r.hdr, &c, u)
 	r.events++
 }
 
 // mergeToolDeltas folds streamed fragments into whole calls (non-streamed
 // responses).
-func mergeToolDeltas(dst, src []openai.ToolCallDelta) []openai.ToolCallDelta {
+func mergeToolDeltas(dst, src []render.ToolCallDelta) []render.ToolCallDelta {
 	for _, t := range src {
 		found := false
 		for i := range dst {
@@ -485,7 +486,7 @@ func mergeToolDeltas(dst, src []openai.ToolCallDelta) []openai.ToolCallDelta {
 	return dst
 }
 
-func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop openai.StopReason) {
+func (ch *choice) deliverCompletion(d *outputproc.TextDelta, finish string, stop render.StopReason) {
 	r := ch.r
 	text := d.Text
 	if d.First && ch.echo != "" {
@@ -503,20 +504,20 @@ func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop ope
 	if text == "" && finish == "" && (r.logprobs < 0 || len(d.TokenIDs) == 0) {
 		return
 	}
-	c := openai.CompletionChoice{Index: ch.index, Text: text, FinishReason: finish, StopReason: stop}
-	var lp openai.Logprobs
+	c := render.CompletionChoice{Index: ch.index, Text: text, FinishReason: finish, StopReason: stop}
+	var lp render.Logprobs
 	if r.logprobs >= 0 {
-		lp = openai.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer, TextOffset: ch.textOffset}
+		lp = render.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer, TextOffset: ch.textOffset}
 		c.Logprobs = &lp
 	}
 	ch.textOffset += utf8.RuneCountInString(text)
-	var u *openai.Usage
-	var uu openai.Usage
+	var u *render.Usage
+	var uu render.Usage
 	if r.contUsage {
-		uu = openai.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
+		uu = render.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
 		u = &uu
 	}
-	r.buf = openai.AppendCompletionChunk(r.buf, &r.hdr, &c, u)
+	r.buf = render.AppendCompletionChunk(r.buf, &r.hdr, &c, u)
 	r.events++
 }
 

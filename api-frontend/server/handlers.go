@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/render"
 	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
@@ -31,10 +32,10 @@ func (s *Server) newGenRequest(chat bool, model string, o *openai.Options, id st
 	r := &genRequest{s: s, chat: chat, model: model, created: now.Unix(), arrival: now, opts: o}
 	if chat {
 		r.id = "chatcmpl-" + id
-		r.hdr = openai.NewStreamHeader(r.id, "chat.completion.chunk", r.created, model)
+		r.hdr = render.NewStreamHeader(r.id, "chat.completion.chunk", r.created, model)
 	} else {
 		r.id = "cmpl-" + id
-		r.hdr = openai.NewStreamHeader(r.id, "text_completion", r.created, model)
+		r.hdr = render.NewStreamHeader(r.id, "text_completion", r.created, model)
 	}
 	if o.StreamInterval == 0 {
 		o.StreamInterval = s.cfg.StreamInterval
@@ -259,7 +260,7 @@ type responseJSON struct {
 	Usage   respUsage `json:"usage"`
 }
 
-func stopJSON(s openai.StopReason) json.RawMessage {
+func stopJSON(s render.StopReason) json.RawMessage {
 	switch {
 	case s.IsText:
 		return openai.AppendString(nil, s.Text)
@@ -302,8 +303,8 @@ func (r *genRequest) responseJSON() []byte {
 				cj.Message.ToolCalls = append(cj.Message.ToolCalls, tc)
 			}
 			if r.opts.Logprobs >= 0 {
-				lp := openai.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
-				c := openai.ChatChoice{Logprobs: &lp}
+				lp := render.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
+				c := render.ChatChoice{Logprobs: &lp}
 				cj.Logprobs = chatLogprobsJSON(&c)
 			}
 			choices = append(choices, cj)
@@ -316,8 +317,8 @@ func (r *genRequest) responseJSON() []byte {
 			fr := ch.finish
 			cj := completionChoiceJSON{Index: ch.index, Text: ch.text.String(), FinishReason: &fr, StopReason: stopJSON(ch.stop), Logprobs: json.RawMessage("null")}
 			if r.opts.Logprobs >= 0 {
-				lp := openai.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
-				cj.Logprobs = openai.AppendLegacyLogprobs(nil, &lp)
+				lp := render.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
+				cj.Logprobs = render.AppendLegacyLogprobs(nil, &lp)
 			}
 			choices = append(choices, cj)
 		}
@@ -331,6 +332,6 @@ func (r *genRequest) responseJSON() []byte {
 }
 
 // chatLogprobsJSON extracts the logprobs object from a rendered chunk.
-func chatLogprobsJSON(c *openai.ChatChoice) json.RawMessage {
-	return openai.AppendChatLogprobs(nil, c.Logprobs)
+func chatLogprobsJSON(c *render.ChatChoice) json.RawMessage {
+	return render.AppendChatLogprobs(nil, c.Logprobs)
 }

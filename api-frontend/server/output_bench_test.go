@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/render"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -90,7 +91,7 @@ func streamOutput(b *testing.B, warm bool) {
 		_ = rc.Control(func(fd uintptr) { h.fd = int(fd) })
 		opts := &openai.Options{N: 1, Logprobs: -1, Stream: true, StreamInterval: 1}
 		r := &genRequest{s: srv, opts: opts, id: fmt.Sprintf("cmpl-%08d", i), model: "m", firstSeen: true}
-		r.hdr = openai.NewStreamHeader(r.id, "text_completion", time.Now().Unix(), "m")
+		r.hdr = render.NewStreamHeader(r.id, "text_completion", time.Now().Unix(), "m")
 		r.stream, r.logprobs = true, -1
 		r.buf = *getBuf()
 		r.direct, r.fd = h, h.fd

@@ -1,9 +1,10 @@
-package openai
+package render
 
 import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -24,7 +25,7 @@ type StopReason struct {
 func (s StopReason) appendJSON(dst []byte) []byte {
 	switch {
 	case s.IsText:
-		return AppendString(dst, s.Text)
+		return openai.AppendString(dst, s.Text)
 	case s.IsToken:
 		return strconv.AppendInt(dst, int64(s.Token), 10)
 	}
@@ -63,13 +64,13 @@ func (h *StreamHeader) Prefix() []byte { return h.prefix }
 // NewStreamHeader renders the fixed part of a stream's chunks.
 func NewStreamHeader(id, object string, created int64, model string) StreamHeader {
 	b := append([]byte(nil), `data: {"id":`...)
-	b = AppendString(b, id)
+	b = openai.AppendString(b, id)
 	b = append(b, `,"object":`...)
-	b = AppendString(b, object)
+	b = openai.AppendString(b, object)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)
-	b = AppendString(b, model)
+	b = openai.AppendString(b, model)
 	b = append(b, ',')
 	return StreamHeader{prefix: b}
 }
@@ -116,7 +117,7 @@ func AppendChatChunk(dst []byte, h *StreamHeader, c *ChatChoice, usage *Usage) [
 	sep := false
 	if c.Role != "" {
 		dst = append(dst, `"role":`...)
-		dst = AppendString(dst, c.Role)
+		dst = openai.AppendString(dst, c.Role)
 		sep = true
 	}
 	if c.HasContent {
@@ -124,7 +125,7 @@ func AppendChatChunk(dst []byte, h *StreamHeader, c *ChatChoice, usage *Usage) [
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"content":`...)
-		dst = AppendString(dst, c.Content)
+		dst = openai.AppendString(dst, c.Content)
 		sep = true
 	}
 	if c.HasReasoning {
@@ -138,7 +139,7 @@ func AppendChatChunk(dst []byte, h *StreamHeader, c *ChatChoice, usage *Usage) [
 		dst = append(dst, '"')
 		dst = append(dst, f...)
 		dst = append(dst, `":`...)
-		dst = AppendString(dst, c.Reasoning)
+		dst = openai.AppendString(dst, c.Reasoning)
 		sep = true
 	}
 	if len(c.ToolCalls) > 0 {
@@ -155,17 +156,17 @@ func AppendChatChunk(dst []byte, h *StreamHeader, c *ChatChoice, usage *Usage) [
 			dst = strconv.AppendInt(dst, int64(t.Index), 10)
 			if t.ID != "" {
 				dst = append(dst, `,"id":`...)
-				dst = AppendString(dst, t.ID)
+				dst = openai.AppendString(dst, t.ID)
 				dst = append(dst, `,"type":"function"`...)
 			}
 			dst = append(dst, `,"function":{`...)
 			if t.Name != "" {
 				dst = append(dst, `"name":`...)
-				dst = AppendString(dst, t.Name)
+				dst = openai.AppendString(dst, t.Name)
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `"arguments":`...)
-			dst = AppendString(dst, t.Arguments)
+			dst = openai.AppendString(dst, t.Arguments)
 			dst = append(dst, "}}"...)
 		}
 		dst = append(dst, ']')
@@ -180,7 +181,7 @@ func AppendChatChunk(dst []byte, h *StreamHeader, c *ChatChoice, usage *Usage) [
 	if c.FinishReason == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendString(dst, c.FinishReason)
+		dst = openai.AppendString(dst, c.FinishReason)
 		dst = append(dst, `,"stop_reason":`...)
 		dst = c.StopReason.appendJSON(dst)
 	}
@@ -223,11 +224,11 @@ func AppendChatLogprobs(dst []byte, l *Logprobs) []byte {
 func appendChatLogprobEntry(dst []byte, tok TokenText, id int32, lp float32) []byte {
 	b := tok.TokenBytes(id)
 	dst = append(dst, `{"token":`...)
-	dst = AppendBytesString(dst, b)
+	dst = openai.AppendBytesString(dst, b)
 	dst = append(dst, `,"logprob":`...)
-	dst = AppendFloat(dst, float64(lp), 32)
+	dst = openai.AppendFloat(dst, float64(lp), 32)
 	dst = append(dst, `,"bytes":`...)
-	dst = AppendByteArray(dst, b)
+	dst = openai.AppendByteArray(dst, b)
 	return append(dst, '}')
 }
 
@@ -246,7 +247,7 @@ func AppendCompletionChunk(dst []byte, h *StreamHeader, c *CompletionChoice, usa
 	dst = append(dst, `"choices":[{"index":`...)
 	dst = strconv.AppendInt(dst, int64(c.Index), 10)
 	dst = append(dst, `,"text":`...)
-	dst = AppendString(dst, c.Text)
+	dst = openai.AppendString(dst, c.Text)
 	dst = append(dst, `,"logprobs":`...)
 	if c.Logprobs != nil {
 		dst = AppendLegacyLogprobs(dst, c.Logprobs)
@@ -257,7 +258,7 @@ func AppendCompletionChunk(dst []byte, h *StreamHeader, c *CompletionChoice, usa
 	if c.FinishReason == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendString(dst, c.FinishReason)
+		dst = openai.AppendString(dst, c.FinishReason)
 	}
 	dst = append(dst, `,"stop_reason":`...)
 	dst = c.StopReason.appendJSON(dst)
@@ -290,14 +291,14 @@ func AppendLegacyLogprobs(dst []byte, l *Logprobs) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendFloat(dst, float64(l.Entries[i].Logprob), 32)
+		dst = openai.AppendFloat(dst, float64(l.Entries[i].Logprob), 32)
 	}
 	dst = append(dst, `],"tokens":[`...)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendBytesString(dst, l.Tok.TokenBytes(l.TokenIDs[i]))
+		dst = openai.AppendBytesString(dst, l.Tok.TokenBytes(l.TokenIDs[i]))
 	}
 	dst = append(dst, `],"top_logprobs":[`...)
 	for i := 0; i < n; i++ {
@@ -313,9 +314,9 @@ func AppendLegacyLogprobs(dst []byte, l *Logprobs) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendBytesString(dst, l.Tok.TokenBytes(tid))
+			dst = openai.AppendBytesString(dst, l.Tok.TokenBytes(tid))
 			dst = append(dst, ':')
-			dst = AppendFloat(dst, float64(e.TopLogprobs[j]), 32)
+			dst = openai.AppendFloat(dst, float64(e.TopLogprobs[j]), 32)
 		}
 		dst = append(dst, '}')
 	}
@@ -331,7 +332,7 @@ func AppendUsageChunk(dst []byte, h *StreamHeader, u *Usage) []byte {
 }
 
 // AppendErrorEvent appends a mid-stream error event `data: {"error":…}`.
-func AppendErrorEvent(dst []byte, e *Error) []byte {
+func AppendErrorEvent(dst []byte, e *openai.Error) []byte {
 	dst = append(dst, "data: "...)
 	dst = e.AppendJSON(dst)
 	return append(dst, "\n\n"...)

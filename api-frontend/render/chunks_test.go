@@ -1,4 +1,4 @@
-package openai
+package render
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -46,7 +47,7 @@ func transcript() []byte {
 	lp.TextOffset = 17
 	b = AppendCompletionChunk(b, &hc, &CompletionChoice{Index: 2, Text: " wörld", Logprobs: lp, FinishReason: "stop", StopReason: StopReason{Text: "END", IsText: true}}, &Usage{PromptTokens: 3, CompletionTokens: 2})
 	b = AppendCompletionChunk(b, &hc, &CompletionChoice{Index: 1, Text: "\xff bad utf8", FinishReason: "length"}, nil)
-	b = AppendErrorEvent(b, &Error{Status: 500, Type: "InternalServerError", Message: "engine is down"})
+	b = AppendErrorEvent(b, &openai.Error{Status: 500, Type: "InternalServerError", Message: "engine is down"})
 	b = append(b, Done...)
 	return b
 }
@@ -78,47 +79,9 @@ func TestSSEGolden(t *testing.T) {
 	}
 }
 
-func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x01\x1f\x7f", "tab\tnl\ncr\r", "ünï ✓ 😀", "\xff\xfe", "a\u2028b\u2029c", "<>&"} {
-		checkString(t, s)
-	}
-}
-
-func checkString(t *testing.T, s string) {
-	t.Helper()
-	got := AppendString(nil, s)
-	var back string
-	if err := json.Unmarshal(got, &back); err != nil {
-		t.Fatalf("AppendString(%q) = %s: invalid JSON: %v", s, got, err)
-	}
-	want, _ := json.Marshal(s)
-	var wantBack string
-	_ = json.Unmarshal(want, &wantBack)
-	if back != wantBack {
-		t.Fatalf("AppendString(%q) decodes to %q, encoding/json gives %q", s, back, wantBack)
-	}
-}
-
-// FuzzAppendString checks that AppendString always yields valid JSON that
-// decodes to what encoding/json's encoding decodes to.
-func FuzzAppendString(f *testing.F) {
-	f.Add("hello \"world\"\n")
-	f.Add("\xed\xa0\x80 surrogate")
-	f.Fuzz(func(t *testing.T, s string) { checkString(t, s) })
-}
-
-func TestAppendFloat(t *testing.T) {
-	cases := map[float64]string{-1: "-1.0", 0: "0.0", -0.25: "-0.25", -1e-7: "-1e-07"}
-	for f, want := range cases {
-		if got := string(AppendFloat(nil, f, 32)); got != want {
-			t.Errorf("AppendFloat(%v) = %s, want %s", f, got, want)
-		}
-	}
-}
-
 // BenchmarkAppendCompletionChunk renders one typical one-token chunk.
 //
-//	go test -run XXX -bench AppendCompletionChunk ./api-frontend/openai/
+//	go test -run XXX -bench AppendCompletionChunk ./api-frontend/render/
 func BenchmarkAppendCompletionChunk(b *testing.B) {
 	h := NewStreamHeader("cmpl-0123456789abcdef01234567", "text_completion", 1700000000, "demo")
 	buf := make([]byte, 0, 4096)
