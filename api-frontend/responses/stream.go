@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/render"
+	"github.com/sluice-llm/sluice/outputproc"
 )
 
 // Meta is what a response object says about its request.
@@ -33,13 +35,16 @@ type Meta struct {
 	Seal             func(string) string
 	// NewID makes item ids (msg_…, rs_…, fc_…, call_…) from a prefix.
 	NewID func(prefix string) string
+	// CountTokens counts the tokens of a text (usage's reasoning_tokens);
+	// nil reports 0.
+	CountTokens func(string) int
 }
 
 // Finish is how generation ended.
 type Finish struct {
 	// Reason is chat's finish reason: stop, length or tool_calls.
 	Reason          string
-	Usage           openai.Usage
+	Usage           outputproc.Usage
 	ReasoningTokens int
 }
 
@@ -73,6 +78,67 @@ type Stream struct {
 	open   int // index in items of the open item; -1 when none
 	events int // events appended since the last Events call
 	status string
+	// started: response.created is out; finish: the completion's finish
+	// (from its last delta); reasoning: all reasoning text (usage).
+	started   bool
+	finish    outputproc.FinishReason
+	reasoning []byte
+	final     []byte // the final response object
+}
+
+var _ render.Renderer = (*Stream)(nil)
+
+// AppendDelta implements render.Renderer: response.created and
+// response.in_progress before the first delta, then the delta's events.
+func (s *Stream) AppendDelta(dst []byte, d *outputproc.Delta) []byte {
+	if !s.started {
+		dst = s.Start(dst)
+	}
+	dst = s.Append(dst, d.Content, d.Reasoning, d.ToolCalls)
+	if d.Finished() {
+		s.finish = d.Finish.Reason
+	}
+	return dst
+}
+
+// finishOf builds the Finish for usage u.
+func (s *Stream) finishOf(u *outputproc.Usage) *Finish {
+	f := &Finish{Reason: s.finish.String(), Usage: *u}
+	if s.m.CountTokens != nil && len(s.reasoning) > 0 {
+		f.ReasoningTokens = s.m.CountTokens(string(s.reasoning))
+	}
+	return f
+}
+
+// AppendEnd implements render.Renderer.
+func (s *Stream) AppendEnd(dst []byte, u *outputproc.Usage) []byte {
+	if !s.started {
+		dst = s.Start(dst)
+	}
+	return s.End(dst, s.finishOf(u))
+}
+
+// AppendError implements render.Renderer: every item generated so far is
+// closed (its text was sent), then response.failed.
+func (s *Stream) AppendError(dst []byte, e *openai.Error) []byte {
+	if !s.started {
+		dst = s.Start(dst)
+	}
+	return s.Fail(dst, e, nil)
+}
+
+// Body implements render.Renderer: the response object, built by feeding
+// the accumulated completion through the same item machinery as a stream
+// (reasoning, then text, then calls), so both agree.
+func (s *Stream) Body(choices []*outputproc.Accumulator, u *outputproc.Usage) []byte {
+	if len(choices) > 0 {
+		a := choices[0]
+		s.started = true
+		s.Append(nil, a.Content.String(), a.Reasoning.String(), a.ToolCalls)
+		s.finish = a.Finish.Reason
+	}
+	s.final = s.Object(s.finishOf(u))
+	return s.final
 }
 
 // NewStream returns a renderer for one response.
@@ -106,6 +172,7 @@ func end(dst []byte) []byte { return append(dst, "}\n\n"...) }
 
 // Start appends response.created and response.in_progress.
 func (s *Stream) Start(dst []byte) []byte {
+	s.started = true
 	for _, t := range []string{"response.created", "response.in_progress"} {
 		dst = s.event(dst, t)
 		dst = append(dst, `,"response":`...)
@@ -118,7 +185,7 @@ func (s *Stream) Start(dst []byte) []byte {
 // Append appends the events for one delta of content, reasoning and tool
 // call fragments (in that order of arrival within the delta: reasoning,
 // then content, then calls).
-func (s *Stream) Append(dst []byte, content, reasoning string, calls []openai.ToolCallDelta) []byte {
+func (s *Stream) Append(dst []byte, content, reasoning string, calls []outputproc.ToolCallDelta) []byte {
 	if reasoning != "" {
 		dst = s.text(dst, kindReasoning, reasoning)
 	}
@@ -139,6 +206,9 @@ func (s *Stream) text(dst []byte, k kind, delta string) []byte {
 	}
 	it := &s.items[s.open]
 	it.text = append(it.text, delta...)
+	if k == kindReasoning {
+		s.reasoning = append(s.reasoning, delta...)
+	}
 	if k == kindMessage {
 		dst = s.event(dst, "response.output_text.delta")
 	} else {
@@ -154,7 +224,7 @@ func (s *Stream) text(dst []byte, k kind, delta string) []byte {
 }
 
 // call appends a tool call fragment.
-func (s *Stream) call(dst []byte, c openai.ToolCallDelta) []byte {
+func (s *Stream) call(dst []byte, c outputproc.ToolCallDelta) []byte {
 	if s.open < 0 || s.items[s.open].kind != kindCall || s.items[s.open].index != c.Index {
 		dst = s.closeOpen(dst)
 		id := c.ID
@@ -328,11 +398,17 @@ func (s *Stream) End(dst []byte, f *Finish) []byte {
 		s.status = "incomplete"
 		typ = "response.incomplete"
 	}
+	s.open = -1
+	s.final = s.appendObject(nil, f)
 	dst = s.event(dst, typ)
 	dst = append(dst, `,"response":`...)
-	dst = s.appendObject(dst, f)
+	dst = append(dst, s.final...)
 	return end(dst)
 }
+
+// Final returns the final response object once End ran or Body built it
+// (nil before, and after a failure).
+func (s *Stream) Final() []byte { return s.final }
 
 // Fail closes the open item (everything generated so far has been sent)
 // and appends response.failed with e.

@@ -53,8 +53,12 @@ type genRequest struct {
 	contUsage bool
 	logprobs  int
 
-	opts      *openai.Options
-	hdr       render.StreamHeader
+	opts *openai.Options
+	hdr  render.StreamHeader
+	// api renders the Responses and Messages surfaces (nil for chat and
+	// completions); apiAcc accumulates its non-streamed body.
+	api       render.Renderer
+	apiAcc    outputproc.Accumulator
 	remaining int // choices not finished
 	cached    int
 	choices   []*choice
@@ -334,6 +338,13 @@ func (r *genRequest) fail(e *openai.Error) {
 	}
 	r.err = e
 	r.done = true
+	if r.api != nil {
+		if r.opts.Stream {
+			r.buf = r.api.AppendError(r.buf, e)
+			r.events += apiEvents(r.api)
+		}
+		return
+	}
 	if r.opts.Stream {
 		b := render.AppendErrorEvent(r.buf, e)
 		r.buf = append(b, render.Done...)
@@ -345,6 +356,12 @@ func (r *genRequest) fail(e *openai.Error) {
 func (r *genRequest) finishStream() {
 	r.done = true
 	if !r.opts.Stream {
+		return
+	}
+	if r.api != nil {
+		u := r.apiUsage()
+		r.buf = r.api.AppendEnd(r.buf, &u)
+		r.events += apiEvents(r.api)
 		return
 	}
 	b := r.buf
@@ -416,6 +433,10 @@ func (ch *choice) deliverChat(d *outputproc.TextDelta, finish string, stop rende
 	content, reasoning, calls := ch.chatContent(text, d.Finished)
 	if finish == "stop" && ch.tools != nil && ch.tools.Called() && !ch.namedTool {
 		finish = "tool_calls"
+	}
+	if r.api != nil {
+		ch.deliverAPI(d, content, reasoning, calls, finish, stop)
+		return
 	}
 	if !r.opts.Stream {
 		ch.text.WriteString(content)

@@ -71,6 +71,7 @@ func (s *Server) completions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
+	s.metrics.APIRequests.WithLabelValues("completions").Inc()
 	lim := s.limits()
 	cr, e := req.Validate(lim)
 	if e != nil {
@@ -126,12 +127,21 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
+	s.metrics.APIRequests.WithLabelValues("chat").Inc()
 	lim := s.limits()
 	chat, e := req.Validate(lim, openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
 	if e != nil {
 		writeError(c, e)
 		return
 	}
+	s.serveChat(c, chat, req.Model, nil)
+}
+
+// serveChat renders, tokenizes and runs a validated chat request. api is
+// nil for /v1/chat/completions; the other surfaces (Responses, Messages)
+// map their requests to a chat request and give their renderer here.
+func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api *apiSurface) {
+	lim := s.limits()
 	text, e := s.renderChat(chat)
 	if e != nil {
 		writeError(c, e)
@@ -142,17 +152,25 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeError(c, openai.BadRequest("messages", "the rendered chat prompt is empty"))
 		return
 	}
+	if api != nil && api.clamp {
+		clampMaxTokens(&chat.Options, lim.MaxModelLen, len(ids))
+	}
 	if e := openai.ContextError(lim.MaxModelLen, len(ids), chat.Params.MaxTokens, "messages"); e != nil {
 		writeError(c, e)
 		return
 	}
-	r := s.newGenRequest(true, req.Model, &chat.Options, requestID(c, chat.RequestID))
+	r := s.newGenRequest(true, model, &chat.Options, requestID(c, chat.RequestID))
 	r.promptTokens = len(ids)
 	var tools []toolparse.Tool
 	for _, t := range chat.ToolDefs {
 		tools = append(tools, toolparse.Tool{Name: t.Name, Parameters: t.Parameters})
 	}
 	idGen := func() string { return "chatcmpl-tool-" + newID() }
+	if api != nil {
+		r.id = api.prefix + r.id[len("chatcmpl-"):]
+		r.api = api.newRenderer(r)
+		idGen = func() string { return api.toolPrefix + newID() }
+	}
 	for i := 0; i < chat.N; i++ {
 		ch := r.newChoice(i, ids)
 		ch.toolIDGen = idGen
@@ -179,6 +197,9 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		r.choices = append(r.choices, ch)
 	}
 	s.run(c, r)
+	if api != nil && api.done != nil {
+		api.done(r)
+	}
 }
 
 // setToolOutput sets how ch reads tool calls for the request's
@@ -272,6 +293,10 @@ func stopJSON(s render.StopReason) json.RawMessage {
 
 // responseJSON renders the non-streamed body; r.mu is held.
 func (r *genRequest) responseJSON() []byte {
+	if r.api != nil {
+		u := r.apiUsage()
+		return r.api.Body([]*outputproc.Accumulator{&r.apiAcc}, &u)
+	}
 	u := r.usage()
 	resp := responseJSON{ID: r.id, Created: r.created, Model: r.model}
 	resp.Usage = respUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
