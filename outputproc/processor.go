@@ -79,6 +79,10 @@ func (p *Processor) Finished() bool { return p.st.Finished() }
 // NumTokens is the number of output tokens so far.
 func (p *Processor) NumTokens() int { return p.st.NumTokens() }
 
+// PendingBytes estimates the memory held by output not yet emitted (see
+// State.PendingBytes).
+func (p *Processor) PendingBytes() int { return p.st.PendingBytes() }
+
 // Process applies one engine output. It returns the delta to emit now, or
 // nil when nothing is to be emitted yet (stream interval, or hold: set by a
 // caller whose client has not taken the previous delta, so that pending

@@ -81,6 +81,7 @@ type State struct {
 	sent      bool // a delta has been emitted
 	finished  bool
 	emitted   bool // delta holds views of text/ids/logprobs
+	lpBytes   int  // memory held by the pending logprobs (estimate)
 	delta     TextDelta
 }
 
@@ -135,6 +136,9 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
 	s.ids = append(s.ids, ids...)
 	if s.p.Logprobs {
 		s.logprobs = append(s.logprobs, out.Logprobs...)
+		for i := range out.Logprobs {
+			s.lpBytes += logprobBytes(&out.Logprobs[i])
+		}
 	}
 	engineFinished := out.FinishReason != ipc.FinishNone
 	textIDs := ids
@@ -202,6 +206,21 @@ func (s *State) Fail(msg string) *TextDelta {
 	return s.finish(ipc.FinishError, StopReason{}, msg)
 }
 
+// PendingBytes estimates the memory held by output not yet emitted (text,
+// token ids, logprobs): what a stream interval or a hold keeps back. A
+// caller bounds it for clients that stop reading.
+func (s *State) PendingBytes() int {
+	if s.emitted {
+		return 0 // reset at the next call
+	}
+	return len(s.text) + len(s.textStr) + 4*len(s.ids) + s.lpBytes
+}
+
+// logprobBytes estimates the memory of one token's logprobs entry.
+func logprobBytes(e *ipc.TokenLogprobs) int {
+	return 56 + 8*len(e.TopIDs)
+}
+
 // Pending returns the delta of everything not yet emitted (nil when there
 // is nothing), for a caller that stopped holding and wants the rest now.
 func (s *State) Pending() *TextDelta {
@@ -248,6 +267,7 @@ func (s *State) reset() {
 		return
 	}
 	s.emitted = false
+	s.lpBytes = 0
 	s.ids = s.ids[:0]
 	clear(s.logprobs)
 	s.logprobs = s.logprobs[:0]

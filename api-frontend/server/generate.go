@@ -1,79 +1,86 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
-	"github.com/sluice-llm/sluice/api-frontend/internal/prefetch"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/render"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
-	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
 
-// genRequest is one HTTP generation request and its choices. mu guards the
-// mailbox and the choices' output state; the engine's output goroutine
-// fills the mailbox, the handler goroutine drains it.
+// streamState is where a request's response stands. It only moves forward.
+type streamState uint8
+
+const (
+	// stateQueued: the request is registered and no engine output has
+	// come yet; it counts in Server.waiting (the queue limit).
+	stateQueued streamState = iota
+	// stateRunning: outputs are arriving and rendered into buf.
+	stateRunning
+	// stateEnded: every completion finished, or the request failed: the
+	// final events (usage, [DONE], or the error event) are in buf, or err
+	// is set for a non-streamed request. Later outputs are ignored.
+	stateEnded
+	// stateClosed: the final bytes have been handed to the socket
+	// (written, or queued in framed for the handler): nothing more is
+	// rendered or written except framed.
+	stateClosed
+)
+
+// stream is one HTTP generation request: its completions (choices), its
+// renderer and the bytes on their way to its socket.
 //
-// The fields the output goroutine touches for every token come first, so
-// that they share few cache lines: with 1024 streams a stream's state has
-// left the CPU caches by its next token, and each line is a miss.
-type genRequest struct {
+// Who writes the socket: the handler goroutine (Server.serveStream) owns
+// it. The engine's output goroutine may write it only when it can do so at
+// once, all under mu: the stream has a direct Conn, the handler is not
+// writing (writing false), nothing is left in framed, and the engine is not
+// lagging. It then sends the chunk with one non-blocking send; whatever the
+// socket does not take goes to framed and the handler is woken, which
+// hands the socket back to the handler until framed is drained. The
+// handler sets writing under mu before it writes outside the lock and
+// clears it after; while it is set, outputs are held back in the
+// processors (which coalesce them) and rendered bytes only append to buf.
+type stream struct {
 	s  *Server
-	mu sync.Mutex
+	mu sync.Mutex // guards the fields up to the next comment, and the choices' state
 
-	buf    []byte // pending SSE bytes (stream), after chunkHeadroom
-	events int    // SSE events in buf
-	// Direct writes (hijacked HTTP/1.1 streams): the output goroutine writes
-	// the mailbox itself when the socket accepts it at once.
-	direct *hijackedSSE
-	fd     int    // direct.fd, valid while direct is set
-	framed []byte // framed bytes a partial direct write left, written first
-	engine int
+	state   streamState
+	writing bool   // the handler is writing outside mu
+	buf     []byte // rendered bytes not yet written, after sse.Headroom
+	events  int    // SSE events in buf (metrics)
+	framed  []byte // framed bytes a partial direct write left; the handler writes them first
+	held    int    // bytes the processors hold back (bounded with buf and framed)
+	conn    sse.Conn
+	engine  int
+	err     *openai.Error // the request failed (stream: its error event is queued)
 
-	done       bool
-	firstSeen  bool // a choice produced its first output
-	writing    bool // the handler is writing: others only append
-	terminated bool // the final chunk is written or in framed
-	chat       bool
-	// copies of opts fields, set by run
-	stream    bool
-	contUsage bool
-	logprobs  int
-
-	opts *openai.Options
-	hdr  render.StreamHeader
-	// api renders the Responses and Messages surfaces (nil for chat and
-	// completions); apiAcc accumulates its non-streamed body.
-	api       render.Renderer
-	apiAcc    outputproc.Accumulator
 	remaining int // choices not finished
-	cached    int
+	cached    int // prompt tokens found in the prefix cache (max over choices)
 	choices   []*choice
-	err       *openai.Error // request failed (stream: error event already queued)
-	// choice0 holds the first choice (most requests have one), in the
-	// request's allocation next to its hot fields.
+	// choice0 holds the first choice (most requests have one) in the
+	// request's own allocation.
 	choice0 choice
 
-	id      string
-	model   string
-	created int64
-	arrival time.Time
-
-	// prompt accounting for usage
-	promptTokens int
+	// Immutable once run starts.
+	rend         render.Renderer
+	opts         *openai.Options
+	stream       bool
+	maxBuffered  int // bound on buf+framed+held (0: none)
+	id           string
+	arrival      time.Time
+	promptTokens int // usage: prompt tokens, once per prompt
 
 	wake chan struct{} // one slot: wakes coalesce
 
@@ -83,40 +90,19 @@ type genRequest struct {
 	ending     atomic.Bool
 }
 
-// choice is one completion of a request (one engine request). As in
-// genRequest, the fields used for every streamed token come first.
+// choice is one completion of a request (one engine request).
 type choice struct {
-	r          *genRequest
-	st         *outputproc.State
-	lastOut    time.Time
-	index      int
-	textOffset int // characters streamed so far (legacy logprobs)
-	finished   bool
-	namedSent  bool
-	namedTool  bool // named tool_choice read by tools: finish "stop"
+	r        *stream
+	proc     outputproc.Processor
+	lastOut  time.Time
+	index    int
+	finished bool
 	// afterReasoning: the constraint starts after the reasoning end.
 	afterReasoning bool
-	state          outputproc.State // st points here: same allocation
-
-	echo      string // text to put before the first delta
-	engineID  string
-	promptIDs []int32
-
-	// chat parsers
-	reasoning ReasoningParser
-	tools     toolparse.Parser
-	named     string // named tool_choice, arguments only: the function
-	toolIDGen func() string
-
-	// non-streamed accumulation
-	text      strings.Builder
-	reason    strings.Builder
-	calls     []render.ToolCallDelta
-	ids       []int32
-	logprobs  []ipc.TokenLogprobs
-	numTokens int
-	finish    string
-	stop      render.StopReason
+	engineID       string
+	promptIDs      []int32
+	numTokens      int
+	acc            outputproc.Accumulator // non-streamed requests
 }
 
 // Output implements engineclient.Sink; it runs on the engine's output
@@ -124,14 +110,11 @@ type choice struct {
 func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	r := ch.r
 	r.mu.Lock()
-	if r.done || ch.finished {
+	if r.state >= stateEnded || ch.finished {
 		r.mu.Unlock()
 		return false
 	}
-	if !r.firstSeen {
-		r.firstSeen = true
-		r.s.waiting.Add(-1)
-	}
+	r.leaveQueue()
 	if ch.lastOut.IsZero() {
 		r.s.metrics.ttft.Observe(now.Sub(r.arrival).Seconds())
 		recordQueue(r.s.metrics, out.Events)
@@ -139,32 +122,37 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 		r.s.metrics.itl.Observe(now.Sub(ch.lastOut).Seconds())
 	}
 	ch.lastOut = now
-	hold := r.stream && (len(r.buf) > chunkHeadroom || len(r.framed) > 0 || r.writing)
-	d, abort := ch.st.Process(out, hold)
+	hold := r.stream && (len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.writing)
+	before := ch.proc.PendingBytes()
+	d, abort := ch.proc.Process(out, hold)
+	r.held += ch.proc.PendingBytes() - before
 	wake := false
 	if d != nil {
 		// When the chunk can go straight to the socket, render it in a
 		// pooled scratch buffer, which stays in this core's cache from one
-		// token to the next, instead of the stream's own mailbox buffer,
-		// whose lines 1024 streams have evicted since its last token.
+		// token to the next, instead of the stream's own buffer, whose
+		// lines 1024 streams have evicted since its last token.
 		var scratch *[]byte
 		var mailbox []byte
 		if r.stream && !hold && r.directReady() {
-			scratch = getBuf()
+			scratch = sse.GetBuf()
 			mailbox, r.buf = r.buf, *scratch
 		}
 		ch.deliver(d)
 		// Write from here when the socket takes it at once; otherwise (or
-		// with no direct path) the handler goroutine writes. Held tokens
-		// wake nobody.
+		// with no direct path) the handler goroutine writes.
 		wake = !r.tryDirect()
 		if scratch != nil {
 			*scratch, r.buf = r.buf, mailbox
-			if len(*scratch) > chunkHeadroom { // not written: the engine began lagging
-				r.buf = append(r.buf, (*scratch)[chunkHeadroom:]...)
+			if len(*scratch) > sse.Headroom { // not written: the engine began lagging
+				r.buf = append(r.buf, (*scratch)[sse.Headroom:]...)
 			}
-			putBuf(scratch)
+			sse.PutBuf(scratch)
 		}
+	}
+	if r.overBuffered() {
+		r.overflow()
+		wake = true
 	}
 	r.mu.Unlock()
 	if wake {
@@ -173,37 +161,48 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	return abort
 }
 
-// Prefetch implements engineclient.Prefetcher: stage 0 the choice's
-// streaming fields, output state and chat parsers (up to text: the rest
-// accumulates non-streamed responses), stage 1 the request's hot fields, stage
-// 2 its chunk prefix: what Output reads first.
-func (ch *choice) Prefetch(stage int) {
-	switch stage {
-	case 0:
-		prefetch.Range(unsafe.Pointer(ch), unsafe.Offsetof(ch.text))
-	case 1:
-		r := ch.r
-		prefetch.Range(unsafe.Pointer(r), unsafe.Offsetof(r.choice0))
-	case 2:
-		if p := ch.r.hdr.Prefix(); len(p) > 0 {
-			prefetch.Range(unsafe.Pointer(unsafe.SliceData(p)), uintptr(len(p)))
-		}
+// leaveQueue moves a queued request to running; mu is held.
+func (r *stream) leaveQueue() {
+	if r.state == stateQueued {
+		r.state = stateRunning
+		r.s.waiting.Add(-1)
+	}
+}
+
+// overBuffered reports whether the stream holds more than its bound: a
+// client that does not read; mu is held.
+func (r *stream) overBuffered() bool {
+	return r.maxBuffered > 0 && r.state < stateEnded &&
+		len(r.buf)+len(r.framed)+r.held > r.maxBuffered
+}
+
+// overflow ends a stream whose client does not read: the request fails
+// (its engine requests are aborted when the handler returns) and the
+// socket's writes fail at once, so the handler, blocked in a write, returns
+// and the buffers go; mu is held.
+func (r *stream) overflow() {
+	r.s.log.Warn("client not reading: ending its stream", zap.String("id", r.id), zap.Int("limit_bytes", r.maxBuffered))
+	r.fail(openai.NewError(http.StatusServiceUnavailable,
+		"the client did not read the stream: more than %d bytes buffered (--max-stream-buffer-bytes); the request was aborted", r.maxBuffered))
+	r.clientGone.Store(true)
+	if r.conn != nil {
+		r.conn.Abort()
 	}
 }
 
 // directReady reports whether tryDirect may write now (before the lagging
-// check); r.mu is held.
-func (r *genRequest) directReady() bool {
-	return r.direct != nil && !r.writing && len(r.framed) == 0 && !r.terminated
+// check); mu is held.
+func (r *stream) directReady() bool {
+	return r.conn != nil && r.conn.Direct() && !r.writing && len(r.framed) == 0 && r.state < stateClosed
 }
 
-// tryDirect writes the mailbox to a hijacked connection without blocking,
-// on the engine's output goroutine, saving the handler goroutine's wake-up
-// per chunk. It reports whether the handler can stay asleep: false when
-// there is no direct path, the handler is writing, the socket took only
-// part (the rest goes to r.framed for the handler), or the stream ended.
-// r.mu is held.
-func (r *genRequest) tryDirect() bool {
+// tryDirect writes buf to the socket without blocking, on the engine's
+// output goroutine, saving the handler goroutine's wake-up per chunk. It
+// reports whether the handler can stay asleep: false when the writer rule
+// (see stream) does not allow a direct write, the socket took only part
+// (the rest goes to framed for the handler), or the stream ended. mu is
+// held.
+func (r *stream) tryDirect() bool {
 	if !r.directReady() {
 		return false
 	}
@@ -212,20 +211,15 @@ func (r *genRequest) tryDirect() bool {
 		// handler goroutines (all cores) instead.
 		return false
 	}
-	size := len(r.buf) - chunkHeadroom
-	if size <= 0 && !r.done {
+	size := len(r.buf) - sse.Headroom
+	last := r.state == stateEnded
+	if size <= 0 && !last {
 		return true
 	}
-	b := frameChunk(&r.buf, r.done)
-	var n int
-	var err error
-	if r.fd >= 0 {
-		n, err = sendNonBlocking(r.fd, b)
-	} else {
-		n, err = r.direct.tryWrite(b)
-	}
-	if r.done {
-		r.terminated = true
+	b := sse.Frame(&r.buf, last)
+	n, err := r.conn.TryWrite(b)
+	if last {
+		r.state = stateClosed
 	}
 	if n > 0 {
 		r.s.metrics.Chunks.Add(float64(r.events))
@@ -234,19 +228,17 @@ func (r *genRequest) tryDirect() bool {
 	}
 	if err != nil && !errors.Is(err, syscall.EAGAIN) {
 		r.clientGone.Store(true)
-		r.buf = r.buf[:chunkHeadroom]
+		r.buf = r.buf[:sse.Headroom]
 		return false
 	}
-	if n < 0 {
-		n = 0
-	}
+	n = max(n, 0)
 	if n < len(b) {
 		r.framed = append(r.framed, b[n:]...)
-		r.buf = r.buf[:chunkHeadroom]
+		r.buf = r.buf[:sse.Headroom]
 		return false
 	}
-	r.buf = r.buf[:chunkHeadroom]
-	return !r.done
+	r.buf = r.buf[:sse.Headroom]
+	return !last
 }
 
 func recordQueue(m *Metrics, evs []ipc.Event) {
@@ -270,8 +262,8 @@ func recordQueue(m *Metrics, evs []ipc.Event) {
 func (ch *choice) Fail(reason string) {
 	r := ch.r
 	r.mu.Lock()
-	if !r.done && !ch.finished {
-		if d := ch.st.Fail(reason); d != nil {
+	if r.state < stateEnded && !ch.finished {
+		if d := ch.proc.Fail(reason); d != nil {
 			ch.deliver(d)
 		}
 	}
@@ -279,267 +271,88 @@ func (ch *choice) Fail(reason string) {
 	r.signal()
 }
 
-func (r *genRequest) signal() {
+func (r *stream) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// deliver handles one emitted delta of ch; r.mu is held.
-func (ch *choice) deliver(d *outputproc.TextDelta) {
+// deliver handles one delta of ch: the renderer appends its events
+// (streams) or the accumulator keeps it (non-streamed); mu is held.
+func (ch *choice) deliver(d *outputproc.Delta) {
 	r := ch.r
-	ch.numTokens = d.NumTokens
-	if d.CachedTokens > r.cached {
-		r.cached = d.CachedTokens
+	ch.numTokens = d.Usage.CompletionTokens
+	if d.Usage.CachedTokens > r.cached {
+		r.cached = d.Usage.CachedTokens
 	}
-	failed := d.Finished && d.FinishReason == ipc.FinishError
-	finish := ""
-	var stop render.StopReason
-	if d.Finished && !failed {
-		finish = finishReason(d.FinishReason)
-		stop = render.StopReason{Token: d.StopReason.Token, Text: d.StopReason.Text, IsToken: d.StopReason.IsToken, IsText: d.StopReason.IsText}
-	}
-	if r.chat {
-		ch.deliverChat(d, finish, stop)
+	if r.stream {
+		n := len(r.buf)
+		r.buf = r.rend.AppendDelta(r.buf, d)
+		if len(r.buf) > n {
+			r.events++
+		}
 	} else {
-		ch.deliverCompletion(d, finish, stop)
+		ch.acc.Add(d)
 	}
 	if len(d.TokenIDs) > 1 {
 		r.s.metrics.CoalescedTokens.Add(float64(len(d.TokenIDs) - 1))
 	}
-	if !d.Finished {
+	if !d.Finished() {
 		return
 	}
 	ch.finished = true
 	r.remaining--
-	reason := finish
-	if failed {
-		reason = "error"
-	}
+	reason := d.Finish.Reason.String()
 	promptTokens := 0
 	if ch.index%r.opts.N == 0 {
 		promptTokens = len(ch.promptIDs) // once per prompt, not per choice
 	}
-	r.s.metrics.Finished(reason, promptTokens, d.NumTokens, time.Since(r.arrival).Seconds())
-	if failed {
-		r.fail(&openai.Error{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: d.Error})
+	r.s.metrics.Finished(reason, promptTokens, ch.numTokens, time.Since(r.arrival).Seconds())
+	if d.Failed() {
+		r.fail(&openai.Error{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: d.Finish.Error})
 		return
 	}
 	if r.remaining == 0 {
-		r.finishStream()
+		r.end()
 	}
 }
 
-// fail ends the request with e; r.mu is held.
-func (r *genRequest) fail(e *openai.Error) {
-	if r.done {
+// fail ends the request with e; mu is held.
+func (r *stream) fail(e *openai.Error) {
+	if r.state >= stateEnded {
 		return
 	}
+	r.leaveQueue()
 	r.err = e
-	r.done = true
-	if r.api != nil {
-		if r.opts.Stream {
-			r.buf = r.api.AppendError(r.buf, e)
-			r.events += apiEvents(r.api)
-		}
-		return
-	}
-	if r.opts.Stream {
-		b := render.AppendErrorEvent(r.buf, e)
-		r.buf = append(b, render.Done...)
-		r.events += 2
+	r.state = stateEnded
+	if r.stream {
+		n := len(r.buf)
+		r.buf = r.rend.AppendError(r.buf, e)
+		r.events += bytes.Count(r.buf[n:], []byte("\n\n"))
 	}
 }
 
-// finishStream queues the usage chunk and [DONE]; r.mu is held.
-func (r *genRequest) finishStream() {
-	r.done = true
-	if !r.opts.Stream {
+// end queues the stream's closing events once every choice finished; mu
+// is held.
+func (r *stream) end() {
+	r.state = stateEnded
+	if !r.stream {
 		return
 	}
-	if r.api != nil {
-		u := r.apiUsage()
-		r.buf = r.api.AppendEnd(r.buf, &u)
-		r.events += apiEvents(r.api)
-		return
-	}
-	b := r.buf
-	if r.opts.IncludeUsage {
-		u := r.usage()
-		b = render.AppendUsageChunk(b, &r.hdr, &u)
-		r.events++
-	}
-	r.buf = append(b, render.Done...)
-	r.events++
+	u := r.usage()
+	n := len(r.buf)
+	r.buf = r.rend.AppendEnd(r.buf, &u)
+	r.events += bytes.Count(r.buf[n:], []byte("\n\n"))
 }
 
-func (r *genRequest) usage() render.Usage {
-	u := render.Usage{PromptTokens: r.promptTokens, CachedTokens: r.cached}
+// usage is the whole request's usage; mu is held.
+func (r *stream) usage() outputproc.Usage {
+	u := outputproc.Usage{PromptTokens: r.promptTokens, CachedTokens: r.cached}
 	for _, c := range r.choices {
 		u.CompletionTokens += c.numTokens
 	}
 	return u
-}
-
-// chatContent runs the reasoning and tool parsers over delta text.
-func (ch *choice) chatContent(text string, final bool) (content, reasoning string, calls []render.ToolCallDelta) {
-	content = text
-	if ch.reasoning != nil {
-		reasoning, content = ch.reasoning.Add(content)
-		if final {
-			r2, c2 := ch.reasoning.Finish()
-			reasoning += r2
-			content += c2
-		}
-	}
-	switch {
-	case ch.tools != nil:
-		td := ch.tools.Add(content)
-		content = td.Content
-		calls = appendToolDeltas(calls, td.ToolCalls)
-		if final {
-			td = ch.tools.Finish()
-			content += td.Content
-			calls = appendToolDeltas(calls, td.ToolCalls)
-		}
-	case ch.named != "":
-		if content != "" || (final && !ch.namedSent) {
-			c := render.ToolCallDelta{Index: 0, Arguments: content}
-			if !ch.namedSent {
-				c.ID, c.Name = ch.toolIDGen(), ch.named
-				ch.namedSent = true
-			}
-			calls = append(calls, c)
-		}
-		content = ""
-	}
-	return content, reasoning, calls
-}
-
-func appendToolDeltas(dst []render.ToolCallDelta, src []toolparse.ToolCallDelta) []render.ToolCallDelta {
-	for _, t := range src {
-		dst = append(dst, render.ToolCallDelta{Index: t.Index, ID: t.ID, Name: t.Name, Arguments: t.Arguments})
-	}
-	return dst
-}
-
-func (ch *choice) deliverChat(d *outputproc.TextDelta, finish string, stop render.StopReason) {
-	r := ch.r
-	text := d.Text
-	if d.First && ch.echo != "" {
-		text = ch.echo + text
-	}
-	content, reasoning, calls := ch.chatContent(text, d.Finished)
-	if finish == "stop" && ch.tools != nil && ch.tools.Called() && !ch.namedTool {
-		finish = "tool_calls"
-	}
-	if r.api != nil {
-		ch.deliverAPI(d, content, reasoning, calls, finish, stop)
-		return
-	}
-	if !r.opts.Stream {
-		ch.text.WriteString(content)
-		ch.reason.WriteString(reasoning)
-		ch.calls = mergeToolDeltas(ch.calls, calls)
-		ch.ids = append(ch.ids, d.TokenIDs...)
-		ch.logprobs = append(ch.logprobs, d.Logprobs...)
-		if finish != "" {
-			ch.finish, ch.stop = finish, stop
-		}
-		return
-	}
-	hasTokens := len(d.TokenIDs) > 0 && r.opts.Logprobs >= 0
-	if !d.First && content == "" && reasoning == "" && len(calls) == 0 && finish == "" && !hasTokens {
-		return // nothing to send (held back by a parser)
-	}
-	c := render.ChatChoice{
-		Index:          ch.index,
-		Content:        content,
-		HasContent:     content != "" || (d.First && len(calls) == 0 && reasoning == ""),
-		Reasoning:      reasoning,
-		HasReasoning:   reasoning != "",
-		ReasoningField: r.s.cfg.ReasoningField,
-		ToolCalls:      calls,
-		FinishReason:   finish,
-		StopReason:     stop,
-	}
-	if d.First {
-		c.Role = "assistant"
-	}
-	var lp render.Logprobs
-	if r.opts.Logprobs >= 0 {
-		lp = render.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer}
-		c.Logprobs = &lp
-	}
-	var u *render.Usage
-	var uu render.Usage
-	if r.opts.ContinuousUsage {
-		uu = render.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
-		u = &uu
-	}
-	r.buf = render.AppendChatChunk(r.buf, &r.hdr, &c, u)
-	r.events++
-}
-
-// mergeToolDeltas folds streamed fragments into whole calls (non-streamed
-// responses).
-func mergeToolDeltas(dst, src []render.ToolCallDelta) []render.ToolCallDelta {
-	for _, t := range src {
-		found := false
-		for i := range dst {
-			if dst[i].Index == t.Index {
-				dst[i].Arguments += t.Arguments
-				if t.ID != "" {
-					dst[i].ID = t.ID
-				}
-				if t.Name != "" {
-					dst[i].Name = t.Name
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			dst = append(dst, t)
-		}
-	}
-	return dst
-}
-
-func (ch *choice) deliverCompletion(d *outputproc.TextDelta, finish string, stop render.StopReason) {
-	r := ch.r
-	text := d.Text
-	if d.First && ch.echo != "" {
-		text = ch.echo + text
-	}
-	if !r.stream {
-		ch.text.WriteString(text)
-		ch.ids = append(ch.ids, d.TokenIDs...)
-		ch.logprobs = append(ch.logprobs, d.Logprobs...)
-		if finish != "" {
-			ch.finish, ch.stop = finish, stop
-		}
-		return
-	}
-	if text == "" && finish == "" && (r.logprobs < 0 || len(d.TokenIDs) == 0) {
-		return
-	}
-	c := render.CompletionChoice{Index: ch.index, Text: text, FinishReason: finish, StopReason: stop}
-	var lp render.Logprobs
-	if r.logprobs >= 0 {
-		lp = render.Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: r.s.deps.Tokenizer, TextOffset: ch.textOffset}
-		c.Logprobs = &lp
-	}
-	ch.textOffset += utf8.RuneCountInString(text)
-	var u *render.Usage
-	var uu render.Usage
-	if r.contUsage {
-		uu = render.Usage{PromptTokens: len(ch.promptIDs), CompletionTokens: d.NumTokens, CachedTokens: d.CachedTokens}
-		u = &uu
-	}
-	r.buf = render.AppendCompletionChunk(r.buf, &r.hdr, &c, u)
-	r.events++
 }
 
 // admit checks draining and the queue limit.
@@ -565,8 +378,8 @@ func (s *Server) admit() *openai.Error {
 }
 
 // run registers the request's choices with the engine and serves the
-// response. The choices and options must be filled in.
-func (s *Server) run(c *gin.Context, r *genRequest) {
+// response. The choices, options and renderer must be filled in.
+func (s *Server) run(c *gin.Context, r *stream) {
 	if e := s.admit(); e != nil {
 		if e.Status == http.StatusTooManyRequests {
 			c.Header("Retry-After", "1")
@@ -580,10 +393,11 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 		return
 	}
 	r.engine = eng
-	r.stream, r.contUsage, r.logprobs = r.opts.Stream, r.opts.ContinuousUsage, r.opts.Logprobs
+	r.stream = r.opts.Stream
+	r.maxBuffered = s.cfg.MaxStreamBufferBytes
 	r.wake = make(chan struct{}, 1)
-	if r.opts.Stream {
-		r.buf = *getBuf()
+	if r.stream {
+		r.buf = *sse.GetBuf()
 	}
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
@@ -591,10 +405,7 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 	s.waiting.Add(1)
 	defer func() {
 		r.mu.Lock()
-		if !r.firstSeen {
-			r.firstSeen = true
-			s.waiting.Add(-1)
-		}
+		r.leaveQueue()
 		r.mu.Unlock()
 	}()
 	arrival := float64(r.arrival.UnixNano()) / 1e9
@@ -625,8 +436,8 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 			}
 		}
 	}()
-	if r.opts.Stream {
-		s.stream(c, r)
+	if r.stream {
+		s.serveStream(c, r)
 	} else {
 		s.wait(c, r)
 	}
@@ -634,7 +445,7 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 
 // abortChoices aborts the unfinished choices in the engine and reports how
 // many there were.
-func (s *Server) abortChoices(r *genRequest, chs []*choice) int {
+func (s *Server) abortChoices(r *stream, chs []*choice) int {
 	var ids []string
 	r.mu.Lock()
 	for _, ch := range chs {
@@ -649,31 +460,31 @@ func (s *Server) abortChoices(r *genRequest, chs []*choice) int {
 	return len(ids)
 }
 
-// stream serves an SSE response from the request's mailbox.
-func (s *Server) stream(c *gin.Context, r *genRequest) {
+// serveStream is the handler's side of the writer rule (see stream): it
+// writes what the output goroutine left in buf and framed until the stream
+// is closed.
+func (s *Server) serveStream(c *gin.Context, r *stream) {
 	s.metrics.StreamsOpen.Inc()
 	defer s.metrics.StreamsOpen.Dec()
-	w, err := startSSE(c, s.cfg.sndBuf, func() { r.clientGone.Store(true); r.signal() })
+	w, err := sse.Start(c.Writer, c.Request, s.cfg.sndBuf, func() { r.clientGone.Store(true); r.signal() })
 	if err != nil {
 		return // client gone before the head was sent
 	}
-	defer w.close()
-	if h, ok := w.(*hijackedSSE); ok && h.rc != nil {
-		r.mu.Lock()
-		r.direct, r.fd = h, h.fd
-		r.mu.Unlock()
-		r.signal() // write what arrived before the direct path existed
-	}
-	spare := getBuf()
+	defer w.Close()
+	r.mu.Lock()
+	r.conn = w
+	r.mu.Unlock()
+	r.signal() // write what arrived before the socket was attached
+	spare := sse.GetBuf()
 	var framed []byte
 	defer func() {
-		// The mailbox's array goes back to the pool; spare's takes its
-		// place for appends that still arrive.
+		// The buffer's array goes back to the pool; spare's takes its place
+		// for appends that still arrive.
 		r.mu.Lock()
-		*spare, r.buf = r.buf, (*spare)[:chunkHeadroom]
-		r.direct, r.fd = nil, -1
+		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
+		r.conn = nil
 		r.mu.Unlock()
-		putBuf(spare)
+		sse.PutBuf(spare)
 	}()
 	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
 	defer stopEnd()
@@ -689,32 +500,32 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 		}
 		r.mu.Lock()
 		framed, r.framed = r.framed, framed[:0]
-		*spare, r.buf = r.buf, (*spare)[:chunkHeadroom]
+		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
 		out := spare
 		n := r.events
 		r.events = 0
-		done := r.done
-		last := done && !r.terminated
-		if done {
-			r.terminated = true
+		last := r.state == stateEnded
+		if last {
+			r.state = stateClosed
 		}
+		closed := r.state == stateClosed
 		r.writing = true
 		r.mu.Unlock()
 		var werr error
 		if len(framed) > 0 {
-			werr = w.writeRaw(framed)
+			werr = w.WriteRaw(framed)
 		}
-		size := len(*out) - chunkHeadroom
+		size := len(*out) - sse.Headroom
 		if werr == nil && (size > 0 || last) {
-			werr = w.write(out, last)
+			werr = w.Write(out, last)
 			s.metrics.Chunks.Add(float64(n))
 			s.metrics.Bytes.Add(float64(size))
 		}
 		r.mu.Lock()
 		r.writing = false
-		more := len(r.buf) > chunkHeadroom || len(r.framed) > 0 || (r.done && !r.terminated)
+		more := len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.state == stateEnded
 		r.mu.Unlock()
-		if werr != nil || (done && !more) {
+		if werr != nil || (closed && !more) {
 			return
 		}
 		if more {
@@ -723,20 +534,18 @@ func (s *Server) stream(c *gin.Context, r *genRequest) {
 	}
 }
 
-// endRequest flushes every choice's pending text and ends the request with
-// an error (shutdown timeout).
-func (s *Server) endRequest(r *genRequest, msg string) {
+// endRequest flushes every choice's pending output and ends the request
+// with an error (shutdown timeout).
+func (s *Server) endRequest(r *stream, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done {
+	if r.state >= stateEnded {
 		return
 	}
 	for _, ch := range r.choices {
 		if !ch.finished {
-			if d := ch.st.Pending(); d != nil {
-				d2 := *d
-				d2.Finished = false
-				ch.deliver(&d2)
+			if d := ch.proc.Pending(); d != nil {
+				ch.deliver(d)
 			}
 		}
 	}
@@ -744,7 +553,7 @@ func (s *Server) endRequest(r *genRequest, msg string) {
 }
 
 // wait serves a non-streamed response once every choice has finished.
-func (s *Server) wait(c *gin.Context, r *genRequest) {
+func (s *Server) wait(c *gin.Context, r *stream) {
 	stopGone := context.AfterFunc(c.Request.Context(), func() { r.clientGone.Store(true); r.signal() })
 	defer stopGone()
 	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
@@ -760,7 +569,7 @@ func (s *Server) wait(c *gin.Context, r *genRequest) {
 			s.endRequest(r, "the server is shutting down")
 		}
 		r.mu.Lock()
-		done, e := r.done, r.err
+		done, e := r.state >= stateEnded, r.err
 		r.mu.Unlock()
 		if !done {
 			continue
@@ -770,7 +579,12 @@ func (s *Server) wait(c *gin.Context, r *genRequest) {
 			return
 		}
 		r.mu.Lock()
-		body := r.responseJSON()
+		accs := make([]*outputproc.Accumulator, len(r.choices))
+		for i, ch := range r.choices {
+			accs[i] = &ch.acc
+		}
+		u := r.usage()
+		body := r.rend.Body(accs, &u)
 		r.mu.Unlock()
 		c.Data(http.StatusOK, "application/json", body)
 		return

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -24,18 +23,32 @@ func requestID(c *gin.Context, bodyID string) string {
 	return newID()
 }
 
-func (s *Server) newGenRequest(chat bool, model string, o *openai.Options, id string) *genRequest {
+// newStream starts the stream of one generation request; chat picks the
+// renderer.
+func (s *Server) newStream(chat bool, model string, o *openai.Options, id string) *stream {
 	now := time.Now()
 	if model == "" {
 		model = s.cfg.ServedModelNames[0]
 	}
-	r := &genRequest{s: s, chat: chat, model: model, created: now.Unix(), arrival: now, opts: o}
+	r := &stream{s: s, arrival: now, opts: o}
+	rr := render.Request{
+		Created:         now.Unix(),
+		Model:           model,
+		Logprobs:        o.Logprobs >= 0,
+		Tok:             s.deps.Tokenizer,
+		ContinuousUsage: o.ContinuousUsage,
+		IncludeUsage:    o.IncludeUsage,
+		Reasoning:       chat && s.deps.NewReasoning != nil,
+		ReasoningField:  s.cfg.ReasoningField,
+	}
 	if chat {
 		r.id = "chatcmpl-" + id
-		r.hdr = render.NewStreamHeader(r.id, "chat.completion.chunk", r.created, model)
+		rr.ID = r.id
+		r.rend = render.NewChat(rr)
 	} else {
 		r.id = "cmpl-" + id
-		r.hdr = render.NewStreamHeader(r.id, "text_completion", r.created, model)
+		rr.ID = r.id
+		r.rend = render.NewCompletions(rr)
 	}
 	if o.StreamInterval == 0 {
 		o.StreamInterval = s.cfg.StreamInterval
@@ -43,16 +56,17 @@ func (s *Server) newGenRequest(chat bool, model string, o *openai.Options, id st
 	return r
 }
 
-// newChoice builds choice index of r for a prompt.
-func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
+// newChoice builds choice index of r for a prompt; po sets the choice's
+// echo and parsers (its Index and Text are filled in here).
+func (r *stream) newChoice(index int, promptIDs []int32, po outputproc.Options) *choice {
 	o := r.opts
 	ch := &r.choice0
 	if index > 0 {
 		ch = new(choice)
 	}
 	*ch = choice{r: r, index: index, engineID: r.id + "-" + itoa(index), promptIDs: promptIDs}
-	ch.st = &ch.state
-	ch.st.Init(r.s.deps.Tokenizer, outputproc.Params{
+	po.Index = index
+	po.Text = outputproc.Params{
 		StreamInterval: o.StreamInterval,
 		FinalOnly:      !o.Stream,
 		Stops:          o.Stops,
@@ -62,7 +76,8 @@ func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
 		MinTokens:      int(o.Params.MinTokens),
 		Logprobs:       o.Logprobs >= 0,
 		EOSIDs:         r.s.eosIDs(),
-	})
+	}
+	ch.proc.Init(r.s.deps.Tokenizer, po)
 	return ch
 }
 
@@ -82,7 +97,7 @@ func (s *Server) completions(c *gin.Context) {
 		writeError(c, openai.BadRequest("echo", "echo together with logprobs (prompt logprobs) is not supported"))
 		return
 	}
-	r := s.newGenRequest(false, req.Model, &cr.Options, requestID(c, cr.RequestID))
+	r := s.newStream(false, req.Model, &cr.Options, requestID(c, cr.RequestID))
 	tok := s.deps.Tokenizer
 	for pi := range cr.Prompts {
 		p := &cr.Prompts[pi]
@@ -106,16 +121,17 @@ func (s *Server) completions(c *gin.Context) {
 			}
 			after = !openai.ReasoningClosed(text)
 		}
-		for i := 0; i < cr.N; i++ {
-			ch := r.newChoice(pi*cr.N+i, p.IDs)
-			ch.afterReasoning = after
-			if cr.Echo {
-				if p.FromText {
-					ch.echo = p.Text
-				} else {
-					ch.echo = tok.Decode(p.IDs, cr.SkipSpecial)
-				}
+		var po outputproc.Options
+		if cr.Echo {
+			if p.FromText {
+				po.Echo = p.Text
+			} else {
+				po.Echo = tok.Decode(p.IDs, cr.SkipSpecial)
 			}
+		}
+		for i := 0; i < cr.N; i++ {
+			ch := r.newChoice(pi*cr.N+i, p.IDs, po)
+			ch.afterReasoning = after
 			r.choices = append(r.choices, ch)
 		}
 	}
@@ -128,8 +144,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	s.metrics.APIRequests.WithLabelValues("chat").Inc()
-	lim := s.limits()
-	chat, e := req.Validate(lim, openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
+	chat, e := req.Validate(s.limits(), openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
 	if e != nil {
 		writeError(c, e)
 		return
@@ -138,8 +153,8 @@ func (s *Server) chatCompletions(c *gin.Context) {
 }
 
 // serveChat renders, tokenizes and runs a validated chat request. api is
-// nil for /v1/chat/completions; the other surfaces (Responses, Messages)
-// map their requests to a chat request and give their renderer here.
+// nil for /v1/chat/completions; the surfaces mapped onto chat (Responses,
+// Messages) give their renderer and hooks here.
 func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api *apiSurface) {
 	lim := s.limits()
 	text, e := s.renderChat(chat)
@@ -159,7 +174,7 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 		writeError(c, e)
 		return
 	}
-	r := s.newGenRequest(true, model, &chat.Options, requestID(c, chat.RequestID))
+	r := s.newStream(true, model, &chat.Options, requestID(c, chat.RequestID))
 	r.promptTokens = len(ids)
 	var tools []toolparse.Tool
 	for _, t := range chat.ToolDefs {
@@ -167,15 +182,17 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 	}
 	idGen := func() string { return "chatcmpl-tool-" + newID() }
 	if api != nil {
+		if model == "" {
+			model = s.cfg.ServedModelNames[0]
+		}
 		r.id = api.prefix + r.id[len("chatcmpl-"):]
-		r.api = api.newRenderer(r)
+		r.rend = api.newRenderer(r.id, model, r.arrival.Unix())
 		idGen = func() string { return api.toolPrefix + newID() }
 	}
 	for i := 0; i < chat.N; i++ {
-		ch := r.newChoice(i, ids)
-		ch.toolIDGen = idGen
+		po := outputproc.Options{ToolID: idGen}
 		if chat.Echo && chat.LastRole == "assistant" {
-			ch.echo = chat.LastContent
+			po.Echo = chat.LastContent
 		}
 		if s.deps.NewReasoning != nil {
 			rp, err := s.deps.NewReasoning(chat, text)
@@ -184,16 +201,17 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 				return
 			}
 			if rp != nil {
-				ch.reasoning = rp
+				po.Reasoning = rp
 			}
 		}
-		// vLLM holds a constraint until reasoning ends, unless the prompt
-		// already closed it (or thinking is off: no reasoning parser).
-		ch.afterReasoning = ch.reasoning != nil && !openai.ReasoningClosed(text)
-		if e := ch.setToolOutput(chat, s.cfg.ToolCallParser, tools, idGen); e != nil {
+		if e := setToolOutput(&po, chat, s.cfg.ToolCallParser, tools, idGen); e != nil {
 			writeError(c, e)
 			return
 		}
+		ch := r.newChoice(i, ids, po)
+		// vLLM holds a constraint until reasoning ends, unless the prompt
+		// already closed it (or thinking is off: no reasoning parser).
+		ch.afterReasoning = po.Reasoning != nil && !openai.ReasoningClosed(text)
 		r.choices = append(r.choices, ch)
 	}
 	s.run(c, r)
@@ -202,11 +220,11 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 	}
 }
 
-// setToolOutput sets how ch reads tool calls for the request's
+// setToolOutput sets how a choice reads tool calls for the request's
 // tool_choice: the configured parser (auto, and required or named in the
 // model's own format), vLLM's generic JSON array, or the named function's
 // bare arguments.
-func (ch *choice) setToolOutput(chat *openai.Chat, parser string, tools []toolparse.Tool, idGen func() string) *openai.Error {
+func setToolOutput(po *outputproc.Options, chat *openai.Chat, parser string, tools []toolparse.Tool, idGen func() string) *openai.Error {
 	mode := chat.ToolChoice.Mode
 	switch {
 	case mode == "auto" || chat.ToolOutput == openai.ToolOutputParser:
@@ -214,149 +232,16 @@ func (ch *choice) setToolOutput(chat *openai.Chat, parser string, tools []toolpa
 		if err != nil {
 			return openai.BadRequest("tool_choice", "tool call parser: %v", err)
 		}
-		ch.tools = tp
-		ch.namedTool = mode == "named"
+		po.Tools = tp
+		po.NamedChoice = mode == "named"
 	case chat.ToolOutput == openai.ToolOutputJSONArray:
 		tp, err := toolparse.New("mistral", tools, idGen)
 		if err != nil {
 			return openai.BadRequest("tool_choice", "tool call parser: %v", err)
 		}
-		ch.tools = newJSONArrayParser(tp)
+		po.Tools = newJSONArrayParser(tp)
 	case mode == "named":
-		ch.named = chat.ToolChoice.Name
+		po.NamedTool = chat.ToolChoice.Name
 	}
 	return nil
-}
-
-// Non-streamed response shapes.
-
-type respUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	TotalTokens         int `json:"total_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-type completionChoiceJSON struct {
-	Index        int             `json:"index"`
-	Text         string          `json:"text"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-	StopReason   json.RawMessage `json:"stop_reason"`
-}
-
-type toolCallJSON struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatMessageJSON struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
-	Reasoning        *string        `json:"reasoning,omitempty"`
-	ReasoningContent *string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallJSON `json:"tool_calls"`
-}
-
-type chatChoiceJSON struct {
-	Index        int             `json:"index"`
-	Message      chatMessageJSON `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-	StopReason   json.RawMessage `json:"stop_reason"`
-}
-
-type responseJSON struct {
-	ID      string    `json:"id"`
-	Object  string    `json:"object"`
-	Created int64     `json:"created"`
-	Model   string    `json:"model"`
-	Choices any       `json:"choices"`
-	Usage   respUsage `json:"usage"`
-}
-
-func stopJSON(s render.StopReason) json.RawMessage {
-	switch {
-	case s.IsText:
-		return openai.AppendString(nil, s.Text)
-	case s.IsToken:
-		return json.RawMessage(itoa(int(s.Token)))
-	}
-	return json.RawMessage("null")
-}
-
-// responseJSON renders the non-streamed body; r.mu is held.
-func (r *genRequest) responseJSON() []byte {
-	if r.api != nil {
-		u := r.apiUsage()
-		return r.api.Body([]*outputproc.Accumulator{&r.apiAcc}, &u)
-	}
-	u := r.usage()
-	resp := responseJSON{ID: r.id, Created: r.created, Model: r.model}
-	resp.Usage = respUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
-	resp.Usage.PromptTokensDetails.CachedTokens = u.CachedTokens
-	if r.chat {
-		resp.Object = "chat.completion"
-		choices := make([]chatChoiceJSON, 0, len(r.choices))
-		for _, ch := range r.choices {
-			fr := ch.finish
-			cj := chatChoiceJSON{Index: ch.index, FinishReason: &fr, StopReason: stopJSON(ch.stop), Logprobs: json.RawMessage("null")}
-			cj.Message.Role = "assistant"
-			text := ch.text.String()
-			if text != "" || len(ch.calls) == 0 {
-				cj.Message.Content = &text
-			}
-			if ch.reasoning != nil {
-				rs := ch.reason.String()
-				if r.s.cfg.ReasoningField == "reasoning_content" {
-					cj.Message.ReasoningContent = &rs
-				} else {
-					cj.Message.Reasoning = &rs
-				}
-			}
-			cj.Message.ToolCalls = []toolCallJSON{}
-			for _, t := range ch.calls {
-				var tc toolCallJSON
-				tc.ID, tc.Type = t.ID, "function"
-				tc.Function.Name, tc.Function.Arguments = t.Name, t.Arguments
-				cj.Message.ToolCalls = append(cj.Message.ToolCalls, tc)
-			}
-			if r.opts.Logprobs >= 0 {
-				lp := render.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
-				c := render.ChatChoice{Logprobs: &lp}
-				cj.Logprobs = chatLogprobsJSON(&c)
-			}
-			choices = append(choices, cj)
-		}
-		resp.Choices = choices
-	} else {
-		resp.Object = "text_completion"
-		choices := make([]completionChoiceJSON, 0, len(r.choices))
-		for _, ch := range r.choices {
-			fr := ch.finish
-			cj := completionChoiceJSON{Index: ch.index, Text: ch.text.String(), FinishReason: &fr, StopReason: stopJSON(ch.stop), Logprobs: json.RawMessage("null")}
-			if r.opts.Logprobs >= 0 {
-				lp := render.Logprobs{TokenIDs: ch.ids, Entries: ch.logprobs, Tok: r.s.deps.Tokenizer}
-				cj.Logprobs = render.AppendLegacyLogprobs(nil, &lp)
-			}
-			choices = append(choices, cj)
-		}
-		resp.Choices = choices
-	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		return openai.NewError(500, "render response: %v", err).AppendJSON(nil)
-	}
-	return b
-}
-
-// chatLogprobsJSON extracts the logprobs object from a rendered chunk.
-func chatLogprobsJSON(c *render.ChatChoice) json.RawMessage {
-	return render.AppendChatLogprobs(nil, c.Logprobs)
 }

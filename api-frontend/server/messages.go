@@ -56,8 +56,8 @@ func (s *Server) messages(c *gin.Context) {
 		meta.Seal = s.deps.Sealer.Seal
 	}
 	api := &apiSurface{prefix: "msg_", toolPrefix: "toolu_", clamp: true,
-		newRenderer: func(r *genRequest) render.Renderer {
-			meta.ID, meta.Model = r.id, r.model
+		newRenderer: func(id, model string, _ int64) render.Renderer {
+			meta.ID, meta.Model = id, model
 			return anthropic.NewStream(meta)
 		},
 	}

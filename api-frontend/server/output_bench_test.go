@@ -11,8 +11,9 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
-	"github.com/sluice-llm/sluice/api-frontend/render"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc"
 )
 
 // idleTransport is an engine connection that is up and never lags: the
@@ -35,27 +36,14 @@ func (t *idleTransport) Call(string, []byte, time.Duration) (*ipc.UtilityResult,
 // interval 1 without the engine, the HTTP clients or any other process:
 // 1024 streams, each a direct (hijacked) loopback TCP connection drained by
 // a reader goroutine, take one engine output in turn through
-// choice.Output — output state, detokenization, chunk rendering, framing
-// and the one non-blocking send — on a locked OS thread whose user and
-// system CPU time (getrusage RUSAGE_THREAD) is reported per token. Next to
-// BenchmarkLoopbackWriteFloor (api-frontend/e2etest), the difference is
+// choice.Output — output processor, detokenization, chunk rendering,
+// framing and the one non-blocking send — on a locked OS thread whose user
+// and system CPU time (getrusage RUSAGE_THREAD) is reported per token. Next
+// to BenchmarkLoopbackWriteFloor (api-frontend/e2etest), the difference is
 // what the frontend adds to the send itself.
-//
-// The prefetch variant prefetches the next streams in stages
-// (choice.Prefetch), as the engine client's dispatch does.
 //
 //	go test -run XXX -bench StreamOutput -benchtime 300000x ./api-frontend/server/
 func BenchmarkStreamOutput(b *testing.B) {
-	for _, warm := range []bool{false, true} {
-		name := "plain"
-		if warm {
-			name = "prefetch"
-		}
-		b.Run(name, func(b *testing.B) { streamOutput(b, warm) })
-	}
-}
-
-func streamOutput(b *testing.B, warm bool) {
 	const streams = 1024
 	tr := &idleTransport{outputs: make(chan *ipc.Outputs), events: make(chan engineclient.Event)}
 	client := engineclient.New([]engineclient.Transport{tr}, engineclient.Options{})
@@ -83,20 +71,13 @@ func streamOutput(b *testing.B, warm bool) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		rc, err := c.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			b.Fatal(err)
-		}
-		h := &hijackedSSE{conn: c, rc: rc, fd: -1}
-		_ = rc.Control(func(fd uintptr) { h.fd = int(fd) })
 		opts := &openai.Options{N: 1, Logprobs: -1, Stream: true, StreamInterval: 1}
-		r := &genRequest{s: srv, opts: opts, id: fmt.Sprintf("cmpl-%08d", i), model: "m", firstSeen: true}
-		r.hdr = render.NewStreamHeader(r.id, "text_completion", time.Now().Unix(), "m")
-		r.stream, r.logprobs = true, -1
-		r.buf = *getBuf()
-		r.direct, r.fd = h, h.fd
+		r := srv.newStream(false, "m", opts, fmt.Sprintf("%08d", i))
+		r.state, r.stream = stateRunning, true
+		r.buf = *sse.GetBuf()
+		r.conn = sse.FromConn(c)
 		r.wake = make(chan struct{}, 1)
-		ch := r.newChoice(0, []int32{'x'})
+		ch := r.newChoice(0, []int32{'x'}, outputproc.Options{})
 		r.choices, r.remaining = []*choice{ch}, 1
 		chs[i] = ch
 		outs[i] = ipc.Output{RequestID: ch.engineID, NewTokenIDs: []int32{int32('a' + i%26)}}
@@ -115,15 +96,10 @@ func streamOutput(b *testing.B, warm bool) {
 		now := time.Now() // one reading per engine batch in the real dispatch
 		for i := 0; i < b.N; i++ {
 			ch := chs[i%streams]
-			if warm {
-				for stage := 0; stage < engineclient.PrefetchStages; stage++ {
-					chs[(i+engineclient.PrefetchStages-stage)%streams].Prefetch(stage)
-				}
-			}
 			ch.Output(&outs[i%streams], now)
 			if r := ch.r; len(r.framed) > 0 { // the socket was full: catch up
 				r.mu.Lock()
-				_, _ = r.direct.conn.Write(r.framed)
+				_ = r.conn.WriteRaw(r.framed)
 				r.framed = r.framed[:0]
 				r.mu.Unlock()
 			}

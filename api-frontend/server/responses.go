@@ -108,17 +108,17 @@ func (s *Server) responses(c *gin.Context) {
 	}
 	var st *responses.Stream
 	api := &apiSurface{prefix: "resp_", toolPrefix: "call_",
-		newRenderer: func(r *genRequest) render.Renderer {
-			meta.ID, meta.Model, meta.CreatedAt = r.id, r.model, r.created
+		newRenderer: func(id, model string, created int64) render.Renderer {
+			meta.ID, meta.Model, meta.CreatedAt = id, model, created
 			st = responses.NewStream(meta)
 			return st
 		},
-		done: func(r *genRequest) {
+		done: func(r *stream) {
 			if !meta.Store {
 				return
 			}
 			r.mu.Lock()
-			ok := r.done && r.err == nil
+			ok := r.state >= stateEnded && r.err == nil
 			final := st.Final()
 			items := st.OutputItems()
 			r.mu.Unlock()

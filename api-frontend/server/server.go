@@ -59,6 +59,11 @@ type Config struct {
 	MaxQueuedRequests int
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
+	// MaxStreamBufferBytes bounds the bytes one stream may hold for a
+	// client that does not read (rendered and unwritten, plus tokens held
+	// back): past it the request is aborted in the engine and its socket
+	// writes fail. 0 means DefaultMaxStreamBufferBytes; negative, no bound.
+	MaxStreamBufferBytes int
 	// EnableAutoToolChoice, ToolCallParser, ReasoningParser and
 	// ReasoningField configure tool calling and reasoning output.
 	EnableAutoToolChoice bool
@@ -126,6 +131,11 @@ type Server struct {
 	endStreams context.CancelFunc
 }
 
+// DefaultMaxStreamBufferBytes is Config.MaxStreamBufferBytes's default:
+// far above what a reading client ever leaves buffered (a chunk or two),
+// far below what an n=128, logprobs=20 stream grows to when unread.
+const DefaultMaxStreamBufferBytes = 16 << 20
+
 // New builds the server and its routes.
 func New(cfg Config, deps Deps) *Server {
 	if cfg.StreamInterval < 1 {
@@ -133,6 +143,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
+	}
+	switch {
+	case cfg.MaxStreamBufferBytes == 0:
+		cfg.MaxStreamBufferBytes = DefaultMaxStreamBufferBytes
+	case cfg.MaxStreamBufferBytes < 0:
+		cfg.MaxStreamBufferBytes = 0
 	}
 	if cfg.ReasoningField == "" {
 		cfg.ReasoningField = "reasoning"

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -436,5 +440,52 @@ func TestPlainWriterFallback(t *testing.T) {
 	}
 	if text != "fallback" || chunks[len(chunks)-1].Usage == nil {
 		t.Fatalf("text %q; body %s", text, rec.Body.String())
+	}
+}
+
+// TestClientNeverReads is issue 21 item 5: a stream whose client never
+// reads (n 8, logprobs 5, a tiny receive window) must not hold unbounded
+// memory. Past MaxStreamBufferBytes the request is aborted in the engine
+// long before max_tokens, the socket is closed, and the server serves the
+// next request as usual.
+func TestClientNeverReads(t *testing.T) {
+	const limit = 16 << 10
+	env := newTestEnv(t, Config{sndBuf: 4096, MaxStreamBufferBytes: limit}, strings.Repeat("0123456789", 30))
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(env.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"prompt":"x","max_tokens":240,"n":8,"logprobs":5,"stream":true}`
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// never read: the engine must see all 8 requests aborted
+	deadline := time.Now().Add(10 * time.Second)
+	for len(env.eng.abortedIDs()) < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("aborted %v after 10 s; want the 8 requests of the unread stream", env.eng.abortedIDs())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, a := range env.eng.added {
+		if !strings.HasPrefix(a.RequestID, "cmpl-") {
+			t.Fatalf("unexpected request %s", a.RequestID)
+		}
+	}
+	// the stream's socket is closed: reading now drains and ends
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	if err != nil {
+		t.Fatalf("read the aborted stream: %v after %d bytes", err, n)
+	}
+	if n >= 240*8*100 {
+		t.Fatalf("%d bytes reached the client: the stream was not cut short", n)
+	}
+	// the server is fine
+	r, text := env.post("/v1/completions", `{"prompt":"y","max_tokens":5}`)
+	if r.StatusCode != 200 || !strings.Contains(string(text), `"text":"01234"`) {
+		t.Fatalf("next request: %d %s", r.StatusCode, text)
 	}
 }

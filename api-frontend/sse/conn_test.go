@@ -1,4 +1,4 @@
-package server
+package sse
 
 import (
 	"bytes"
@@ -109,7 +109,7 @@ func TestHijackedWriteRawPartial(t *testing.T) {
 		b, _ := io.ReadAll(io.LimitReader(server, int64(len(payload))))
 		got <- b
 	}()
-	if err := h.writeRaw(payload); err != nil {
+	if err := h.WriteRaw(payload); err != nil {
 		t.Fatal(err)
 	}
 	if b := <-got; !bytes.Equal(b, payload) {

@@ -1,0 +1,318 @@
+// Package sse is the socket end of a streamed response: one Conn per
+// HTTP request, which sends Server-Sent Events bytes to the client. On
+// HTTP/1.1 it takes the connection over (http.Hijacker) and sends each
+// chunk, framed in place, with one send(2) (TryWrite: MSG_DONTWAIT, no
+// runtime hooks); otherwise it writes through the ResponseWriter. Callers
+// see only Conn; the measured tricks stay here.
+//
+// Buffers: a stream's bytes are rendered after Headroom free bytes, where
+// Frame writes the HTTP/1.1 chunk-size line, so a chunk needs no copy.
+// GetBuf and PutBuf recycle such buffers.
+package sse
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Headroom is the space kept free at the start of every stream buffer,
+// where Frame puts the HTTP/1.1 chunk-size line, so that a chunk goes to
+// the socket with one write and no copy.
+const Headroom = 10
+
+// bufPool recycles stream buffers (each starts with Headroom bytes).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, Headroom, 4096); return &b }}
+
+// GetBuf returns a pooled buffer holding Headroom bytes.
+func GetBuf() *[]byte {
+	b := bufPool.Get().(*[]byte)
+	*b = (*b)[:Headroom]
+	return b
+}
+
+// PutBuf returns b to the pool (huge buffers are dropped).
+func PutBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return // do not keep huge buffers
+	}
+	bufPool.Put(b)
+}
+
+// ErrNoDirect is returned by TryWrite on a Conn that cannot write without
+// blocking (the ResponseWriter fallback).
+var ErrNoDirect = errors.New("sse: no non-blocking write on this connection")
+
+// Conn sends one response's SSE bytes. Write, WriteRaw and TryWrite must
+// not be called concurrently (the stream's writer rule decides who
+// calls); Abort may be called from any goroutine.
+type Conn interface {
+	// Write sends (*buf)[Headroom:] as one chunk, blocking; the headroom
+	// may be overwritten and buf may grow by a few bytes of framing. last
+	// ends the response.
+	Write(buf *[]byte, last bool) error
+	// WriteRaw sends bytes already framed (by Frame), blocking.
+	WriteRaw(b []byte) error
+	// Direct reports whether TryWrite works on this Conn.
+	Direct() bool
+	// TryWrite sends framed bytes without blocking and returns how many
+	// the socket took (syscall.EAGAIN when none; ErrNoDirect when the
+	// Conn has no such path).
+	TryWrite(b []byte) (int, error)
+	// Abort makes pending and later writes fail at once: the stream gives
+	// up on a client that does not read.
+	Abort()
+	// Close releases the connection.
+	Close()
+}
+
+// Frame turns buf (payload after Headroom) into one HTTP/1.1
+// chunk in place, adding the terminating chunk when last, and returns the
+// bytes to send ("" when there is nothing).
+func Frame(buf *[]byte, last bool) []byte {
+	b := *buf
+	n := len(b) - Headroom
+	start := Headroom
+	if n > 0 {
+		var hex [16]byte
+		hx := strconv.AppendInt(hex[:0], int64(n), 16)
+		hx = append(hx, '\r', '\n')
+		start = Headroom - len(hx)
+		copy(b[start:], hx)
+		b = append(b, '\r', '\n')
+	}
+	if last {
+		b = append(b, "0\r\n\r\n"...)
+	}
+	*buf = b
+	return b[start:]
+}
+
+// Start sends the response head and returns the stream's Conn. It
+// takes the connection over (http.Hijacker) when it can: SSE frames then go
+// to the socket with one write each, skipping net/http's buffering, chunk
+// formatting and copies (the largest frontend cost per token after the
+// write syscall itself). gone is called once if the client disconnects.
+// Otherwise it falls back to the ResponseWriter.
+func Start(w http.ResponseWriter, req *http.Request, sndBuf int, gone func()) (Conn, error) {
+	if req.ProtoMajor == 1 && req.ProtoMinor == 1 && canHijack(w) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			if brw != nil && brw.Writer.Buffered() > 0 {
+				_ = brw.Writer.Flush()
+			}
+			if tc, ok := conn.(*net.TCPConn); ok && sndBuf > 0 {
+				_ = tc.SetWriteBuffer(sndBuf)
+			}
+			h := newHijacked(conn)
+			head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n" +
+				"Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+			if _, err := conn.Write([]byte(head)); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			go h.watch(gone)
+			return h, nil
+		}
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	stop := context.AfterFunc(req.Context(), gone)
+	return &plainSSE{w: w, rc: rc, stop: stop}, nil
+}
+
+// FromConn returns a Conn that writes already-sent-head SSE chunks to c
+// (a taken-over connection), with the non-blocking path when c exposes its
+// descriptor. The server's benchmarks use it; Start uses it after Hijack.
+func FromConn(c net.Conn) Conn { return newHijacked(c) }
+
+func newHijacked(conn net.Conn) *hijackedSSE {
+	h := &hijackedSSE{conn: conn, fd: -1}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			h.rc = rc
+			_ = rc.Control(func(fd uintptr) { h.fd = int(fd) })
+		}
+	}
+	return h
+}
+
+// canHijack reports whether the writer under w (gin's, say) can be
+// hijacked (gin's own Hijack panics when it cannot).
+func canHijack(rw http.ResponseWriter) bool {
+	for {
+		u, ok := rw.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			_, ok := rw.(http.Hijacker)
+			return ok
+		}
+		rw = u.Unwrap()
+	}
+}
+
+// hijackedSSE writes HTTP/1.1 chunked frames straight to the connection.
+type hijackedSSE struct {
+	conn net.Conn
+	rc   syscall.RawConn // for non-blocking writes; nil if unavailable
+	// fd is the socket (non-blocking, as the runtime's poller sets every
+	// socket) for the raw sends of tryWrite and writeRaw; -1 if unavailable. It stays valid
+	// until close, which the stream calls only after detaching the writer
+	// from its request (r.direct = nil under r.mu).
+	fd int
+}
+
+// Write implements Conn.
+func (h *hijackedSSE) Write(buf *[]byte, last bool) error {
+	return h.WriteRaw(Frame(buf, last))
+}
+
+// WriteRaw implements Conn.
+func (h *hijackedSSE) WriteRaw(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if h.fd >= 0 {
+		// Usually the socket takes it all at once: skip net.Conn's
+		// poller bookkeeping and syscall hooks as tryWrite does, and
+		// wait through the poller only for what is left.
+		n, err := sendNonBlocking(h.fd, b)
+		if err != nil && err != syscall.EAGAIN {
+			return err
+		}
+		if b = b[max(n, 0):]; len(b) == 0 {
+			return nil
+		}
+	}
+	_, err := h.conn.Write(b)
+	return err
+}
+
+// Direct implements Conn.
+func (h *hijackedSSE) Direct() bool { return h.fd >= 0 || h.rc != nil }
+
+// TryWrite implements Conn: it writes b without waiting: it returns how much the socket took
+// (syscall.EAGAIN when none).
+//
+// It is the one syscall per streamed token, so it goes straight to
+// send(2) with MSG_DONTWAIT: no poll.FD lock and poller reset, no
+// entersyscall/exitsyscall (RawSyscall), and none of write(2)'s VFS work
+// (fdget_pos, rw_verify_area, fsnotify). MSG_NOSIGNAL turns a closed peer
+// into EPIPE without a SIGPIPE. Besides their own cost, the runtime's
+// syscall hooks let sysmon hand the P of a write that took more than
+// 20 µs (a preempted vCPU) to another thread, and then poll every 20 µs.
+// A MSG_DONTWAIT send never sleeps, so keeping the P is right.
+// BenchmarkLoopbackWriteFloor (api-frontend/e2etest) compares the ways.
+func (h *hijackedSSE) TryWrite(b []byte) (int, error) {
+	if h.fd < 0 {
+		if h.rc == nil {
+			return 0, ErrNoDirect
+		}
+		return h.tryWriteRC(b)
+	}
+	return sendNonBlocking(h.fd, b)
+}
+
+// sendNonBlocking is tryWrite on the socket fd.
+func sendNonBlocking(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		runtime.KeepAlive(b)
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return 0, e
+		}
+	}
+}
+
+// tryWriteRC is tryWrite through the RawConn (no descriptor was known).
+func (h *hijackedSSE) tryWriteRC(b []byte) (int, error) {
+	var n int
+	var werr error
+	err := h.rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, werr
+}
+
+// Abort implements Conn: a write deadline in the past fails a blocked
+// conn.Write at once; raw sends fail once close shuts the socket.
+func (h *hijackedSSE) Abort() { _ = h.conn.SetWriteDeadline(time.Unix(1, 0)) }
+
+// Close implements Conn.
+func (h *hijackedSSE) Close() { _ = h.conn.Close() }
+
+// watch reads until the client closes the connection (or close is called)
+// and then reports the client gone; a streaming client sends nothing more.
+func (h *hijackedSSE) watch(gone func()) {
+	var b [512]byte
+	for {
+		if _, err := h.conn.Read(b[:]); err != nil {
+			gone()
+			return
+		}
+	}
+}
+
+// plainSSE writes through the ResponseWriter (HTTP/2, or no hijacking).
+type plainSSE struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	stop func() bool
+}
+
+// Write implements Conn.
+func (p *plainSSE) Write(buf *[]byte, last bool) error {
+	b := (*buf)[Headroom:]
+	if len(b) == 0 {
+		return nil
+	}
+	return p.WriteRaw(b)
+}
+
+// WriteRaw implements Conn.
+func (p *plainSSE) WriteRaw(b []byte) error {
+	if _, err := p.w.Write(b); err != nil {
+		return err
+	}
+	return p.rc.Flush()
+}
+
+// Direct implements Conn: the ResponseWriter has no non-blocking path.
+func (p *plainSSE) Direct() bool { return false }
+
+// TryWrite implements Conn.
+func (p *plainSSE) TryWrite([]byte) (int, error) { return 0, ErrNoDirect }
+
+// Abort implements Conn.
+func (p *plainSSE) Abort() { _ = p.rc.SetWriteDeadline(time.Unix(1, 0)) }
+
+// Close implements Conn.
+func (p *plainSSE) Close() { p.stop() }
