@@ -163,6 +163,11 @@ func run(args []string) error {
 		transports = append(transports, engineclient.FromZMQ(conn))
 	}
 	metrics := server.NewMetrics(served)
+	store, sealer, closeStore, err := openResponseStore(&cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	var srv *server.Server
 	client := engineclient.New(transports, engineclient.Options{
 		OnBatch: metrics.Batch,
@@ -187,7 +192,7 @@ func run(args []string) error {
 		FrontendID:           cfg.FrontendID,
 		Version:              Version,
 		Commit:               Commit,
-	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log})
+	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log, Store: store, Sealer: sealer})
 	client.Start()
 	if cfg.WebUI {
 		mountWebUI(srv, client, metrics, served, &cfg)
