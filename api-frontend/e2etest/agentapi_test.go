@@ -404,3 +404,53 @@ func TestMessagesSDK(t *testing.T) {
 		}
 	})
 }
+
+// TestResponsesAcrossFrontends chains previous_response_id over two
+// frontends sharing one port (--api-server-count 2): every request opens a
+// new connection, so SO_REUSEPORT spreads them, and each continues a
+// response that the other frontend may have stored.
+func TestResponsesAcrossFrontends(t *testing.T) {
+	base := startAgentServer(t, "--api-server-count", "2")
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0), option.WithHTTPClient(hc))
+	ctx := context.Background()
+	pids := map[float64]bool{}
+	prev := ""
+	for i := range 12 {
+		p := responses.ResponseNewParams{
+			Model: "demo",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(fmt.Sprintf("Turn %d: please do AGPROSE now.", i))},
+		}
+		if prev != "" {
+			p.PreviousResponseID = openai.String(prev)
+		}
+		resp, err := client.Responses.New(ctx, p)
+		if err != nil {
+			t.Fatalf("turn %d (previous %s): %v", i, prev, err)
+		}
+		if resp.OutputText() != agentCases()[0].content {
+			t.Fatalf("turn %d: %q", i, resp.OutputText())
+		}
+		prev = resp.ID
+		var v map[string]any
+		r, err := hc.Get(base + "/version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(r.Body).Decode(&v)
+		r.Body.Close()
+		pid, _ := v["pid"].(float64)
+		pids[pid] = true
+	}
+	if len(pids) < 2 {
+		t.Fatalf("all requests reached one frontend (pids %v)", pids)
+	}
+	// The last response holds the whole conversation: 12 user turns.
+	got, err := client.Responses.Get(ctx, prev, responses.ResponseGetParams{})
+	if err != nil || got.PreviousResponseID == "" {
+		t.Fatalf("GET last: %v %+v", err, got)
+	}
+	if got.Usage.InputTokens < 12*10 {
+		t.Errorf("the last turn's prompt has %d tokens: the history did not carry over", got.Usage.InputTokens)
+	}
+}
