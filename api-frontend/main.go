@@ -37,6 +37,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
+	"github.com/sluice-llm/sluice/modelfile/modelref"
 	"github.com/sluice-llm/sluice/text/chattemplate"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
@@ -92,7 +93,7 @@ func run(args []string) error {
 		return launcher.Run(ctx, opts)
 	}
 
-	modelPath, err := resolveModel(cfg.Model)
+	modelPath, err := modelref.Resolve(context.Background(), cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -184,6 +185,7 @@ func run(args []string) error {
 		StreamInterval:       cfg.StreamInterval,
 		APIKey:               cfg.APIKey,
 		MaxQueuedRequests:    cfg.MaxQueuedRequests,
+		MaxStreamBufferBytes: cfg.MaxStreamBufferBytes,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
 		ToolCallParser:       cfg.ToolCallParser,

@@ -1,40 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/server"
-	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/modelfile/hub"
 	"github.com/sluice-llm/sluice/outputproc/reasoning"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
-
-// resolveModel maps --model to the path the tokenizer loads from: "demo"
-// (or demo-15m, demo-110m) is the generated demo model, cached on first use;
-// org/name is a Hugging Face Hub repository, downloaded into the HF cache
-// (HF_HOME, HF_TOKEN, HF_HUB_OFFLINE honoured). With --engine spawn the
-// frontend resolves first, so the engine finds the files cached.
-func resolveModel(m string) (string, error) {
-	if hub.IsRepoID(m) {
-		dir, err := hub.Download(context.Background(), m, hub.OptionsFromEnv())
-		if err != nil {
-			return "", fmt.Errorf("download %s: %w", m, err)
-		}
-		return dir, nil
-	}
-	dir, ok, err := demo.Resolve(m)
-	if err != nil {
-		return "", fmt.Errorf("prepare demo model: %w", err)
-	}
-	if ok {
-		return dir, nil
-	}
-	return m, nil
-}
 
 // checkParsers fails at startup on unknown parser names.
 func checkParsers(toolParser, reasoningParser string) error {

@@ -25,17 +25,19 @@ type Frontend struct {
 	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, …)"`
 	ReasoningField       string `flag:"reasoning-field" yaml:"reasoning_field" usage:"name of the reasoning field in chat messages: reasoning or reasoning_content"`
 
-	MaxQueuedRequests int           `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
-	MaxBodyBytes      int64         `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
-	ChatTemplate      string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
-	WebUI             bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
-	APIServerCount    int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
-	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
-	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
-	PprofAddr         string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
-	FrontendID        string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
-	EngineStartup     time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
-	EngineLiveness    time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+	MaxQueuedRequests int   `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
+	MaxBodyBytes      int64 `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
+	// MaxStreamBufferBytes bounds what one stream holds for a client that does not read.
+	MaxStreamBufferBytes int           `flag:"max-stream-buffer-bytes" yaml:"max_stream_buffer_bytes" usage:"bytes one stream may hold unwritten for a client that does not read; past it the request is aborted (0: 16 MiB, -1: no bound)"`
+	ChatTemplate         string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
+	WebUI                bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
+	APIServerCount       int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
+	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
+	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
+	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
+	FrontendID           string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
+	EngineStartup        time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
+	EngineLiveness       time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
 	// EngineCurveKeyFile turns on CURVE encryption towards tcp:// engines.
 	EngineCurveKeyFile string `flag:"engine-curve-public-key-file" yaml:"engine_curve_public_key_file" usage:"file with the engine's Z85 CURVE public key: encrypts the tcp:// connection to the engine"`
 	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).

@@ -18,59 +18,21 @@ type Codec struct {
 	out []byte // the per-step fast path's buffer
 	buf bytes.Buffer
 	enc *msgpack.Encoder
-	rd  frameReader
+	rd  bytes.Reader
 	dec *msgpack.Decoder
-}
-
-// frameReader is the decoder's source. Besides the frame's bytes it carries
-// an intern table for request ids: a live request's id recurs in every step's
-// batch, so decoding it as a lookup instead of a new string removes one
-// allocation per output per step.
-type frameReader struct {
-	bytes.Reader
-	intern  map[string]string
-	scratch []byte
+	// intern maps request ids to one string each: a live request's id
+	// recurs in every step's batch, so decoding it as a lookup instead of
+	// a new string removes one allocation per output per step.
+	intern map[string]string
 }
 
 // maxInterned bounds the intern table; it is cleared when full (ids of
 // finished requests go with it).
 const maxInterned = 1 << 16
 
-// decodeID reads a string, interned when the decoder reads from a Codec.
-func decodeID(d *msgpack.Decoder) (string, error) {
-	fr, ok := d.Buffered().(*frameReader)
-	if !ok || fr.intern == nil {
-		return d.DecodeString()
-	}
-	n, err := d.DecodeBytesLen()
-	if err != nil || n <= 0 {
-		return "", err
-	}
-	if n > fr.Len() {
-		return "", fmt.Errorf("string length %d exceeds remaining %d bytes", n, fr.Len())
-	}
-	if cap(fr.scratch) < n {
-		fr.scratch = make([]byte, n)
-	}
-	b := fr.scratch[:n]
-	if _, err := fr.Read(b); err != nil {
-		return "", err
-	}
-	if s, ok := fr.intern[string(b)]; ok {
-		return s, nil
-	}
-	if len(fr.intern) >= maxInterned {
-		clear(fr.intern)
-	}
-	s := string(b)
-	fr.intern[s] = s
-	return s, nil
-}
-
 // NewCodec returns a codec with empty buffers.
 func NewCodec() *Codec {
-	c := &Codec{}
-	c.rd.intern = make(map[string]string)
+	c := &Codec{intern: make(map[string]string)}
 	c.enc = msgpack.NewEncoder(&c.buf)
 	c.enc.UseCompactInts(true)
 	c.dec = msgpack.NewDecoder(&c.rd)
@@ -158,7 +120,7 @@ func (c *Codec) DecodeInto(frame []byte, msg any) (err error) {
 		}
 	}()
 	if m, ok := msg.(*Outputs); ok {
-		rest, err := m.readMsg(frame[1:], c.rd.intern)
+		rest, err := m.readMsg(frame[1:], c.intern)
 		if err != nil {
 			return fmt.Errorf("ipc: decode %s: %w", Kind(frame[0]), err)
 		}

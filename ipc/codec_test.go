@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 func randInt32s(r *rand.Rand, n int) []int32 {
@@ -263,71 +261,6 @@ func threadCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-// TestFastPathWireCompatible checks that the slice-based Outputs codec and
-// the vmihailenco/msgpack methods read each other's bytes.
-func TestFastPathWireCompatible(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for iter := 0; iter < 200; iter++ {
-		var want *Outputs
-		for _, m := range randMessages(r) {
-			if m.kind == KindOutputs {
-				want = m.msg.(*Outputs)
-			}
-		}
-		// fast → library
-		fast := want.AppendMsg(nil)
-		var viaLib Outputs
-		if err := msgpack.NewDecoder(bytes.NewReader(fast)).Decode(&viaLib); err != nil {
-			t.Fatalf("library decode of fast bytes: %v", err)
-		}
-		if !reflect.DeepEqual(normalize(&viaLib), normalize(want)) {
-			t.Fatalf("fast→library:\n got %+v\nwant %+v", normalize(&viaLib), normalize(want))
-		}
-		// library → fast
-		var buf bytes.Buffer
-		enc := msgpack.NewEncoder(&buf)
-		if err := want.EncodeMsgpack(enc); err != nil {
-			t.Fatal(err)
-		}
-		var viaFast Outputs
-		if _, err := viaFast.readMsg(buf.Bytes(), nil); err != nil {
-			t.Fatalf("fast decode of library bytes: %v", err)
-		}
-		if !reflect.DeepEqual(normalize(&viaFast), normalize(want)) {
-			t.Fatalf("library→fast:\n got %+v\nwant %+v", normalize(&viaFast), normalize(want))
-		}
-	}
-}
-
-// BenchmarkOutputsCodecLibrary is the same batch through vmihailenco/msgpack's
-// low-level Encoder/Decoder (the hand-written EncodeMsgpack/DecodeMsgpack
-// methods), for comparison with the slice-based path Codec uses.
-func BenchmarkOutputsCodecLibrary(b *testing.B) {
-	batch := benchBatch(1024, 1)
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.UseCompactInts(true)
-	var rd bytes.Reader
-	dec := msgpack.NewDecoder(&rd)
-	var into Outputs
-	b.ReportAllocs()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cpu0 := threadCPU()
-	for b.Loop() {
-		buf.Reset()
-		if err := batch.EncodeMsgpack(enc); err != nil {
-			b.Fatal(err)
-		}
-		rd.Reset(buf.Bytes())
-		dec.Reset(&rd)
-		if err := into.DecodeMsgpack(dec); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // TestDecodeOutputsKeepsNoView: a decoded batch holds no view of the frame

@@ -6,13 +6,15 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// The per-step path: Outputs is encoded by appending to a byte slice and
-// decoded by slicing one, with tinylib/msgp's runtime primitives (what its
-// code generator emits, written out by hand for these few types). The bytes
-// are the same msgpack as the EncodeMsgpack/DecodeMsgpack methods that
-// vmihailenco/msgpack drives (tests check both directions), but without an
-// io.Writer/io.Reader call per value: the library path costs ~190 µs of CPU per
-// 1024-output batch here, this one a fraction of that (docs/BENCHMARKS.md).
+// The one codec of the per-step types (Outputs, Output, TokenLogprobs,
+// SchedulerStats): encoded by appending to a byte slice and decoded by
+// slicing one, with tinylib/msgp's runtime primitives (what its code
+// generator emits, written out by hand for these few types), without an
+// io.Writer/io.Reader call per value (vmihailenco/msgpack's path cost
+// ~190 µs of CPU per 1024-output batch, this one a fraction of that:
+// docs/BENCHMARKS.md). Their EncodeMsgpack/DecodeMsgpack methods (hot.go)
+// only adapt this codec to vmihailenco/msgpack's interfaces. The bytes are
+// pinned by testdata/frames.golden.
 
 // AppendMsg appends o's msgpack encoding to b.
 func (o *Outputs) AppendMsg(b []byte) []byte {

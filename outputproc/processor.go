@@ -48,21 +48,30 @@ type Options struct {
 // A Processor is pure (no clock, no I/O) and not safe for concurrent use:
 // exactly one goroutine owns it at a time.
 type Processor struct {
-	st        State
-	o         Options
-	namedSent bool
-	prompt    int
-	calls     []ToolCallDelta // reused for Delta.ToolCalls
-	delta     Delta
+	st State
+	// What typed reads for every emitted delta, next to the State's end
+	// (Options is not kept: its Text part is the State's).
+	index       int
+	prompt      int
+	namedSent   bool
+	namedChoice bool
+	reasoning   ReasoningParser
+	tools       toolparse.Parser
+	echo        string
+	namedTool   string
+	toolID      func() string
+	calls       []ToolCallDelta // reused for Delta.ToolCalls
+	delta       Delta           // Process's delta (ProcessInto's caller brings its own)
 }
 
 // Init sets p up for one completion decoded with tok, in place (so that a
 // caller can keep the Processor inside its own per-stream struct).
 func (p *Processor) Init(tok tokenizer.Tokenizer, o Options) {
 	p.st.Init(tok, o.Text)
-	p.o = o
-	p.namedSent = false
-	p.prompt = len(o.Text.PromptIDs)
+	p.index, p.prompt = o.Index, len(o.Text.PromptIDs)
+	p.namedSent, p.namedChoice = false, o.NamedChoice
+	p.reasoning, p.tools = o.Reasoning, o.Tools
+	p.echo, p.namedTool, p.toolID = o.Echo, o.NamedTool, o.ToolID
 	p.calls = p.calls[:0]
 }
 
@@ -90,11 +99,23 @@ func (p *Processor) PendingBytes() int { return p.st.PendingBytes() }
 // the completion while the engine still runs it: the caller must send
 // ABORT. Outputs after the finish are ignored.
 func (p *Processor) Process(out *ipc.Output, hold bool) (d *Delta, abort bool) {
-	td, abort := p.st.Process(out, hold)
-	if td == nil {
+	ok, abort := p.ProcessInto(out, hold, &p.delta)
+	if !ok {
 		return nil, abort
 	}
-	return p.typed(td), abort
+	return &p.delta, abort
+}
+
+// ProcessInto is Process writing the delta into d and reporting whether
+// there is one: a caller serving many streams keeps d on its stack, which
+// stays in the CPU's caches while a thousand streams' Processors do not.
+func (p *Processor) ProcessInto(out *ipc.Output, hold bool, d *Delta) (ok, abort bool) {
+	var td TextDelta
+	ok, abort = p.st.ProcessInto(out, hold, &td)
+	if ok {
+		p.typed(&td, d)
+	}
+	return ok, abort
 }
 
 // Fail ends the completion with an error (engine down, internal failure):
@@ -105,7 +126,8 @@ func (p *Processor) Fail(msg string) *Delta {
 	if td == nil {
 		return nil
 	}
-	return p.typed(td)
+	p.typed(td, &p.delta)
+	return &p.delta
 }
 
 // Pending returns a delta of everything not yet emitted, without ending
@@ -116,19 +138,19 @@ func (p *Processor) Pending() *Delta {
 	if td == nil {
 		return nil
 	}
-	return p.typed(td)
+	p.typed(td, &p.delta)
+	return &p.delta
 }
 
-// typed runs the parsers over a text delta and fills p.delta.
-func (p *Processor) typed(td *TextDelta) *Delta {
+// typed runs the parsers over a text delta and fills d.
+func (p *Processor) typed(td *TextDelta, d *Delta) {
 	final := td.Finished
 	text := td.Text
-	if td.First && p.o.Echo != "" {
-		text = p.o.Echo + text
+	if td.First && p.echo != "" {
+		text = p.echo + text
 	}
-	d := &p.delta
 	*d = Delta{
-		Index:    p.o.Index,
+		Index:    p.index,
 		First:    td.First,
 		TokenIDs: td.TokenIDs,
 		Logprobs: td.Logprobs,
@@ -136,44 +158,43 @@ func (p *Processor) typed(td *TextDelta) *Delta {
 	}
 	d.Content, d.Reasoning, d.ToolCalls = p.split(text, final)
 	if !final {
-		return d
+		return
 	}
 	d.Finish = Finish{Reason: finishFromEngine(td.FinishReason), Stop: td.StopReason, Error: td.Error}
-	if d.Finish.Reason == FinishStop && p.o.Tools != nil && p.o.Tools.Called() && !p.o.NamedChoice {
+	if d.Finish.Reason == FinishStop && p.tools != nil && p.tools.Called() && !p.namedChoice {
 		d.Finish.Reason = FinishToolCalls
 	}
-	return d
 }
 
 // split runs the reasoning and tool parsers over text.
 func (p *Processor) split(text string, final bool) (content, reasoning string, calls []ToolCallDelta) {
 	content = text
-	if p.o.Reasoning != nil {
-		reasoning, content = p.o.Reasoning.Add(content)
+	if p.reasoning != nil {
+		reasoning, content = p.reasoning.Add(content)
 		if final {
-			r2, c2 := p.o.Reasoning.Finish()
+			r2, c2 := p.reasoning.Finish()
 			reasoning += r2
 			content += c2
 		}
 	}
 	p.calls = p.calls[:0]
 	switch {
-	case p.o.Tools != nil:
-		td := p.o.Tools.Add(content)
+	case p.tools != nil:
+		td := p.tools.Add(content)
 		content = td.Content
 		p.appendCalls(td.ToolCalls)
 		if final {
-			td = p.o.Tools.Finish()
+			td = p.tools.Finish()
 			content += td.Content
 			p.appendCalls(td.ToolCalls)
 		}
-	case p.o.NamedTool != "":
+	case p.namedTool != "":
 		if content != "" || (final && !p.namedSent) {
 			c := ToolCallDelta{Index: 0, Arguments: content}
 			if !p.namedSent {
-				c.Name = p.o.NamedTool
-				if p.o.ToolID != nil {
-					c.ID = p.o.ToolID()
+				c.Name = p.namedTool
+				if p.toolID != nil {
+					c.ID = p.toolID()
 				}
 				p.namedSent = true
 			}

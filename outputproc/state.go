@@ -123,8 +123,19 @@ func (s *State) NumTokens() int { return s.numTokens }
 // that a stop string ended the completion while the engine still runs it:
 // the caller must send ABORT. Outputs after the finish are ignored.
 func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
+	ok, abort := s.ProcessInto(out, hold, &s.delta)
+	if !ok {
+		return nil, abort
+	}
+	return &s.delta, abort
+}
+
+// ProcessInto is Process writing the delta into d (reporting whether there
+// is one): a caller can keep d on its stack, which stays in the CPU's
+// caches while a thousand streams' States do not.
+func (s *State) ProcessInto(out *ipc.Output, hold bool, d *TextDelta) (ok, abort bool) {
 	if s.finished {
-		return nil, false
+		return false, false
 	}
 	s.reset()
 	if out.NumCachedTokens > 0 {
@@ -158,7 +169,8 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
 			if stopped {
 				s.appendText(txt)
 				abort = !engineFinished
-				return s.finish(ipc.FinishStop, StopReason{Text: matched, IsText: true}, ""), abort
+				s.finish(d, ipc.FinishStop, StopReason{Text: matched, IsText: true}, "")
+				return true, abort
 			}
 		}
 		if engineFinished {
@@ -171,18 +183,20 @@ func (s *State) Process(out *ipc.Output, hold bool) (d *TextDelta, abort bool) {
 		if out.FinishReason == ipc.FinishStop && out.StopReason >= 0 {
 			sr = StopReason{Token: out.StopReason, IsToken: true}
 		}
-		return s.finish(out.FinishReason, sr, out.Error), false
+		s.finish(d, out.FinishReason, sr, out.Error)
+		return true, false
 	}
 	if s.p.FinalOnly || hold {
-		return nil, false
+		return false, false
 	}
 	if !s.sent || len(s.ids) >= s.interval {
 		if len(s.ids) == 0 {
-			return nil, false
+			return false, false
 		}
-		return s.emit(), false
+		s.emit(d)
+		return true, false
 	}
-	return nil, false
+	return false, false
 }
 
 // Fail ends the completion with an error (engine down, internal failure),
@@ -203,7 +217,8 @@ func (s *State) Fail(msg string) *TextDelta {
 		}
 	}
 	s.appendText(txt)
-	return s.finish(ipc.FinishError, StopReason{}, msg)
+	s.finish(&s.delta, ipc.FinishError, StopReason{}, msg)
+	return &s.delta
 }
 
 // PendingBytes estimates the memory held by output not yet emitted (text,
@@ -228,23 +243,22 @@ func (s *State) Pending() *TextDelta {
 	if s.finished || (len(s.ids) == 0 && len(s.text) == 0 && s.textStr == "") {
 		return nil
 	}
-	return s.emit()
+	s.emit(&s.delta)
+	return &s.delta
 }
 
-func (s *State) finish(fr ipc.FinishReason, sr StopReason, errMsg string) *TextDelta {
+func (s *State) finish(d *TextDelta, fr ipc.FinishReason, sr StopReason, errMsg string) {
 	s.finished = true
-	d := s.emit()
+	s.emit(d)
 	d.Finished = true
 	d.FinishReason = fr
 	d.StopReason = sr
 	d.Error = errMsg
-	return d
 }
 
-// emit moves the pending text and tokens into s.delta. The previous
-// delta's storage is reused, so the caller must be done with it.
-func (s *State) emit() *TextDelta {
-	d := &s.delta
+// emit moves the pending text and tokens into d. The previous delta's
+// storage is reused, so the caller must be done with it.
+func (s *State) emit(d *TextDelta) {
 	*d = TextDelta{
 		Text:         s.takeText(),
 		TokenIDs:     s.ids,
@@ -257,7 +271,6 @@ func (s *State) emit() *TextDelta {
 	}
 	s.sent = true
 	s.emitted = true
-	return d
 }
 
 // reset drops what the previous delta carried; it runs at the start of the

@@ -1,8 +1,8 @@
 // Package openai holds the OpenAI-compatible protocol of the frontend: the
 // request bodies of /v1/completions and /v1/chat/completions with their
 // validation (every rejection names the offending field), the error body,
-// the non-streamed response shapes, and hand-written appenders that render
-// streamed SSE chunks without encoding/json or fmt on the per-token path.
+// and the hand-written JSON writers (AppendString, AppendFloat) the
+// renderers in api-frontend/render use on the per-token path.
 //
 // Structured outputs: response_format (json_object, json_schema), vLLM's
 // structured_outputs object and its older guided_* fields are compiled

@@ -59,9 +59,13 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// AppendBytesString is AppendString for a byte slice.
+// AppendBytesString is AppendString for a byte slice. The conversion
+// copies b to the stack when it is short (a token's bytes), so this only
+// allocates for strings over 32 bytes. (AppendString is not generic over
+// string and []byte: a generic version makes its argument escape, and
+// with it every chunk the renderers build.)
 func AppendBytesString(dst []byte, b []byte) []byte {
-	return AppendString(dst, unsafeString(b))
+	return AppendString(dst, string(b))
 }
 
 // AppendFloat appends f as a JSON number the way Python's json writes a

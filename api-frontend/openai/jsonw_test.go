@@ -45,3 +45,19 @@ func TestAppendFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendBytesString: the byte-slice form writes what the string form
+// does, without allocating for token-sized input.
+func TestAppendBytesString(t *testing.T) {
+	dst := make([]byte, 0, 256)
+	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x1f", "ünï ✓ 😀", "\xff\xfe", "a\u2028b", "\xe2\x82"} {
+		want := AppendString(nil, s)
+		b := []byte(s)
+		if got := AppendBytesString(dst[:0], b); string(got) != string(want) {
+			t.Errorf("AppendBytesString(%q) = %s, want %s", s, got, want)
+		}
+		if n := testing.AllocsPerRun(100, func() { dst = AppendBytesString(dst[:0], b) }); n != 0 {
+			t.Errorf("AppendBytesString(%q) allocates %v times", s, n)
+		}
+	}
+}

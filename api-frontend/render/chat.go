@@ -3,7 +3,6 @@ package render
 import (
 	"encoding/json"
 
-	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/outputproc"
 )
 
@@ -11,18 +10,23 @@ import (
 // choice per chunk, the role with a choice's first chunk, and a
 // chat.completion body.
 type Chat struct {
-	r     Request
-	hdr   StreamHeader
+	openAIStream
 	calls []ToolCallDelta // reused per chunk
 }
 
 // NewChat returns the chat renderer of one request.
 func NewChat(r Request) *Chat {
-	return &Chat{r: r, hdr: NewStreamHeader(r.ID, "chat.completion.chunk", r.Created, r.Model)}
+	c := new(Chat)
+	c.Init(r)
+	return c
 }
 
-// Header returns the stream's fixed chunk prefix.
-func (c *Chat) Header() *StreamHeader { return &c.hdr }
+// Init sets c up as NewChat does, in place (a caller can keep the renderer
+// in its own per-request struct).
+func (c *Chat) Init(r Request) {
+	*c = Chat{}
+	c.init(r, "chat.completion.chunk")
+}
 
 // AppendDelta implements Renderer.
 func (c *Chat) AppendDelta(dst []byte, d *outputproc.Delta) []byte {
@@ -59,17 +63,6 @@ func (c *Chat) AppendDelta(dst []byte, d *outputproc.Delta) []byte {
 		u = usage(&d.Usage)
 	}
 	return AppendChatChunk(dst, &c.hdr, &ch, u)
-}
-
-// AppendEnd implements Renderer: the usage chunk when asked for, then
-// [DONE].
-func (c *Chat) AppendEnd(dst []byte, u *outputproc.Usage) []byte {
-	return appendEnd(dst, &c.hdr, c.r.IncludeUsage, u)
-}
-
-// AppendError implements Renderer: an error event, then [DONE].
-func (c *Chat) AppendError(dst []byte, e *openai.Error) []byte {
-	return append(AppendErrorEvent(dst, e), Done...)
 }
 
 type toolCallJSON struct {
@@ -129,13 +122,4 @@ func (c *Chat) Body(choices []*outputproc.Accumulator, u *outputproc.Usage) []by
 		out = append(out, cj)
 	}
 	return newResponse(&c.r, "chat.completion", u, out)
-}
-
-// appendEnd appends the end of an OpenAI stream: the usage chunk when
-// asked for, then [DONE].
-func appendEnd(dst []byte, h *StreamHeader, includeUsage bool, u *outputproc.Usage) []byte {
-	if includeUsage {
-		dst = AppendUsageChunk(dst, h, usage(u))
-	}
-	return append(dst, Done...)
 }

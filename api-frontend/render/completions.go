@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/outputproc"
 )
 
@@ -12,18 +11,23 @@ import (
 // logprobs (text_offset counts characters streamed so far, per choice) and
 // a text_completion body.
 type Completions struct {
-	r   Request
-	hdr StreamHeader
-	off []int // characters streamed so far, by choice index
+	openAIStream
+	off []int // characters streamed so far, by choice index (with logprobs)
 }
 
 // NewCompletions returns the completions renderer of one request.
 func NewCompletions(r Request) *Completions {
-	return &Completions{r: r, hdr: NewStreamHeader(r.ID, "text_completion", r.Created, r.Model)}
+	c := new(Completions)
+	c.Init(r)
+	return c
 }
 
-// Header returns the stream's fixed chunk prefix.
-func (c *Completions) Header() *StreamHeader { return &c.hdr }
+// Init sets c up as NewCompletions does, in place (a caller can keep the
+// renderer in its own per-request struct).
+func (c *Completions) Init(r Request) {
+	*c = Completions{}
+	c.init(r, "text_completion")
+}
 
 // AppendDelta implements Renderer.
 func (c *Completions) AppendDelta(dst []byte, d *outputproc.Delta) []byte {
@@ -32,32 +36,22 @@ func (c *Completions) AppendDelta(dst []byte, d *outputproc.Delta) []byte {
 	if text == "" && finish == "" && (!c.r.Logprobs || len(d.TokenIDs) == 0) {
 		return dst
 	}
-	for len(c.off) <= d.Index {
-		c.off = append(c.off, 0)
-	}
 	ch := CompletionChoice{Index: d.Index, Text: text, FinishReason: finish, StopReason: stop}
 	var lp Logprobs
 	if c.r.Logprobs {
+		// text_offset: only logprobs show it, so only they count it
+		for len(c.off) <= d.Index {
+			c.off = append(c.off, 0)
+		}
 		lp = Logprobs{TokenIDs: d.TokenIDs, Entries: d.Logprobs, Tok: c.r.Tok, TextOffset: c.off[d.Index]}
 		ch.Logprobs = &lp
+		c.off[d.Index] += utf8.RuneCountInString(text)
 	}
-	c.off[d.Index] += utf8.RuneCountInString(text)
 	var u *Usage
 	if c.r.ContinuousUsage {
 		u = usage(&d.Usage)
 	}
 	return AppendCompletionChunk(dst, &c.hdr, &ch, u)
-}
-
-// AppendEnd implements Renderer: the usage chunk when asked for, then
-// [DONE].
-func (c *Completions) AppendEnd(dst []byte, u *outputproc.Usage) []byte {
-	return appendEnd(dst, &c.hdr, c.r.IncludeUsage, u)
-}
-
-// AppendError implements Renderer: an error event, then [DONE].
-func (c *Completions) AppendError(dst []byte, e *openai.Error) []byte {
-	return append(AppendErrorEvent(dst, e), Done...)
 }
 
 type completionChoiceJSON struct {

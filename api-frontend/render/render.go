@@ -47,6 +47,35 @@ type Request struct {
 	ReasoningField string
 }
 
+// openAIStream is what the OpenAI renderers share: the chunk header and
+// the request, the end of a stream and its error event.
+type openAIStream struct {
+	hdr StreamHeader
+	r   Request
+}
+
+func (o *openAIStream) init(r Request, object string) {
+	o.r = r
+	o.hdr = NewStreamHeader(r.ID, object, r.Created, r.Model)
+}
+
+// Header returns the stream's fixed chunk prefix.
+func (o *openAIStream) Header() *StreamHeader { return &o.hdr }
+
+// AppendEnd implements Renderer: the usage chunk when asked for, then
+// [DONE].
+func (o *openAIStream) AppendEnd(dst []byte, u *outputproc.Usage) []byte {
+	if o.r.IncludeUsage {
+		dst = AppendUsageChunk(dst, &o.hdr, usage(u))
+	}
+	return append(dst, Done...)
+}
+
+// AppendError implements Renderer: an error event, then [DONE].
+func (o *openAIStream) AppendError(dst []byte, e *openai.Error) []byte {
+	return append(AppendErrorEvent(dst, e), Done...)
+}
+
 // usage converts a Usage for the appenders.
 func usage(u *outputproc.Usage) *Usage {
 	return &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens}

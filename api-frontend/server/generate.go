@@ -63,21 +63,27 @@ type stream struct {
 	framed  []byte // framed bytes a partial direct write left; the handler writes them first
 	held    int    // bytes the processors hold back (bounded with buf and framed)
 	conn    sse.Conn
+	direct  bool // conn.Direct(), read once when conn is set
 	engine  int
 	err     *openai.Error // the request failed (stream: its error event is queued)
+
+	// Immutable once run starts; read for every token, so kept next to
+	// the fields above (a thousand streams' state is cold by each one's
+	// next token, and every cache line is a miss).
+	stream      bool
+	maxBuffered int             // bound on buf+framed+held (0: none)
+	rend        render.Renderer // points into renderers
+	renderers   struct {        // the request's renderer, in this allocation
+		completions render.Completions
+		chat        render.Chat
+	}
 
 	remaining int // choices not finished
 	cached    int // prompt tokens found in the prefix cache (max over choices)
 	choices   []*choice
-	// choice0 holds the first choice (most requests have one) in the
-	// request's own allocation.
-	choice0 choice
 
 	// Immutable once run starts.
-	rend         render.Renderer
 	opts         *openai.Options
-	stream       bool
-	maxBuffered  int // bound on buf+framed+held (0: none)
 	id           string
 	arrival      time.Time
 	promptTokens int // usage: prompt tokens, once per prompt
@@ -88,6 +94,10 @@ type stream struct {
 	// on wake alone.
 	clientGone atomic.Bool
 	ending     atomic.Bool
+
+	// choice0 holds the first choice (most requests have one) in the
+	// request's own allocation.
+	choice0 choice
 }
 
 // choice is one completion of a request (one engine request).
@@ -124,10 +134,14 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	ch.lastOut = now
 	hold := r.stream && (len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.writing)
 	before := ch.proc.PendingBytes()
-	d, abort := ch.proc.Process(out, hold)
+	// The engine's scratch delta: in the caches from one output to the
+	// next (a stack variable would move to the heap through the
+	// renderer's interface call).
+	d := &r.s.deltas[r.engine].Delta
+	ok, abort := ch.proc.ProcessInto(out, hold, d)
 	r.held += ch.proc.PendingBytes() - before
 	wake := false
-	if d != nil {
+	if ok {
 		// When the chunk can go straight to the socket, render it in a
 		// pooled scratch buffer, which stays in this core's cache from one
 		// token to the next, instead of the stream's own buffer, whose
@@ -193,7 +207,7 @@ func (r *stream) overflow() {
 // directReady reports whether tryDirect may write now (before the lagging
 // check); mu is held.
 func (r *stream) directReady() bool {
-	return r.conn != nil && r.conn.Direct() && !r.writing && len(r.framed) == 0 && r.state < stateClosed
+	return r.direct && !r.writing && len(r.framed) == 0 && r.state < stateClosed
 }
 
 // tryDirect writes buf to the socket without blocking, on the engine's
@@ -472,7 +486,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 	}
 	defer w.Close()
 	r.mu.Lock()
-	r.conn = w
+	r.conn, r.direct = w, w.Direct()
 	r.mu.Unlock()
 	r.signal() // write what arrived before the socket was attached
 	spare := sse.GetBuf()
@@ -482,7 +496,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		// for appends that still arrive.
 		r.mu.Lock()
 		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
-		r.conn = nil
+		r.conn, r.direct = nil, false
 		r.mu.Unlock()
 		sse.PutBuf(spare)
 	}()

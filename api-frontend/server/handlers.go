@@ -44,11 +44,13 @@ func (s *Server) newStream(chat bool, model string, o *openai.Options, id string
 	if chat {
 		r.id = "chatcmpl-" + id
 		rr.ID = r.id
-		r.rend = render.NewChat(rr)
+		r.renderers.chat.Init(rr)
+		r.rend = &r.renderers.chat
 	} else {
 		r.id = "cmpl-" + id
 		rr.ID = r.id
-		r.rend = render.NewCompletions(rr)
+		r.renderers.completions.Init(rr)
+		r.rend = &r.renderers.completions
 	}
 	if o.StreamInterval == 0 {
 		o.StreamInterval = s.cfg.StreamInterval

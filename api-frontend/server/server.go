@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,6 +42,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/respstore"
 	"github.com/sluice-llm/sluice/api-frontend/seal"
 	"github.com/sluice-llm/sluice/ipc"
+	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
@@ -129,6 +131,17 @@ type Server struct {
 	streams    sync.WaitGroup
 	endCtx     context.Context // cancelled when open streams must end now
 	endStreams context.CancelFunc
+	// deltas holds, per engine, the delta each of its outputs is processed
+	// into: only that engine's output goroutine calls choice.Output, one
+	// output at a time, so one reused (and so cache-hot) delta serves it.
+	deltas []engineDelta
+}
+
+// engineDelta is one engine's scratch delta, padded to whole cache lines
+// so that two engines' output goroutines do not share one.
+type engineDelta struct {
+	outputproc.Delta
+	_ [64 - unsafe.Sizeof(outputproc.Delta{})%64]byte
 }
 
 // DefaultMaxStreamBufferBytes is Config.MaxStreamBufferBytes's default:
@@ -162,6 +175,7 @@ func New(cfg Config, deps Deps) *Server {
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, metrics: deps.Metrics, started: time.Now(), constraints: openai.NewConstraintCache(256)}
 	s.endCtx, s.endStreams = context.WithCancel(context.Background())
 	if deps.Engines != nil {
+		s.deltas = make([]engineDelta, deps.Engines.NumEngines())
 		for i := 0; i < deps.Engines.NumEngines(); i++ {
 			s.metrics.InitEngine(i)
 		}

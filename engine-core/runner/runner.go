@@ -28,8 +28,7 @@ import (
 	"github.com/sluice-llm/sluice/engine-core/sched"
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/kernels/cpu"
-	"github.com/sluice-llm/sluice/modelfile/demo"
-	"github.com/sluice-llm/sluice/modelfile/hub"
+	"github.com/sluice-llm/sluice/modelfile/modelref"
 )
 
 // Sampler picks tokens from rows of logits; *sample.Sampler satisfies it.
@@ -132,26 +131,14 @@ type Runner struct {
 
 var _ sched.Executor = (*Runner)(nil)
 
-// ResolveModel turns a Config.Model value into a local path: the demo
-// model is generated into the cache when asked for, and a Hugging Face Hub
-// id ("org/name", not an existing path) is downloaded into the Hugging Face
-// cache (HF_TOKEN, HF_HOME, HF_HUB_OFFLINE apply).
+// ResolveModel turns a Config.Model value into a local path (see
+// modelref.Resolve: the demo model, a Hugging Face Hub id, or a path).
 func ResolveModel(name string) (string, error) {
-	if hub.IsRepoID(name) {
-		dir, err := hub.Download(context.Background(), name, hub.OptionsFromEnv())
-		if err != nil {
-			return "", fmt.Errorf("runner: %w", err)
-		}
-		return dir, nil
-	}
-	dir, ok, err := demo.Resolve(name)
+	p, err := modelref.Resolve(context.Background(), name)
 	if err != nil {
-		return "", fmt.Errorf("runner: demo model: %w", err)
+		return "", fmt.Errorf("runner: %w", err)
 	}
-	if ok {
-		return dir, nil
-	}
-	return name, nil
+	return p, nil
 }
 
 // New loads the model and allocates the KV cache.
