@@ -174,3 +174,17 @@ func TestStreamEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendDeltaAllocs: a text delta on an open item allocates nothing
+// per token (beyond the amortized growth of the item's text).
+func TestAppendDeltaAllocs(t *testing.T) {
+	s := NewStream(testMeta())
+	buf := s.AppendDelta(nil, &outputproc.Delta{First: true, Content: "start"})
+	d := outputproc.Delta{Content: " token"}
+	allocs := testing.AllocsPerRun(2000, func() {
+		buf = s.AppendDelta(buf[:0], &d)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per delta", allocs)
+	}
+}
