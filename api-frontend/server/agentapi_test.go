@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -219,4 +220,29 @@ func FuzzAgentAPIs(f *testing.F) {
 			t.Fatalf("%s: error in the wrong shape: %s", path, b)
 		}
 	})
+}
+
+// TestAPIRequestMetrics: /metrics counts requests per API surface.
+func TestAPIRequestMetrics(t *testing.T) {
+	env := agentEnv(t, nil, 512)
+	env.post("/v1/responses", `{"input":"hi","max_output_tokens":2}`)
+	env.post("/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	env.post("/v1/messages", `{"max_tokens":0,"messages":[]}`)
+	env.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+	resp, err := http.Get(env.http.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`sluice_frontend_api_requests_total{api="responses"} 1`,
+		`sluice_frontend_api_requests_total{api="messages"} 2`,
+		`sluice_frontend_api_requests_total{api="chat"} 1`,
+		`sluice_frontend_api_requests_total{api="completions"} 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
