@@ -14,19 +14,19 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// TestAgentAPIsRealWeights serves ../shared/models/tinystories656K (real
-// weights, its real tokenizer, the CPU executor) and checks that greedy
-// streamed and non-streamed answers agree on both agent APIs.
+// TestAgentAPIsRealWeights serves ../shared/models/llama-2-tiny-random
+// (real GGUF weights and tokenizer, the CPU executor) and checks that
+// greedy streamed and non-streamed answers agree on both agent APIs.
 func TestAgentAPIsRealWeights(t *testing.T) {
-	model, err := filepath.Abs("../../../shared/models/tinystories656K")
+	model, err := filepath.Abs("../../../shared/models/llama-2-tiny-random/llama-2-tiny-random.gguf")
 	if err == nil {
-		_, err = os.Stat(filepath.Join(model, "model.safetensors"))
+		_, err = os.Stat(model)
 	}
 	if err != nil {
-		t.Skipf("../shared/models/tinystories656K is absent (%v): skipping the real-weights run", err)
+		t.Skipf("../shared/models/llama-2-tiny-random is absent (%v): skipping the real-weights run", err)
 	}
 	tmpl := filepath.Join(t.TempDir(), "chat.jinja")
-	// The model has no chat template: a plain one that keeps its story style.
+	// A plain template (the random model has no meaningful one).
 	src := `{% for m in messages %}{{ m['content'] }}{{ '\n' }}{% endfor %}`
 	if err := os.WriteFile(tmpl, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
