@@ -90,8 +90,13 @@ func (s *Stream) Start(dst []byte, u *outputproc.Usage) []byte {
 	return end(dst)
 }
 
-// Ping appends a ping event (sent while a long prefill runs).
-func (s *Stream) Ping(dst []byte) []byte {
+// Ping appends a ping event (sent while a long prefill runs), after
+// message_start when that is not out yet (its usage then counts the
+// prompt's promptTokens, none of them cached).
+func (s *Stream) Ping(dst []byte, promptTokens int) []byte {
+	if !s.started {
+		dst = s.Start(dst, &outputproc.Usage{PromptTokens: promptTokens})
+	}
 	return end(s.event(dst, "ping"))
 }
 

@@ -2,12 +2,14 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-llm/sluice/api-frontend/anthropic"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/render"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 )
 
 // apiSurface is how a surface mapped onto chat (Responses, Messages) runs
@@ -23,6 +25,42 @@ type apiSurface struct {
 	newRenderer func(id, model string, created int64) render.Renderer
 	// done runs after the response was served (storing it).
 	done func(r *stream)
+	// ping, when set, appends a keep-alive event for a stream still
+	// waiting for its first output (a long prefill); promptTokens is the
+	// prompt's length.
+	ping func(dst []byte, promptTokens int) []byte
+}
+
+// pingEvery is how often a queued stream with a ping gets one.
+const pingEvery = time.Second
+
+// pingWhileQueued sends api.ping every pingEvery while r has no output
+// yet; the returned function stops it.
+func (s *Server) pingWhileQueued(r *stream, ping func([]byte, int) []byte) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(pingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			r.mu.Lock()
+			queued := r.state == stateQueued && len(r.buf) >= sse.Headroom
+			if queued {
+				r.buf = ping(r.buf, r.promptTokens)
+				r.events++
+			}
+			r.mu.Unlock()
+			if !queued {
+				return
+			}
+			r.signal()
+		}
+	}()
+	return func() { close(done) }
 }
 
 // ginAPIKey is the gin context key naming the API surface of a request

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/respstore"
 	"github.com/sluice-llm/sluice/api-frontend/seal"
 	"github.com/sluice-llm/sluice/text/chattemplate"
@@ -244,5 +246,32 @@ func TestAPIRequestMetrics(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestMessagesPingDuringPrefill: a Messages stream whose first token takes
+// longer than pingEvery gets message_start and ping events first, then its
+// content, with message_start sent once.
+func TestMessagesPingDuringPrefill(t *testing.T) {
+	eng := newFakeEngine("ok", 2500*time.Millisecond) // the first output comes after 2.5 s
+	client := engineclient.New([]engineclient.Transport{eng}, engineclient.Options{})
+	srv := New(Config{ServedModelNames: []string{"m"}, MaxModelLen: 512}, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
+	client.Start()
+	t.Cleanup(client.Close)
+	env := &testEnv{t: t, eng: eng, client: client, srv: srv, http: newHTTPTest(t, srv)}
+	resp, body := env.post("/v1/messages", `{"max_tokens":1,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var types []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if typ, ok := strings.CutPrefix(line, "event: "); ok {
+			types = append(types, typ)
+		}
+	}
+	got := strings.Join(types, " ")
+	if !strings.HasPrefix(got, "message_start ping ping") || strings.Count(got, "message_start") != 1 ||
+		!strings.HasSuffix(got, "content_block_start content_block_delta content_block_stop message_delta message_stop") {
+		t.Fatalf("events: %s", got)
 	}
 }

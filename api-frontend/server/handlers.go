@@ -216,6 +216,9 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 		ch.afterReasoning = po.Reasoning != nil && !openai.ReasoningClosed(text)
 		r.choices = append(r.choices, ch)
 	}
+	if api != nil && api.ping != nil && chat.Stream {
+		defer s.pingWhileQueued(r, api.ping)()
+	}
 	s.run(c, r)
 	if api != nil && api.done != nil {
 		api.done(r)

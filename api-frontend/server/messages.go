@@ -55,10 +55,16 @@ func (s *Server) messages(c *gin.Context) {
 	if s.deps.Sealer != nil {
 		meta.Seal = s.deps.Sealer.Seal
 	}
+	var st *anthropic.Stream
 	api := &apiSurface{prefix: "msg_", toolPrefix: "toolu_", clamp: true,
 		newRenderer: func(id, model string, _ int64) render.Renderer {
 			meta.ID, meta.Model = id, model
-			return anthropic.NewStream(meta)
+			st = anthropic.NewStream(meta)
+			return st
+		},
+		// message_start, then ping events while a long prefill runs.
+		ping: func(dst []byte, promptTokens int) []byte {
+			return st.Ping(dst, promptTokens)
 		},
 	}
 	s.serveChat(c, chat, req.Model, api)
