@@ -2,6 +2,7 @@
 // tokenizes, streams and parses; generation runs in engine-core, which it
 // either starts itself (--engine spawn, the default) or reaches at the
 // addresses given (--engine ADDR[,ADDR2…], data parallel over several).
+// main parses the flags into a configs.Frontend; package frontend runs it.
 //
 // Usage:
 //
@@ -14,32 +15,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	_ "net/http/pprof"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sluice-llm/sluice/api-frontend/engineclient"
-	"github.com/sluice-llm/sluice/api-frontend/launcher"
-	"github.com/sluice-llm/sluice/api-frontend/server"
-	"github.com/sluice-llm/sluice/api-frontend/webui"
+	"github.com/sluice-llm/sluice/api-frontend/frontend"
 	"github.com/sluice-llm/sluice/configs"
-	"github.com/sluice-llm/sluice/ipc/zmqtransport"
-	"github.com/sluice-llm/sluice/modelfile/modelref"
-	"github.com/sluice-llm/sluice/text/chattemplate"
-	"github.com/sluice-llm/sluice/text/tokenizer"
 )
 
 // Version and Commit are set with -ldflags "-X main.Version=… -X main.Commit=…".
@@ -55,6 +42,7 @@ func main() {
 	}
 }
 
+// run is flags → config → frontend.Run.
 func run(args []string) error {
 	cfg := configs.DefaultFrontend()
 	rest, err := configs.Load("api-frontend", args, &cfg, os.Stderr)
@@ -74,180 +62,14 @@ func run(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := checkParsers(cfg.ToolCallParser, cfg.ReasoningParser); err != nil {
-		return err
-	}
 	log, err := newLogger(cfg.LogFormat)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-
-	if cfg.APIServerCount > 1 {
-		opts, err := launcher.FromFrontend(&cfg, args, cfg.APIServerCount, log)
-		if err != nil {
-			return err
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		defer stop()
-		return launcher.Run(ctx, opts)
-	}
-
-	modelPath, err := modelref.Resolve(context.Background(), cfg.Model)
-	if err != nil {
-		return err
-	}
-	tok, err := tokenizer.Load(modelPath, cfg.Tokenizer)
-	if err != nil {
-		return fmt.Errorf("load tokenizer: %w", err)
-	}
-	info := tok.Info()
-	templates := info.ChatTemplates
-	if len(templates) == 0 && info.ChatTemplate != "" {
-		templates = map[string]string{chattemplate.DefaultName: info.ChatTemplate}
-	}
-	if cfg.ChatTemplate != "" {
-		if templates, err = chattemplate.Load(cfg.ChatTemplate); err != nil {
-			return fmt.Errorf("load chat template: %w", err)
-		}
-	}
-	renderer, err := server.NewTemplateRenderer(templates, info.BOSToken, info.EOSToken)
-	if err != nil {
-		return err
-	}
-
-	if cfg.PprofAddr != "" {
-		go func() {
-			// net/http/pprof registers on http.DefaultServeMux.
-			if err := http.ListenAndServe(cfg.PprofAddr, nil); err != nil {
-				log.Warn("pprof server", zap.Error(err))
-			}
-		}()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
-	addrs := cfg.EngineAddrs()
-	var child *exec.Cmd
-	if addrs == nil {
-		addr, cmd, cleanup, err := spawnEngine(&cfg, log)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		child = cmd
-		addrs = []string{addr}
-	}
-	served := cfg.ServedModelName
-	if served == "" {
-		served = cfg.Model
-	}
-	var curve *zmqtransport.CurveClient
-	if cfg.EngineCurveKeyFile != "" {
-		serverKey, err := zmqtransport.ReadKeyFile(cfg.EngineCurveKeyFile)
-		if err != nil {
-			return err
-		}
-		curve = &zmqtransport.CurveClient{ServerKey: serverKey}
-		if cfg.CurveSecretKeyFile != "" {
-			if curve.SecretKey, err = zmqtransport.ReadKeyFile(cfg.CurveSecretKeyFile); err != nil {
-				return err
-			}
-		}
-	}
-	var transports []engineclient.Transport
-	for _, a := range addrs {
-		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve})
-		if err != nil {
-			return fmt.Errorf("dial engine %s: %w", a, err)
-		}
-		transports = append(transports, engineclient.FromZMQ(conn))
-	}
-	metrics := server.NewMetrics(served)
-	store, sealer, closeStore, err := openResponseStore(&cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	var srv *server.Server
-	client := engineclient.New(transports, engineclient.Options{
-		OnBatch: metrics.Batch,
-		OnState: func(engine int, up bool, reason string) {
-			if srv != nil {
-				srv.EngineState(engine, up, reason)
-			}
-		},
-	})
-	defer client.Close()
-	srv = server.New(server.Config{
-		ServedModelNames:     []string{served},
-		ModelPath:            cfg.Model,
-		StreamInterval:       cfg.StreamInterval,
-		APIKey:               cfg.APIKey,
-		MaxQueuedRequests:    cfg.MaxQueuedRequests,
-		MaxStreamBufferBytes: cfg.MaxStreamBufferBytes,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
-		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
-		ToolCallParser:       cfg.ToolCallParser,
-		ReasoningParser:      cfg.ReasoningParser,
-		ReasoningField:       cfg.ReasoningField,
-		FrontendID:           cfg.FrontendID,
-		Version:              Version,
-		Commit:               Commit,
-	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log, Store: store, Sealer: sealer})
-	client.Start()
-	if cfg.WebUI {
-		mountWebUI(srv, client, metrics, served, &cfg)
-	}
-
-	if err := waitReady(ctx, client, child, cfg.EngineStartup); err != nil {
-		return err
-	}
-	ln, err := launcher.Listen(cfg.Host, cfg.Port)
-	if err != nil {
-		return err
-	}
-	// Slow clients: headers must arrive within 30 s, bodies within 30 s
-	// (server.readBody), and idle keep-alive connections close after 30 s.
-	// No ReadTimeout/WriteTimeout: they would cut long streams.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	log.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("model", served), zap.Strings("engines", addrs), zap.String("frontend_id", cfg.FrontendID))
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
-	srv.BeginDrain()
-	shutdownDone := make(chan error, 1)
-	go func() { shutdownDone <- hs.Shutdown(context.Background()) }()
-	wctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	if !srv.WaitStreams(wctx) {
-		srv.EndStreams()
-		// let the ended streams write their error event and [DONE]
-		ectx, ecancel := context.WithTimeout(context.Background(), 5*time.Second)
-		srv.WaitStreams(ectx)
-		ecancel()
-	}
-	cancel()
-	fctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel2()
-	select {
-	case <-shutdownDone:
-	case <-fctx.Done():
-		_ = hs.Close()
-	}
-	return nil
-}
-
-func rendererOrNil(r *server.TemplateRenderer) server.ChatRenderer {
-	if r == nil {
-		return nil
-	}
-	return r
+	return frontend.Run(ctx, &cfg, args, log, frontend.Build{Version: Version, Commit: Commit})
 }
 
 func newLogger(format string) (*zap.Logger, error) {
@@ -262,95 +84,4 @@ func newLogger(format string) (*zap.Logger, error) {
 		return nil, fmt.Errorf("build logger: %w", err)
 	}
 	return l, nil
-}
-
-// waitReady waits until an engine is ready, the spawned engine exits, or the
-// timeout passes.
-func waitReady(ctx context.Context, c *engineclient.Client, child *exec.Cmd, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for !c.Healthy() {
-		if child != nil && child.ProcessState != nil {
-			return fmt.Errorf("engine-core exited: %s", child.ProcessState)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no engine ready within %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("interrupted while waiting for the engine")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// spawnEngine starts engine-core (next to this executable) on a private
-// ipc:// socket and returns its address; cleanup kills it.
-func spawnEngine(cfg *configs.Frontend, log *zap.Logger) (string, *exec.Cmd, func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("find own executable: %w", err)
-	}
-	bin := filepath.Join(filepath.Dir(self), "engine-core")
-	if _, err := os.Stat(bin); err != nil {
-		return "", nil, nil, fmt.Errorf("--engine spawn needs engine-core next to api-frontend: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "sluice-engine-")
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("make socket dir: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return "", nil, nil, fmt.Errorf("chmod socket dir: %w", err)
-	}
-	addr := "ipc://" + filepath.Join(dir, "engine.sock")
-	args := append([]string{"--model", cfg.Model, "--listen", addr}, cfg.SpawnArgs()...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", nil, nil, fmt.Errorf("start engine-core: %w", err)
-	}
-	log.Info("spawned engine-core", zap.Int("pid", cmd.Process.Pid), zap.String("listen", addr), zap.String("args", strings.Join(args, " ")))
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	cleanup := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = os.RemoveAll(dir)
-	}
-	return addr, cmd, cleanup, nil
-}
-
-// mountWebUI serves the built-in web UI at /ui/ (outside the API-key check:
-// the page must load before a key is typed, and its stats hold no prompts or
-// outputs; the playground sends the key with its API calls).
-func mountWebUI(srv *server.Server, client *engineclient.Client, metrics *server.Metrics, served string, cfg *configs.Frontend) {
-	stats := func() any {
-		st, err := webui.FromGatherer(metrics.Registry, served, cfg.FrontendID)
-		if err != nil {
-			return st
-		}
-		live := metrics.EngineStats()
-		for i := range st.Engines {
-			idx, err := strconv.Atoi(st.Engines[i].ID)
-			if err != nil {
-				continue
-			}
-			if s, ok := live[idx]; ok {
-				up := st.Engines[i].Up
-				st.Engines[i] = webui.EngineFromScheduler(st.Engines[i].ID, up, s)
-			}
-		}
-		return st
-	}
-	ui := gin.WrapH(webui.Handler(webui.Options{Stats: stats, APIKeyRequired: cfg.APIKey != ""}))
-	r := srv.Router()
-	r.GET("/ui/*path", ui)
-	r.HEAD("/ui/*path", ui)
 }

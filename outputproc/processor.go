@@ -177,9 +177,9 @@ func (p *Processor) split(text string, final bool) (content, reasoning string, c
 			content += c2
 		}
 	}
-	p.calls = p.calls[:0]
 	switch {
 	case p.tools != nil:
+		p.calls = p.calls[:0]
 		td := p.tools.Add(content)
 		content = td.Content
 		p.appendCalls(td.ToolCalls)
@@ -189,6 +189,7 @@ func (p *Processor) split(text string, final bool) (content, reasoning string, c
 			p.appendCalls(td.ToolCalls)
 		}
 	case p.namedTool != "":
+		p.calls = p.calls[:0]
 		if content != "" || (final && !p.namedSent) {
 			c := ToolCallDelta{Index: 0, Arguments: content}
 			if !p.namedSent {
@@ -201,6 +202,8 @@ func (p *Processor) split(text string, final bool) (content, reasoning string, c
 			p.calls = append(p.calls, c)
 		}
 		content = ""
+	default:
+		return content, reasoning, nil // p.calls is not touched: one cache line less
 	}
 	if len(p.calls) == 0 {
 		return content, reasoning, nil

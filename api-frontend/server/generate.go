@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/sluice-llm/sluice/api-frontend/internal/prefetch"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/render"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
@@ -63,7 +65,8 @@ type stream struct {
 	framed  []byte // framed bytes a partial direct write left; the handler writes them first
 	held    int    // bytes the processors hold back (bounded with buf and framed)
 	conn    sse.Conn
-	direct  bool // conn.Direct(), read once when conn is set
+	direct  bool       // conn.Direct(), read once when conn is set
+	send    sse.Sender // conn.Sender(): the direct path without a pointer to follow
 	engine  int
 	err     *openai.Error // the request failed (stream: its error event is queued)
 
@@ -73,13 +76,18 @@ type stream struct {
 	stream      bool
 	maxBuffered int             // bound on buf+framed+held (0: none)
 	rend        render.Renderer // points into renderers
+	prefix      []byte          // the renderer's chunk prefix (prefetched)
 	renderers   struct {        // the request's renderer, in this allocation
 		completions render.Completions
 		chat        render.Chat
 	}
 
+	cached int // prompt tokens found in the prefix cache (max over choices)
+	// hotEnd marks the end of the fields Output reads for every token
+	// (Prefetch stage 1 loads up to here; TestPrefetchCoversHotFields).
+	hotEnd struct{}
+
 	remaining int // choices not finished
-	cached    int // prompt tokens found in the prefix cache (max over choices)
 	choices   []*choice
 
 	// Immutable once run starts.
@@ -112,7 +120,10 @@ type choice struct {
 	engineID       string
 	promptIDs      []int32
 	numTokens      int
-	acc            outputproc.Accumulator // non-streamed requests
+	// hotEnd marks the end of the fields Output reads for every token
+	// (Prefetch stage 0 loads up to here; TestPrefetchCoversHotFields).
+	hotEnd struct{}
+	acc    outputproc.Accumulator // non-streamed requests
 }
 
 // Output implements engineclient.Sink; it runs on the engine's output
@@ -175,6 +186,24 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	return abort
 }
 
+// Prefetch implements engineclient.Prefetcher: stage 0 the choice up to
+// its hotEnd (its processor), stage 1 the stream up to its hotEnd (lock,
+// buffers, socket, renderer), stage 2 the renderer's chunk prefix: what
+// Output reads first.
+func (ch *choice) Prefetch(stage int) {
+	switch stage {
+	case 0:
+		prefetch.Range(unsafe.Pointer(ch), unsafe.Offsetof(ch.hotEnd))
+	case 1:
+		r := ch.r
+		prefetch.Range(unsafe.Pointer(r), unsafe.Offsetof(r.hotEnd))
+	case 2:
+		if p := ch.r.prefix; len(p) > 0 {
+			prefetch.Range(unsafe.Pointer(unsafe.SliceData(p)), uintptr(len(p)))
+		}
+	}
+}
+
 // leaveQueue moves a queued request to running; mu is held.
 func (r *stream) leaveQueue() {
 	if r.state == stateQueued {
@@ -231,7 +260,7 @@ func (r *stream) tryDirect() bool {
 		return true
 	}
 	b := sse.Frame(&r.buf, last)
-	n, err := r.conn.TryWrite(b)
+	n, err := r.send.TrySend(b)
 	if last {
 		r.state = stateClosed
 	}
@@ -486,7 +515,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 	}
 	defer w.Close()
 	r.mu.Lock()
-	r.conn, r.direct = w, w.Direct()
+	r.conn, r.direct, r.send = w, w.Direct(), w.Sender()
 	r.mu.Unlock()
 	r.signal() // write what arrived before the socket was attached
 	spare := sse.GetBuf()
@@ -496,7 +525,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		// for appends that still arrive.
 		r.mu.Lock()
 		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
-		r.conn, r.direct = nil, false
+		r.conn, r.direct, r.send = nil, false, sse.Sender{}
 		r.mu.Unlock()
 		sse.PutBuf(spare)
 	}()

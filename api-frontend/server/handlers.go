@@ -45,12 +45,12 @@ func (s *Server) newStream(chat bool, model string, o *openai.Options, id string
 		r.id = "chatcmpl-" + id
 		rr.ID = r.id
 		r.renderers.chat.Init(rr)
-		r.rend = &r.renderers.chat
+		r.rend, r.prefix = &r.renderers.chat, r.renderers.chat.Header().Prefix()
 	} else {
 		r.id = "cmpl-" + id
 		rr.ID = r.id
 		r.renderers.completions.Init(rr)
-		r.rend = &r.renderers.completions
+		r.rend, r.prefix = &r.renderers.completions, r.renderers.completions.Header().Prefix()
 	}
 	if o.StreamInterval == 0 {
 		o.StreamInterval = s.cfg.StreamInterval

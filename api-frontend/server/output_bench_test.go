@@ -76,7 +76,7 @@ func BenchmarkStreamOutput(b *testing.B) {
 		r.state, r.stream = stateRunning, true
 		r.buf = *sse.GetBuf()
 		r.conn = sse.FromConn(c)
-		r.direct = r.conn.Direct()
+		r.direct, r.send = r.conn.Direct(), r.conn.Sender()
 		r.wake = make(chan struct{}, 1)
 		ch := r.newChoice(0, []int32{'x'}, outputproc.Options{})
 		r.choices, r.remaining = []*choice{ch}, 1

@@ -66,6 +66,10 @@ type Conn interface {
 	// the socket took (syscall.EAGAIN when none; ErrNoDirect when the
 	// Conn has no such path).
 	TryWrite(b []byte) (int, error)
+	// Sender returns a value that does what TryWrite does, for a caller
+	// that keeps it beside its own per-stream state (no pointer to follow
+	// per chunk). It is valid until Close.
+	Sender() Sender
 	// Abort makes pending and later writes fail at once: the stream gives
 	// up on a client that does not read.
 	Abort()
@@ -148,6 +152,35 @@ func newHijacked(conn net.Conn) *hijackedSSE {
 	}
 	return h
 }
+
+// Sender sends framed bytes without blocking; see Conn.Sender. Its zero
+// value (and a Conn without a non-blocking path) fails with ErrNoDirect.
+type Sender struct {
+	fd int          // the socket when > 0 (raw send(2))
+	h  *hijackedSSE // otherwise, when set
+}
+
+// TrySend is Conn.TryWrite.
+func (s Sender) TrySend(b []byte) (int, error) {
+	switch {
+	case s.fd > 0:
+		return sendNonBlocking(s.fd, b)
+	case s.h != nil:
+		return s.h.TryWrite(b)
+	}
+	return 0, ErrNoDirect
+}
+
+// Sender implements Conn.
+func (h *hijackedSSE) Sender() Sender {
+	if h.fd > 0 {
+		return Sender{fd: h.fd}
+	}
+	return Sender{h: h}
+}
+
+// Sender implements Conn: no non-blocking path.
+func (p *plainSSE) Sender() Sender { return Sender{} }
 
 // canHijack reports whether the writer under w (gin's, say) can be
 // hijacked (gin's own Hijack panics when it cannot).
