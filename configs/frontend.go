@@ -43,6 +43,12 @@ type Frontend struct {
 	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).
 	CurveSecretKeyFile string `flag:"curve-secret-key-file" yaml:"curve_secret_key_file" usage:"file with this frontend's Z85 CURVE secret key (default: an ephemeral key; needed when the engine has --curve-allowed-clients-file)"`
 
+	// The /v1/responses store (docs/DEPLOY.md).
+	ResponsesStore         string        `flag:"responses-store" yaml:"responses_store" usage:"SQLite file keeping /v1/responses objects, shared by the frontends of a host (default: responses-PORT.db in the runtime directory; off: keep none)"`
+	ResponsesStoreMaxBytes int64         `flag:"responses-store-max-bytes" yaml:"responses_store_max_bytes" usage:"size cap of the response store; the oldest responses go first beyond it"`
+	ResponsesStoreTTL      time.Duration `flag:"responses-store-ttl" yaml:"responses_store_ttl" usage:"how long a stored response lives"`
+	ResponsesKeyFile       string        `flag:"responses-key-file" yaml:"responses_key_file" usage:"32-byte key file sealing reasoning (encrypted_content, thinking signatures); created when missing (default: responses.key beside the store)"`
+
 	// Engine flags passed through to engine-core when spawning.
 	Executor            string  `flag:"executor" yaml:"executor" usage:"engine executor when spawning: cpu or sim"`
 	MaxNumSeqs          int     `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"engine --max-num-seqs when spawning"`
@@ -72,6 +78,9 @@ func DefaultFrontend() Frontend {
 		SimStepMS:         -1,
 		MaxNumSeqs:        0,
 		MaxQueuedRequests: 0,
+
+		ResponsesStoreMaxBytes: 256 << 20,
+		ResponsesStoreTTL:      24 * time.Hour,
 	}
 }
 
@@ -110,6 +119,12 @@ func (f *Frontend) Validate() error {
 	}
 	if f.EngineLiveness < 0 {
 		errs = append(errs, fmt.Errorf("--engine-liveness-timeout must be >= 0, got %s", f.EngineLiveness))
+	}
+	if f.ResponsesStoreMaxBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--responses-store-max-bytes must be > 0, got %d", f.ResponsesStoreMaxBytes))
+	}
+	if f.ResponsesStoreTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--responses-store-ttl must be > 0, got %s", f.ResponsesStoreTTL))
 	}
 	if f.LogFormat != "text" && f.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format must be text or json, got %q", f.LogFormat))

@@ -124,6 +124,11 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		transports = append(transports, engineclient.FromZMQ(conn))
 	}
 	metrics := server.NewMetrics(served)
+	store, sealer, closeStore, err := openResponseStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	var srv *server.Server
 	client := engineclient.New(transports, engineclient.Options{
 		OnBatch: metrics.Batch,
@@ -149,7 +154,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		FrontendID:           cfg.FrontendID,
 		Version:              b.Version,
 		Commit:               b.Commit,
-	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log})
+	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log, Store: store, Sealer: sealer})
 	client.Start()
 	if cfg.WebUI {
 		mountWebUI(srv, client, metrics, served, cfg)

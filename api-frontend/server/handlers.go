@@ -88,6 +88,7 @@ func (s *Server) completions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
+	s.metrics.APIRequests.WithLabelValues("completions").Inc()
 	lim := s.limits()
 	cr, e := req.Validate(lim)
 	if e != nil {
@@ -144,12 +145,20 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
-	lim := s.limits()
-	chat, e := req.Validate(lim, openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
+	s.metrics.APIRequests.WithLabelValues("chat").Inc()
+	chat, e := req.Validate(s.limits(), openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
 	if e != nil {
 		writeError(c, e)
 		return
 	}
+	s.serveChat(c, chat, req.Model, nil)
+}
+
+// serveChat renders, tokenizes and runs a validated chat request. api is
+// nil for /v1/chat/completions; the surfaces mapped onto chat (Responses,
+// Messages) give their renderer and hooks here.
+func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api *apiSurface) {
+	lim := s.limits()
 	text, e := s.renderChat(chat)
 	if e != nil {
 		writeError(c, e)
@@ -160,17 +169,28 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		writeError(c, openai.BadRequest("messages", "the rendered chat prompt is empty"))
 		return
 	}
+	if api != nil && api.clamp {
+		clampMaxTokens(&chat.Options, lim.MaxModelLen, len(ids))
+	}
 	if e := openai.ContextError(lim.MaxModelLen, len(ids), chat.Params.MaxTokens, "messages"); e != nil {
 		writeError(c, e)
 		return
 	}
-	r := s.newStream(true, req.Model, &chat.Options, requestID(c, chat.RequestID))
+	r := s.newStream(true, model, &chat.Options, requestID(c, chat.RequestID))
 	r.promptTokens = len(ids)
 	var tools []toolparse.Tool
 	for _, t := range chat.ToolDefs {
 		tools = append(tools, toolparse.Tool{Name: t.Name, Parameters: t.Parameters})
 	}
 	idGen := func() string { return "chatcmpl-tool-" + newID() }
+	if api != nil {
+		if model == "" {
+			model = s.cfg.ServedModelNames[0]
+		}
+		r.id = api.prefix + r.id[len("chatcmpl-"):]
+		r.rend = api.newRenderer(r.id, model, r.arrival.Unix())
+		idGen = func() string { return api.toolPrefix + newID() }
+	}
 	for i := 0; i < chat.N; i++ {
 		po := outputproc.Options{ToolID: idGen}
 		if chat.Echo && chat.LastRole == "assistant" {
@@ -196,7 +216,13 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		ch.afterReasoning = po.Reasoning != nil && !openai.ReasoningClosed(text)
 		r.choices = append(r.choices, ch)
 	}
+	if api != nil && api.ping != nil && chat.Stream {
+		defer s.pingWhileQueued(r, api.ping)()
+	}
 	s.run(c, r)
+	if api != nil && api.done != nil {
+		api.done(r)
+	}
 }
 
 // setToolOutput sets how a choice reads tool calls for the request's

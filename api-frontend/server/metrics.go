@@ -29,7 +29,9 @@ type Metrics struct {
 	Bytes           prometheus.Counter
 	CoalescedTokens prometheus.Counter
 	Rejected        *prometheus.CounterVec
-	engineUp        *prometheus.GaugeVec
+	// APIRequests counts generation requests by API surface.
+	APIRequests *prometheus.CounterVec
+	engineUp    *prometheus.GaugeVec
 
 	mu   sync.Mutex
 	last map[int]ipc.SchedulerStats // per engine, for cumulative counters
@@ -66,13 +68,17 @@ func NewMetrics(model string) *Metrics {
 	m.Bytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_sse_bytes_total", Help: "SSE bytes written."})
 	m.CoalescedTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_coalesced_tokens_total", Help: "Tokens that shared an SSE chunk with an earlier token (stream interval or backpressure)."})
 	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_frontend_requests_rejected_total", Help: "Requests refused before generation, by reason."}, []string{"reason"})
+	m.APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_frontend_api_requests_total", Help: "Generation requests accepted for validation, by API surface (completions, chat, responses, messages)."}, []string{"api"})
 	m.engineUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_frontend_engine_up", Help: "1 while the engine connection is ready."}, []string{"engine"})
 	for _, c := range []prometheus.Collector{m.running, m.waiting, m.kvUsage, ttft, itl, e2e, queue, m.promptTokens, m.genTokens, m.success,
-		m.prefixQueries, m.prefixHits, m.preemptions, m.StreamsOpen, m.Chunks, m.Bytes, m.CoalescedTokens, m.Rejected, m.engineUp} {
+		m.prefixQueries, m.prefixHits, m.preemptions, m.StreamsOpen, m.Chunks, m.Bytes, m.CoalescedTokens, m.Rejected, m.APIRequests, m.engineUp} {
 		f(c)
 	}
 	for _, reason := range []string{"stop", "length", "abort", "error"} {
 		m.success.WithLabelValues(reason)
+	}
+	for _, api := range []string{"completions", "chat", "responses", "messages"} {
+		m.APIRequests.WithLabelValues(api)
 	}
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -39,6 +39,8 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/respstore"
+	"github.com/sluice-llm/sluice/api-frontend/seal"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
@@ -105,6 +107,12 @@ type Deps struct {
 	NewReasoning func(c *openai.Chat, prompt string) (ReasoningParser, error)
 	Metrics      *Metrics
 	Log          *zap.Logger
+	// Store keeps /v1/responses objects (nil: none are kept, and
+	// previous_response_id is refused).
+	Store *respstore.Store
+	// Sealer seals reasoning for encrypted_content and thinking
+	// signatures (nil: none).
+	Sealer *seal.Sealer
 }
 
 // Server serves the HTTP API.
@@ -183,6 +191,12 @@ func New(cfg Config, deps Deps) *Server {
 	api.POST("/v1/completions", s.completions)
 	api.POST("/v1/chat/completions", s.chatCompletions)
 	api.POST("/tokenize", s.tokenize)
+	api.POST("/v1/responses", s.responses)
+	api.GET("/v1/responses/:id", s.getResponse)
+	api.DELETE("/v1/responses/:id", s.deleteResponse)
+	msgs := r.Group("/", markMessages, s.auth)
+	msgs.POST("/v1/messages", s.messages)
+	msgs.POST("/v1/messages/count_tokens", s.countTokens)
 	api.POST("/detokenize", s.detokenize)
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, openai.NewError(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
@@ -258,15 +272,20 @@ func (s *Server) auth(c *gin.Context) {
 	}
 	h := c.GetHeader("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		// Anthropic's SDKs send the key as x-api-key.
+		tok, ok = c.GetHeader("X-Api-Key"), c.GetHeader("X-Api-Key") != ""
+	}
 	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.APIKey)) != 1 {
 		writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: "AuthenticationError", Message: "invalid or missing API key"})
 		c.Abort()
 	}
 }
 
-// writeError sends an OpenAI error body with its status.
+// writeError sends an error body with its status: OpenAI's shape, or
+// Anthropic's on the Messages routes.
 func writeError(c *gin.Context, e *openai.Error) {
-	c.Data(e.Status, "application/json", e.AppendJSON(nil))
+	writeAPIError(c, e)
 }
 
 func (s *Server) health(c *gin.Context) {

@@ -99,7 +99,58 @@ func hostileHTTPCorpus() []httpCase {
 		{name: "multipart", path: C, contentType: "multipart/form-data; boundary=x", body: "--x\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--x--\r\n"},
 		{name: "xml", path: C, contentType: "application/xml", body: `<prompt>hi</prompt>`},
 	}
+	cases = append(cases, hostileAgentCorpus()...)
 	return cases
+}
+
+// hostileAgentCorpus is malformed input for /v1/responses and
+// /v1/messages: each gets a 4xx in its API's own error shape.
+func hostileAgentCorpus() []httpCase {
+	const R, M, T = "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"
+	return []httpCase{
+		{name: "responses empty", path: R, body: ""},
+		{name: "responses array", path: R, body: `[1]`},
+		{name: "responses no input", path: R, body: `{"model":"demo"}`},
+		{name: "responses input number", path: R, body: `{"input":5}`},
+		{name: "responses item not object", path: R, body: `{"input":[1,2]}`},
+		{name: "responses bad role", path: R, body: `{"input":[{"type":"message","role":"robot","content":"x"}]}`},
+		{name: "responses image", path: R, body: `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"http://x"}]}]}`},
+		{name: "responses orphan output", path: R, body: `{"input":[{"type":"function_call_output","call_id":"c1","output":"x"}]}`},
+		{name: "responses call without name", path: R, body: `{"input":[{"type":"function_call","call_id":"c1","arguments":"{}"}]}`},
+		{name: "responses unknown tool_choice", path: R, body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`},
+		{name: "responses tool_choice garbage", path: R, body: `{"input":"x","tool_choice":"sometimes"}`},
+		{name: "responses tools not objects", path: R, body: `{"input":"x","tools":[1]}`},
+		{name: "responses max_output_tokens 0", path: R, body: `{"input":"x","max_output_tokens":0}`},
+		{name: "responses temperature string", path: R, body: `{"input":"x","temperature":"hot"}`},
+		{name: "responses metadata not strings", path: R, body: `{"input":"x","metadata":{"a":1}}`},
+		{name: "responses bad format", path: R, body: `{"input":"x","text":{"format":{"type":"yaml"}}}`},
+		{name: "responses schema missing", path: R, body: `{"input":"x","text":{"format":{"type":"json_schema","name":"s"}}}`},
+		{name: "responses unknown previous", path: R, body: `{"input":"x","previous_response_id":"resp_nope"}`, want: http.StatusNotFound},
+		{name: "responses bad encrypted reasoning", path: R, body: `{"input":[{"type":"reasoning","encrypted_content":"forged"},{"role":"user","content":"x"}]}`},
+		{name: "responses truncation", path: R, body: `{"input":"x","truncation":"sideways"}`},
+		{name: "responses deep nesting", path: R, body: `{"input":"x","metadata":` + nested(10000) + `}`},
+		{name: "responses get unknown", method: http.MethodGet, path: R + "/resp_nope", want: http.StatusNotFound},
+		{name: "responses delete unknown", method: http.MethodDelete, path: R + "/resp_nope", want: http.StatusNotFound},
+		{name: "messages empty", path: M, body: ""},
+		{name: "messages no max_tokens", path: M, body: `{"model":"demo","messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages max_tokens 0", path: M, body: `{"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages max_tokens string", path: M, body: `{"max_tokens":"10","messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages none", path: M, body: `{"max_tokens":10,"messages":[]}`},
+		{name: "messages bad role", path: M, body: `{"max_tokens":10,"messages":[{"role":"system","content":"hi"}]}`},
+		{name: "messages content number", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":7}]}`},
+		{name: "messages block without type", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":[{"text":"hi"}]}]}`},
+		{name: "messages orphan tool_result", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"1"}]}]}`},
+		{name: "messages tool_use from user", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}]}`},
+		{name: "messages tool_use input array", path: M, body: `{"max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":[1]}]}]}`},
+		{name: "messages unknown tool_choice", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"g"}}`},
+		{name: "messages tool without schema", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f"}]}`},
+		{name: "messages thinking type", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"maybe"}}`},
+		{name: "messages system number", path: M, body: `{"max_tokens":10,"system":5,"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages image", path: M, body: `{"max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`},
+		{name: "messages deep nesting", path: M, body: `{"max_tokens":10,"metadata":` + nested(10000) + `,"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "count_tokens no messages", path: T, body: `{"model":"demo"}`},
+		{name: "count_tokens garbage", path: T, body: `{"messages":"hi"`},
+	}
 }
 
 func logitBias(n int) string {
