@@ -1,6 +1,7 @@
 package stopstr
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestStreamEqualsNonStreamed(t *testing.T) {
 	alphabet := []string{"a", "b", "c", "é", "<", "/", ">", " "}
 	for iter := range 3000 {
 		text := randText(r, r.IntN(40), alphabet)
-		stops := make([]string, 1+r.IntN(3))
+		stops := make([]string, 1+r.IntN(6))
 		for i := range stops {
 			stops[i] = randText(r, 1+r.IntN(4), alphabet)
 		}
@@ -222,6 +223,37 @@ func BenchmarkAdd(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m.Add(words[i])
+				i++
+				if i == len(words) {
+					i = 0
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkManyStops feeds token-sized deltas through a matcher with many
+// distinct stop strings (the hostile request of issue 21 had 100 000); the
+// cost per Add must not grow with their number.
+//
+//	go test -run '^$' -bench ManyStops ./outputproc/stopstr
+func BenchmarkManyStops(b *testing.B) {
+	words := []string{" the", " cat", " sat", " on", " <", "|e", "nd", " mat", ".", " #", "#"}
+	for _, n := range []int{4, 1000, 100000} {
+		r := rand.New(rand.NewPCG(7, uint64(n)))
+		stops := make([]string, n)
+		for i := range stops {
+			// "<|" starts a false prefix in the text; the rest never matches.
+			stops[i] = "<|" + randText(r, 2+r.IntN(8), []string{"x", "y", "q", "k"})
+		}
+		b.Run(fmt.Sprintf("stops=%d", n), func(b *testing.B) {
+			m := New(stops, false)
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, stopped, _ := m.Add(words[i]); stopped {
+					b.Fatal("unexpected stop")
+				}
 				i++
 				if i == len(words) {
 					i = 0
