@@ -33,6 +33,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
+	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
@@ -174,12 +175,15 @@ func run(args []string) error {
 	})
 	defer client.Close()
 	srv = server.New(server.Config{
-		ServedModelNames:     []string{served},
-		ModelPath:            cfg.Model,
-		StreamInterval:       cfg.StreamInterval,
-		APIKey:               cfg.APIKey,
-		MaxQueuedRequests:    cfg.MaxQueuedRequests,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
+		ServedModelNames:  []string{served},
+		ModelPath:         cfg.Model,
+		StreamInterval:    cfg.StreamInterval,
+		APIKey:            cfg.APIKey,
+		MaxQueuedRequests: cfg.MaxQueuedRequests,
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		RequestLimits: openai.RequestLimits{MaxStopStrings: cfg.MaxStopStrings, MaxStopStrBytes: cfg.MaxStopStrBytes, MaxLogitBias: cfg.MaxLogitBias,
+			MaxSeqsPerRequest: cfg.MaxSeqsPerRequest, MaxTokenizeTokens: cfg.MaxTokenizeTokens},
+		MaxTokenizeBodyBytes: cfg.MaxTokenizeBodyBytes,
 		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
 		ToolCallParser:       cfg.ToolCallParser,
 		ReasoningParser:      cfg.ReasoningParser,

@@ -25,17 +25,26 @@ type Frontend struct {
 	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, …)"`
 	ReasoningField       string `flag:"reasoning-field" yaml:"reasoning_field" usage:"name of the reasoning field in chat messages: reasoning or reasoning_content"`
 
-	MaxQueuedRequests int           `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
-	MaxBodyBytes      int64         `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
-	ChatTemplate      string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
-	WebUI             bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
-	APIServerCount    int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
-	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
-	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
-	PprofAddr         string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
-	FrontendID        string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
-	EngineStartup     time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
-	EngineLiveness    time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+	MaxQueuedRequests int   `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
+	MaxBodyBytes      int64 `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
+
+	// Per-request cost limits (issue 21; docs/RELIABILITY.md): a breach is a
+	// 400 naming the field and the flag.
+	MaxStopStrings       int           `flag:"max-stop-strings" yaml:"max_stop_strings" usage:"most stop strings per request"`
+	MaxStopStrBytes      int           `flag:"max-stop-str-bytes" yaml:"max_stop_str_bytes" usage:"most bytes of all of a request's stop strings together"`
+	MaxLogitBias         int           `flag:"max-logit-bias" yaml:"max_logit_bias" usage:"most logit_bias entries per request"`
+	MaxSeqsPerRequest    int           `flag:"max-seqs-per-request" yaml:"max_seqs_per_request" usage:"most sequences (prompts × n) per request"`
+	MaxTokenizeTokens    int           `flag:"max-tokenize-tokens" yaml:"max_tokenize_tokens" usage:"most tokens /tokenize answers"`
+	MaxTokenizeBodyBytes int64         `flag:"max-tokenize-body-bytes" yaml:"max_tokenize_body_bytes" usage:"largest /tokenize and /detokenize body accepted (413 beyond)"`
+	ChatTemplate         string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
+	WebUI                bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
+	APIServerCount       int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
+	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
+	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
+	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
+	FrontendID           string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
+	EngineStartup        time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
+	EngineLiveness       time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
 	// EngineCurveKeyFile turns on CURVE encryption towards tcp:// engines.
 	EngineCurveKeyFile string `flag:"engine-curve-public-key-file" yaml:"engine_curve_public_key_file" usage:"file with the engine's Z85 CURVE public key: encrypts the tcp:// connection to the engine"`
 	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).
@@ -56,20 +65,27 @@ type Frontend struct {
 // DefaultFrontend returns the defaults of every frontend setting.
 func DefaultFrontend() Frontend {
 	return Frontend{
-		Host:              "0.0.0.0",
-		Port:              8000,
-		Engine:            "spawn",
-		StreamInterval:    1,
-		ReasoningField:    "reasoning",
-		MaxBodyBytes:      32 << 20,
-		APIServerCount:    1,
-		ShutdownTimeout:   30 * time.Second,
-		LogFormat:         "text",
-		EngineStartup:     5 * time.Minute,
-		EngineLiveness:    3 * time.Second,
-		SimStepMS:         -1,
-		MaxNumSeqs:        0,
-		MaxQueuedRequests: 0,
+		Host:           "0.0.0.0",
+		Port:           8000,
+		Engine:         "spawn",
+		StreamInterval: 1,
+		ReasoningField: "reasoning",
+		MaxBodyBytes:   32 << 20,
+		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
+		MaxStopStrings:       64,
+		MaxStopStrBytes:      16 << 10,
+		MaxLogitBias:         300,
+		MaxSeqsPerRequest:    256,
+		MaxTokenizeTokens:    1 << 18,
+		MaxTokenizeBodyBytes: 2 << 20,
+		APIServerCount:       1,
+		ShutdownTimeout:      30 * time.Second,
+		LogFormat:            "text",
+		EngineStartup:        5 * time.Minute,
+		EngineLiveness:       3 * time.Second,
+		SimStepMS:            -1,
+		MaxNumSeqs:           0,
+		MaxQueuedRequests:    0,
 	}
 }
 
@@ -96,6 +112,15 @@ func (f *Frontend) Validate() error {
 	}
 	if f.MaxQueuedRequests < 0 {
 		errs = append(errs, fmt.Errorf("--max-queued-requests must be >= 0, got %d", f.MaxQueuedRequests))
+	}
+	for _, l := range []struct {
+		flag string
+		v    int64
+	}{{"--max-stop-strings", int64(f.MaxStopStrings)}, {"--max-stop-str-bytes", int64(f.MaxStopStrBytes)}, {"--max-logit-bias", int64(f.MaxLogitBias)},
+		{"--max-seqs-per-request", int64(f.MaxSeqsPerRequest)}, {"--max-tokenize-tokens", int64(f.MaxTokenizeTokens)}, {"--max-tokenize-body-bytes", f.MaxTokenizeBodyBytes}} {
+		if l.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be > 0, got %d", l.flag, l.v))
+		}
 	}
 	if f.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-bytes must be > 0, got %d", f.MaxBodyBytes))

@@ -125,7 +125,7 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 	}
 	if !r.firstSeen {
 		r.firstSeen = true
-		r.s.waiting.Add(-1)
+		r.s.waiting.Add(-int64(len(r.choices)))
 	}
 	if ch.lastOut.IsZero() {
 		r.s.metrics.ttft.Observe(now.Sub(r.arrival).Seconds())
@@ -520,8 +520,10 @@ func (ch *choice) deliverCompletion(d *outputproc.Delta, finish string, stop ope
 	r.events++
 }
 
-// admit checks draining and the queue limit.
-func (s *Server) admit() *openai.Error {
+// admit checks draining and the queue limit for a request of seqs
+// sequences (the limit counts sequences, so one request with n 128 weighs
+// as much as 128 requests with n 1).
+func (s *Server) admit(seqs int) *openai.Error {
 	if s.draining.Load() {
 		s.metrics.Rejected.WithLabelValues("draining").Inc()
 		return openai.NewError(http.StatusServiceUnavailable, "the server is shutting down")
@@ -535,9 +537,14 @@ func (s *Server) admit() *openai.Error {
 		}
 		return openai.NewError(http.StatusServiceUnavailable, "the engine is not available")
 	}
-	if s.cfg.MaxQueuedRequests > 0 && s.waiting.Load() >= int64(s.cfg.MaxQueuedRequests) {
-		s.metrics.Rejected.WithLabelValues("queue_full").Inc()
-		return openai.NewError(http.StatusTooManyRequests, "too many queued requests (limit %d); retry later", s.cfg.MaxQueuedRequests)
+	if limit := int64(s.cfg.MaxQueuedRequests); limit > 0 {
+		if int64(seqs) > limit {
+			return openai.BadRequest("n", "this request has %d sequences (prompts × n), more than --max-queued-requests (%d)", seqs, limit)
+		}
+		if s.waiting.Load()+int64(seqs) > limit {
+			s.metrics.Rejected.WithLabelValues("queue_full").Inc()
+			return openai.NewError(http.StatusTooManyRequests, "too many queued sequences (limit %d, --max-queued-requests); retry later", limit)
+		}
 	}
 	return nil
 }
@@ -545,7 +552,7 @@ func (s *Server) admit() *openai.Error {
 // run registers the request's choices with the engine and serves the
 // response. The choices and options must be filled in.
 func (s *Server) run(c *gin.Context, r *genRequest) {
-	if e := s.admit(); e != nil {
+	if e := s.admit(len(r.choices)); e != nil {
 		if e.Status == http.StatusTooManyRequests {
 			c.Header("Retry-After", "1")
 		}
@@ -566,12 +573,12 @@ func (s *Server) run(c *gin.Context, r *genRequest) {
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
 	defer s.streams.Done()
-	s.waiting.Add(1)
+	s.waiting.Add(int64(len(r.choices)))
 	defer func() {
 		r.mu.Lock()
 		if !r.firstSeen {
 			r.firstSeen = true
-			s.waiting.Add(-1)
+			s.waiting.Add(-int64(len(r.choices)))
 		}
 		r.mu.Unlock()
 	}()
