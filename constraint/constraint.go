@@ -170,6 +170,9 @@ func Compile(c ipc.Constraint) (*Grammar, error) {
 	if err := g.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Kind, err)
 	}
+	if err := checkTerminalSizes(c.Kind, g); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

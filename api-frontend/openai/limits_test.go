@@ -75,6 +75,9 @@ func TestRequestLimits(t *testing.T) {
 		{"fan-out 10000 prompts × n 128", lim, `{"prompt":` + manyPrompts(10000) + `,"n":128,"max_tokens":1}`, "n", "10000 prompts × n 128 = 1280000 sequences, more than the limit of 256 (--max-seqs-per-request)"},
 		{"fan-out at default", lim, `{"prompt":` + manyPrompts(2) + `,"n":128}`, "", ""},
 		{"fan-out flag", small, `{"prompt":` + manyPrompts(3) + `,"n":3}`, "n", "limit of 8 (--max-seqs-per-request)"},
+		{"regex blow-up", lim, `{"prompt":"x","guided_regex":"\\p{L}{1000}"}`, "guided_regex", "too complex"},
+		{"schema pattern blow-up", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\p{L}{1000}$"}},"required":["a"]}}}}`, "response_format", "too complex"},
+		{"regex fine", lim, `{"prompt":"x","guided_regex":"\\p{L}{10}"}`, "", ""},
 		{"n over flag", small, `{"prompt":"x","n":9}`, "n", "between 1 and 8 (--max-seqs-per-request)"},
 	}
 	for _, tc := range cases {
