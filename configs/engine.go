@@ -37,6 +37,9 @@ type Engine struct {
 	SimVocabSize         int     `flag:"sim-vocab-size" yaml:"sim_vocab_size" usage:"simulator: vocabulary size when no tokenizer can be loaded"`
 
 	ConstraintTimeout time.Duration `flag:"constraint-timeout" yaml:"constraint_timeout" usage:"longest a structured-output grammar may take to compile before the request is refused"`
+	// GrammarCacheBytes bounds the compiled structured-output grammars
+	// kept (estimated bytes; least recently used evicted first).
+	GrammarCacheBytes int64         `flag:"grammar-cache-bytes" yaml:"grammar_cache_bytes" usage:"estimated bytes of compiled structured-output grammars kept across requests (least recently used evicted)"`
 	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long running requests may finish"`
 	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: json or console"`
 	// CurveSecretKeyFile turns on CURVE encryption of a tcp:// --listen socket.
@@ -58,6 +61,7 @@ func DefaultEngine() Engine {
 		SimVocabSize:        32000,
 		ShutdownTimeout:     30 * time.Second,
 		ConstraintTimeout:   10 * time.Second,
+		GrammarCacheBytes:   128 << 20, // guide.DefaultGrammarCacheBytes
 		LogFormat:           "json",
 		LogLevel:            "info",
 	}
@@ -121,6 +125,9 @@ func (e *Engine) Validate() error {
 	}
 	if e.SimScript != "" && e.Executor != "sim" {
 		errs = append(errs, Errorf("sim-script", "needs --executor sim"))
+	}
+	if e.GrammarCacheBytes <= 0 {
+		errs = append(errs, Errorf("grammar-cache-bytes", "must be > 0, got %d", e.GrammarCacheBytes))
 	}
 	if e.ConstraintTimeout <= 0 {
 		errs = append(errs, Errorf("constraint-timeout", "must be > 0, got %s", e.ConstraintTimeout))

@@ -173,6 +173,9 @@ func Compile(c ipc.Constraint) (*Grammar, error) {
 	if err := checkTerminalSizes(c.Kind, g); err != nil {
 		return nil, err
 	}
+	if n := EstimateBytes(g); n > MaxGrammarBytes {
+		return nil, fmt.Errorf("%s: grammar too large: about %d MiB once compiled (%d patterns), more than the limit of %d MiB", c.Kind, n>>20, len(g.Terminals), MaxGrammarBytes>>20)
+	}
 	return g, nil
 }
 

@@ -261,7 +261,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		if err != nil {
 			log.Warn("structured outputs are disabled", zap.Error(err))
 		} else {
-			g = &guideAdapter{c: guide.NewCompiler(gv, 64), size: gv.Size(), timeout: cfg.ConstraintTimeout}
+			g = &guideAdapter{c: guide.NewCompilerWithOptions(gv, guide.Options{CacheSize: 64, CacheBytes: cfg.GrammarCacheBytes}), size: gv.Size(), timeout: cfg.ConstraintTimeout}
 		}
 	}
 	pool := kvcache.New(blocks, cfg.BlockSize)

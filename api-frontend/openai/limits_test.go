@@ -36,6 +36,19 @@ func manyBias(n int) string {
 	return bias(keys...)
 }
 
+func wideSchema(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"object","properties":{`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"p%d":{"type":"string"}`, i)
+	}
+	sb.WriteString(`}}`)
+	return sb.String()
+}
+
 func manyPrompts(n int) string {
 	list := make([]string, n)
 	for i := range list {
@@ -77,6 +90,7 @@ func TestRequestLimits(t *testing.T) {
 		{"fan-out flag", small, `{"prompt":` + manyPrompts(3) + `,"n":3}`, "n", "limit of 8 (--max-seqs-per-request)"},
 		{"regex blow-up", lim, `{"prompt":"x","guided_regex":"\\p{L}{1000}"}`, "guided_regex", "too complex"},
 		{"schema pattern blow-up", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\p{L}{1000}$"}},"required":["a"]}}}}`, "response_format", "too complex"},
+		{"10 000-property schema", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + wideSchema(10000) + `}}}`, "response_format", "grammar too large"},
 		{"regex fine", lim, `{"prompt":"x","guided_regex":"\\p{L}{10}"}`, "", ""},
 		{"n over flag", small, `{"prompt":"x","n":9}`, "n", "between 1 and 8 (--max-seqs-per-request)"},
 	}
