@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
+	"github.com/sluice-llm/sluice/outputproc/stopstr"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
 
@@ -53,6 +54,7 @@ type genRequest struct {
 	logprobs  int
 
 	opts      *openai.Options
+	stopSet   *stopstr.Set // opts.Stops compiled once, shared by the choices
 	hdr       openai.StreamHeader
 	remaining int // choices not finished
 	cached    int

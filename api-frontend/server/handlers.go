@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/outputproc"
+	"github.com/sluice-llm/sluice/outputproc/stopstr"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
 
@@ -51,7 +52,11 @@ func (r *genRequest) newChoice(index int, promptIDs []int32) *choice {
 	}
 	*ch = choice{r: r, index: index, engineID: r.id + "-" + itoa(index), promptIDs: promptIDs}
 	ch.st = &ch.state
+	if r.stopSet == nil && len(o.Stops) > 0 {
+		r.stopSet = stopstr.Compile(o.Stops) // one automaton for all choices
+	}
 	ch.st.Init(r.s.deps.Tokenizer, outputproc.Params{
+		StopSet:        r.stopSet,
 		StreamInterval: o.StreamInterval,
 		FinalOnly:      !o.Stream,
 		Stops:          o.Stops,

@@ -42,12 +42,24 @@ type Matcher struct {
 	matched string
 }
 
+// Set is a compiled list of stop strings: immutable, safe for concurrent
+// use, and shared by the Matchers of a request's choices (n 64 choices
+// need one automaton, not 64).
+type Set struct{ ac *automaton }
+
+// Compile compiles stops (empty stop strings are ignored).
+func Compile(stops []string) *Set { return &Set{ac: build(stops)} }
+
 // New returns a Matcher for stops. Empty stop strings are ignored. With
 // includeStop the emitted text runs through the matched stop string
 // (include_stop_str_in_output); otherwise it ends just before it.
 func New(stops []string, includeStop bool) *Matcher {
-	m := &Matcher{include: includeStop}
-	m.ac = build(stops)
+	return Compile(stops).Matcher(includeStop)
+}
+
+// Matcher returns a new Matcher over the set (see New).
+func (s *Set) Matcher(includeStop bool) *Matcher {
+	m := &Matcher{include: includeStop, ac: s.ac}
 	if m.ac != nil && !includeStop {
 		m.win = make([]byte, 0, m.ac.maxLen+64)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -261,4 +262,39 @@ func BenchmarkManyStops(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestSharedSet: Matchers of one compiled Set (a request's choices) run
+// concurrently and independently, each equal to the reference.
+func TestSharedSet(t *testing.T) {
+	stops := []string{"<|end|>", "###", "ab", "b<"}
+	set := Compile(stops)
+	texts := []string{"xxab", "x<|end|>y", "##a#b<z", "no match here", "a###", "<|en", "b"}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for _, text := range texts {
+				include := g%2 == 0
+				m := set.Matcher(include)
+				var sb strings.Builder
+				var got string
+				for i := 0; i < len(text); i++ {
+					emit, stopped, matched := m.Add(text[i : i+1])
+					sb.WriteString(emit)
+					if stopped {
+						got = matched
+						break
+					}
+				}
+				sb.WriteString(m.Flush())
+				want, wantM := naive(text, stops, include)
+				if sb.String() != want || got != wantM {
+					t.Errorf("goroutine %d %q: got (%q, %q), want (%q, %q)", g, text, sb.String(), got, want, wantM)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
