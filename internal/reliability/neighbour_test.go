@@ -224,3 +224,95 @@ func TestNoisyNeighbour(t *testing.T) {
 		t.Errorf("RSS grew by more than 200 MB: engine %d → %d, frontend %d → %d", engRSS0, engRSS, feRSS0, feRSS)
 	}
 }
+
+// TestStopFloodRaisedLimits is issue 21's first attack with the stop-string
+// caps raised out of its way (--max-stop-strings 100000): 100 000 stop
+// strings, n 64, max_tokens 500, streamed, while 20 normal streams run on
+// the same frontend. The attacker completes, every normal stream finishes
+// with exact usage, and a 4-token request sent meanwhile completes in
+// under 1 s (it took 12.6 s, and all 20 streams failed with "engine is
+// down", when stop matching was linear in the stop strings and pings
+// waited behind it).
+func TestStopFloodRaisedLimits(t *testing.T) {
+	addr := engineAddr(t)
+	eng := startEngine(t, addr, "--sim-step-ms", "4")
+	fe := startFrontend(t, addr, "--max-stop-strings", "100000", "--max-stop-str-bytes", "4000000")
+	engRSS0, feRSS0 := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	const normals, normalTokens = 20, 600
+	type res struct {
+		r   streamResult
+		err error
+	}
+	stream := func(body string) res {
+		resp, err := post(ctx, fe.base, "/v1/completions", body)
+		if err != nil {
+			return res{err: err}
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return res{err: fmt.Errorf("status %d: %s", resp.StatusCode, tail(string(b), 200))}
+		}
+		evs, err := newSSE(resp.Body).all()
+		if err != nil {
+			return res{err: err}
+		}
+		r, err := summarize(evs)
+		return res{r, err}
+	}
+	out := make([]res, normals+1)
+	var wg sync.WaitGroup
+	for i := 0; i < normals; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out[i] = stream(fmt.Sprintf(`{"prompt":"normal %d","max_tokens":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, i, normalTokens))
+		}(i)
+	}
+	time.Sleep(100 * time.Millisecond)
+	stops := jsonList(100000, func(i int) string { return fmt.Sprintf(`"stop-%06d"`, i) })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		out[normals] = stream(`{"prompt":"hello","n":64,"max_tokens":500,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"stop":` + stops + `}`)
+	}()
+	var worst time.Duration
+	for k := 0; k < 5; k++ {
+		time.Sleep(200 * time.Millisecond)
+		t0 := time.Now()
+		resp, err := post(ctx, fe.base, "/v1/completions", `{"prompt":"tiny","max_tokens":4,"ignore_eos":true}`)
+		if err != nil {
+			t.Fatalf("small request: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(t0)
+		worst = max(worst, took)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"completion_tokens":4`) {
+			t.Errorf("small request: %d %s", resp.StatusCode, tail(string(b), 300))
+		}
+	}
+	if worst > time.Second {
+		t.Errorf("a 4-token request took %s during the attack", worst)
+	}
+	wg.Wait()
+	for i, o := range out {
+		want := normalTokens
+		if i == normals {
+			want = 64 * 500 // the attacker's usage covers its 64 choices
+		}
+		if o.err != nil || !o.r.done || o.r.errMsg != "" || o.r.usage != want || o.r.finish != "length" {
+			t.Errorf("stream %d: err %v, done %v, error %q, usage %d (want %d), finish %q", i, o.err, o.r.done, o.r.errMsg, o.r.usage, want, o.r.finish)
+		}
+	}
+	engRSS, feRSS := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	record(t, "small request during the stop flood, worst", worst)
+	record(t, "engine RSS MB before/after", fmt.Sprintf("%d/%d", engRSS0, engRSS))
+	record(t, "frontend RSS MB before/after", fmt.Sprintf("%d/%d", feRSS0, feRSS))
+	if engRSS-engRSS0 > 200 || feRSS-feRSS0 > 200 {
+		t.Errorf("RSS grew by more than 200 MB: engine %d → %d, frontend %d → %d", engRSS0, engRSS, feRSS0, feRSS)
+	}
+}
