@@ -2,6 +2,8 @@ package zmqtransport
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sync"
@@ -83,6 +85,23 @@ type EngineConn struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	ioDone    chan struct{}
+
+	// session is this connection's random session id, sent in every HELLO:
+	// the engine resumes (rather than aborts) the requests of a session that
+	// says HELLO again.
+	session string
+	// muted is a test hook: while set, the frontend sends no PING and no
+	// PONG, as if it were frozen, so the engine parks it.
+	muted atomic.Bool
+}
+
+// newSession returns a random session id.
+func newSession() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Dial connects to the engine and starts the handshake in the background;
@@ -107,6 +126,10 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	c := &EngineConn{cfg: cfg, log: log, codec: ipc.NewCodec(), stop: make(chan struct{}), pingKick: make(chan struct{}, 1), pingDone: make(chan struct{}),
 		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
+	var err error
+	if c.session, err = newSession(); err != nil {
+		return nil, err
+	}
 	pc := pumpConfig{addr: cfg.Addr, identity: cfg.FrontendID, outCap: defaultOutCap,
 		// A socket monitor reports a dropped connection at once (a killed
 		// engine's ipc/tcp connection closes), so streams fail well before
@@ -260,7 +283,7 @@ func (c *EngineConn) pingLoop() {
 		case <-tick.C:
 		case <-c.pingKick:
 		}
-		if !c.up.Load() {
+		if !c.up.Load() || c.muted.Load() {
 			continue
 		}
 		if frame, err := codec.Encode(ipc.KindPing, &ipc.Ping{Time: now()}); err == nil {
@@ -289,7 +312,7 @@ func (c *EngineConn) ioLoop() {
 	timer := time.NewTimer(housekeepingMax)
 	defer timer.Stop()
 	codec := ipc.NewCodec()
-	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName}
+	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName, Session: c.session}
 	var lastHello, lastSeen time.Time
 	sendDirect := func(kind ipc.Kind, msg any) {
 		frame, err := codec.Encode(kind, msg)
@@ -370,7 +393,9 @@ func (c *EngineConn) ioLoop() {
 					return
 				}
 			case ipc.KindPing:
-				sendDirect(ipc.KindPong, msg)
+				if !c.muted.Load() {
+					sendDirect(ipc.KindPong, msg)
+				}
 			case ipc.KindPong:
 			case ipc.KindReady:
 				r := msg.(*ipc.Ready)
