@@ -182,7 +182,7 @@ func run(args []string) error {
 		MaxQueuedRequests: cfg.MaxQueuedRequests,
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		RequestLimits: openai.RequestLimits{MaxStopStrings: cfg.MaxStopStrings, MaxStopStrBytes: cfg.MaxStopStrBytes, MaxLogitBias: cfg.MaxLogitBias,
-			MaxSeqsPerRequest: cfg.MaxSeqsPerRequest, MaxTokenizeTokens: cfg.MaxTokenizeTokens},
+			MaxSeqsPerRequest: cfg.MaxSeqsPerRequest, MaxTokenizeTokens: cfg.MaxTokenizeTokens, MaxGrammarBytes: cfg.MaxGrammarBytes},
 		MaxTokenizeBodyBytes: cfg.MaxTokenizeBodyBytes,
 		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
 		ToolCallParser:       cfg.ToolCallParser,

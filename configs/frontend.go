@@ -30,11 +30,14 @@ type Frontend struct {
 
 	// Per-request cost limits (issue 21; docs/RELIABILITY.md): a breach is a
 	// 400 naming the field and the flag.
-	MaxStopStrings       int           `flag:"max-stop-strings" yaml:"max_stop_strings" usage:"most stop strings per request"`
-	MaxStopStrBytes      int           `flag:"max-stop-str-bytes" yaml:"max_stop_str_bytes" usage:"most bytes of all of a request's stop strings together"`
-	MaxLogitBias         int           `flag:"max-logit-bias" yaml:"max_logit_bias" usage:"most logit_bias entries per request"`
-	MaxSeqsPerRequest    int           `flag:"max-seqs-per-request" yaml:"max_seqs_per_request" usage:"most sequences (prompts × n) per request"`
-	MaxTokenizeTokens    int           `flag:"max-tokenize-tokens" yaml:"max_tokenize_tokens" usage:"most tokens /tokenize answers"`
+	MaxStopStrings    int `flag:"max-stop-strings" yaml:"max_stop_strings" usage:"most stop strings per request"`
+	MaxStopStrBytes   int `flag:"max-stop-str-bytes" yaml:"max_stop_str_bytes" usage:"most bytes of all of a request's stop strings together"`
+	MaxLogitBias      int `flag:"max-logit-bias" yaml:"max_logit_bias" usage:"most logit_bias entries per request"`
+	MaxSeqsPerRequest int `flag:"max-seqs-per-request" yaml:"max_seqs_per_request" usage:"most sequences (prompts × n) per request"`
+	MaxTokenizeTokens int `flag:"max-tokenize-tokens" yaml:"max_tokenize_tokens" usage:"most tokens /tokenize answers"`
+	// MaxGrammarBytes is the most estimated memory of one compiled
+	// structured-output grammar; larger ones get a 400.
+	MaxGrammarBytes      int64         `flag:"max-grammar-bytes" yaml:"max_grammar_bytes" usage:"most estimated bytes of one compiled structured-output grammar (larger ones get a 400)"`
 	MaxTokenizeBodyBytes int64         `flag:"max-tokenize-body-bytes" yaml:"max_tokenize_body_bytes" usage:"largest /tokenize and /detokenize body accepted (413 beyond)"`
 	ChatTemplate         string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
 	WebUI                bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
@@ -77,6 +80,7 @@ func DefaultFrontend() Frontend {
 		MaxLogitBias:         300,
 		MaxSeqsPerRequest:    256,
 		MaxTokenizeTokens:    1 << 18,
+		MaxGrammarBytes:      64 << 20, // constraint.MaxGrammarBytes
 		MaxTokenizeBodyBytes: 2 << 20,
 		APIServerCount:       1,
 		ShutdownTimeout:      30 * time.Second,
@@ -117,7 +121,7 @@ func (f *Frontend) Validate() error {
 		flag string
 		v    int64
 	}{{"--max-stop-strings", int64(f.MaxStopStrings)}, {"--max-stop-str-bytes", int64(f.MaxStopStrBytes)}, {"--max-logit-bias", int64(f.MaxLogitBias)},
-		{"--max-seqs-per-request", int64(f.MaxSeqsPerRequest)}, {"--max-tokenize-tokens", int64(f.MaxTokenizeTokens)}, {"--max-tokenize-body-bytes", f.MaxTokenizeBodyBytes}} {
+		{"--max-seqs-per-request", int64(f.MaxSeqsPerRequest)}, {"--max-tokenize-tokens", int64(f.MaxTokenizeTokens)}, {"--max-tokenize-body-bytes", f.MaxTokenizeBodyBytes}, {"--max-grammar-bytes", f.MaxGrammarBytes}} {
 		if l.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be > 0, got %d", l.flag, l.v))
 		}

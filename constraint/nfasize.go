@@ -167,9 +167,11 @@ func utf8Ranges(lo, hi rune, emit func(n int)) {
 	emit(utf8.RuneLen(lo))
 }
 
-// MaxGrammarBytes is the most memory one compiled grammar may take in the
-// engine, as EstimateBytes counts it. Compile refuses larger grammars, so
-// the frontend's compile check answers 400 and the engine refuses them too
+// MaxGrammarBytes is the default of the most memory one compiled grammar
+// may take in the engine, as EstimateBytes counts it (the frontend's and
+// engine-core's --max-grammar-bytes). Compile refuses larger grammars, and
+// CompileLimit and CheckBytes take the configured limit, so the frontend's
+// compile check answers 400 and the engine refuses them too
 // (20 distinct 10 000-property JSON schemas once took engine-core from
 // 17 MB to 1.69 GB).
 const MaxGrammarBytes = 64 << 20

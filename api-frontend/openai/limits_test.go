@@ -62,7 +62,7 @@ func manyPrompts(n int) string {
 // is a 400 naming the field and the limit; a request at the limit passes.
 func TestRequestLimits(t *testing.T) {
 	lim := Limits{VocabSize: 1 << 20}
-	small := Limits{VocabSize: 1 << 20, RequestLimits: RequestLimits{MaxStopStrings: 2, MaxStopStrBytes: 10, MaxLogitBias: 3, MaxSeqsPerRequest: 8}}
+	small := Limits{VocabSize: 1 << 20, RequestLimits: RequestLimits{MaxStopStrings: 2, MaxStopStrBytes: 10, MaxLogitBias: 3, MaxSeqsPerRequest: 8, MaxGrammarBytes: 1 << 20}}
 	cases := []struct {
 		name  string
 		lim   Limits
@@ -91,6 +91,8 @@ func TestRequestLimits(t *testing.T) {
 		{"regex blow-up", lim, `{"prompt":"x","guided_regex":"\\p{L}{1000}"}`, "guided_regex", "too complex"},
 		{"schema pattern blow-up", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\p{L}{1000}$"}},"required":["a"]}}}}`, "response_format", "too complex"},
 		{"10 000-property schema", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + wideSchema(10000) + `}}}`, "response_format", "grammar too large"},
+		{"600-property schema", lim, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + wideSchema(600) + `}}}`, "", ""},
+		{"600-property schema over flag", small, `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + wideSchema(600) + `}}}`, "response_format", "limit of 1 MiB (--max-grammar-bytes)"},
 		{"regex fine", lim, `{"prompt":"x","guided_regex":"\\p{L}{10}"}`, "", ""},
 		{"n over flag", small, `{"prompt":"x","n":9}`, "n", "between 1 and 8 (--max-seqs-per-request)"},
 	}

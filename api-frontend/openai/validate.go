@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -43,6 +44,10 @@ type RequestLimits struct {
 	// MaxTokenizeTokens is the most tokens /tokenize answers
 	// (--max-tokenize-tokens, default DefaultMaxTokenizeTokens).
 	MaxTokenizeTokens int
+	// MaxGrammarBytes is the most estimated memory of one compiled
+	// structured-output grammar (--max-grammar-bytes, default
+	// constraint.MaxGrammarBytes); a larger one is a 400.
+	MaxGrammarBytes int64
 }
 
 // Defaults of RequestLimits.
@@ -68,6 +73,9 @@ func (l RequestLimits) WithDefaults() RequestLimits {
 	l.MaxLogitBias = orDefault(l.MaxLogitBias, DefaultMaxLogitBias)
 	l.MaxSeqsPerRequest = orDefault(l.MaxSeqsPerRequest, DefaultMaxSeqsPerRequest)
 	l.MaxTokenizeTokens = orDefault(l.MaxTokenizeTokens, DefaultMaxTokenizeTokens)
+	if l.MaxGrammarBytes <= 0 {
+		l.MaxGrammarBytes = constraint.MaxGrammarBytes
+	}
 	return l
 }
 
@@ -383,7 +391,7 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 	if seqs, lim := len(prompts)*c.N, lim.RequestLimits.WithDefaults().MaxSeqsPerRequest; seqs > lim {
 		return nil, BadRequest("n", "this request asks for %d prompts × n %d = %d sequences, more than the limit of %d (--max-seqs-per-request)", len(prompts), c.N, seqs, lim)
 	}
-	if e := r.compileStructured(lim.Constraints, &c.Options); e != nil {
+	if e := r.compileStructured(lim.Constraints, lim.MaxGrammarBytes, &c.Options); e != nil {
 		return nil, e
 	}
 	return c, nil
@@ -550,7 +558,7 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
 		extra = append(extra, "tool_choice")
 	}
-	if e := r.compileStructured(lim.Constraints, &c.Options, extra...); e != nil {
+	if e := r.compileStructured(lim.Constraints, lim.MaxGrammarBytes, &c.Options, extra...); e != nil {
 		return nil, e
 	}
 	if extra != nil {

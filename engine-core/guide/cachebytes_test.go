@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-llm/sluice/constraint"
 )
@@ -68,13 +69,50 @@ func TestGrammarCacheBoundedByBytes(t *testing.T) {
 	}
 }
 
-// TestHugeGrammarRefused: one grammar over constraint.MaxGrammarBytes is
-// refused by the constraint check (the frontend's 400) with a short
-// message, and so by the engine's compiler.
+// TestHugeGrammarRefused: one grammar over the size limit is refused with
+// a short message naming the flag: by constraint.CheckBytes (the frontend's
+// 400) at the default constraint.MaxGrammarBytes, and by the engine's
+// compiler at its Options.MaxGrammarBytes (--max-grammar-bytes), which a
+// smaller setting lowers; the constructor alone no longer applies a size
+// limit, so the flag can raise it.
 func TestHugeGrammarRefused(t *testing.T) {
-	schema := json.RawMessage(wideSchema(0, 10000))
-	_, err := constraint.JSONSchema(schema, true)
-	if err == nil || !strings.Contains(err.Error(), "grammar too large") || len(err.Error()) > 200 {
-		t.Fatalf("10 000-property schema: %v", err)
+	huge, err := constraint.JSONSchema(json.RawMessage(wideSchema(0, 10000)), true)
+	if err != nil {
+		t.Fatalf("10 000-property schema does not parse: %v", err)
+	}
+	mid := schemaConstraint(t, wideSchema(1, 600))
+	vocab := testVocab(t)
+	small := NewCompilerWithOptions(vocab, Options{MaxGrammarBytes: 1 << 20})
+	cases := []struct {
+		name    string
+		compile func() error
+		limit   string // "" when it must compile
+	}{
+		{"default check, huge", func() error { return constraint.CheckBytes(huge, constraint.MaxGrammarBytes) }, "limit of 64 MiB"},
+		{"default check, 600 properties", func() error { return constraint.CheckBytes(mid, constraint.MaxGrammarBytes) }, ""},
+		{"1 MiB check, 600 properties", func() error { return constraint.CheckBytes(mid, 1<<20) }, "limit of 1 MiB"},
+		{"engine default, huge", func() error {
+			_, err := NewCompiler(vocab, 64).Compile(huge, time.Now().Add(time.Minute))
+			return err
+		}, "limit of 64 MiB"},
+		{"engine 1 MiB, 600 properties", func() error {
+			_, err := small.Compile(mid, time.Now().Add(time.Minute))
+			return err
+		}, "limit of 1 MiB"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.compile()
+			if tc.limit == "" {
+				if err != nil {
+					t.Fatalf("want it compiled, got %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "grammar too large") || !strings.Contains(err.Error(), tc.limit) ||
+				!strings.Contains(err.Error(), "--max-grammar-bytes") || len(err.Error()) > 200 {
+				t.Fatalf("got %v; want a short 'grammar too large' naming %q and --max-grammar-bytes", err, tc.limit)
+			}
+		})
 	}
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// evicted (a grammar in use by a request stays alive until it ends).
 	// Default DefaultGrammarCacheBytes (engine-core --grammar-cache-bytes).
 	CacheBytes int64
+	// MaxGrammarBytes refuses a grammar whose estimated compiled size
+	// (constraint.EstimateBytes) is larger. Default
+	// constraint.MaxGrammarBytes (engine-core --max-grammar-bytes).
+	MaxGrammarBytes int64
 	// MaskCacheBytes bounds each grammar's state→mask cache, and half of
 	// it each grammar's transition memo (see memo.go). Default 8 MiB.
 	MaskCacheBytes int
@@ -121,6 +125,9 @@ func NewCompilerWithOptions(vocab *Vocab, o Options) *Compiler {
 	}
 	if o.MaskCacheBytes <= 0 {
 		o.MaskCacheBytes = 8 << 20
+	}
+	if o.MaxGrammarBytes <= 0 {
+		o.MaxGrammarBytes = constraint.MaxGrammarBytes
 	}
 	if o.MaxTerminals <= 0 {
 		o.MaxTerminals = 4096
@@ -261,7 +268,7 @@ func (c *Compiler) evict() {
 
 // build compiles a constraint synchronously, without the grammar cache.
 func (c *Compiler) build(ct ipc.Constraint) (*Grammar, error) {
-	ir, err := constraint.Compile(ct)
+	ir, err := constraint.CompileLimit(ct, c.opts.MaxGrammarBytes)
 	if err != nil {
 		return nil, err
 	}
