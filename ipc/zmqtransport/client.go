@@ -88,15 +88,18 @@ type EngineConn struct {
 
 	// session is this connection's random session id, sent in every HELLO:
 	// the engine resumes (rather than aborts) the requests of a session that
-	// says HELLO again.
-	session string
+	// says HELLO again. Once the connection went down its consumer failed
+	// every request, so the next HELLO carries a new session (newSession
+	// set), and the engine aborts the old requests.
+	session    string
+	newSession atomic.Bool
 	// muted is a test hook: while set, the frontend sends no PING and no
 	// PONG, as if it were frozen, so the engine parks it.
 	muted atomic.Bool
 }
 
-// newSession returns a random session id.
-func newSession() (string, error) {
+// randomSession returns a random session id.
+func randomSession() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("session id: %w", err)
@@ -127,7 +130,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
 	var err error
-	if c.session, err = newSession(); err != nil {
+	if c.session, err = randomSession(); err != nil {
 		return nil, err
 	}
 	pc := pumpConfig{addr: cfg.Addr, identity: cfg.FrontendID, outCap: defaultOutCap,
@@ -254,6 +257,7 @@ func (c *EngineConn) Close() {
 
 func (c *EngineConn) setDown(reason string) {
 	if c.up.Swap(false) {
+		c.newSession.Store(true)
 		c.log.Warn("engine down", zap.String("addr", c.cfg.Addr), zap.String("reason", reason))
 		c.emit(ConnEvent{Up: false, Reason: reason})
 	}
@@ -327,6 +331,13 @@ func (c *EngineConn) ioLoop() {
 		t := time.Now()
 		if !c.up.Load() && t.Sub(lastHello) >= 200*time.Millisecond {
 			lastHello = t
+			if c.newSession.Swap(false) {
+				if id, err := randomSession(); err == nil {
+					hello.Session = id
+				} else {
+					hello.Session = "" // the engine then aborts the old requests too
+				}
+			}
 			sendDirect(ipc.KindHello, hello)
 		}
 		if c.up.Load() {

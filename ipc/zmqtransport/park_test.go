@@ -220,3 +220,49 @@ func TestParkedFrontendDropped(t *testing.T) {
 		})
 	}
 }
+
+// session returns the session the engine has for frontend id (test helper).
+func (s *EngineSocket) session(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.frontends[id]; ok {
+		return st.session
+	}
+	return ""
+}
+
+// TestDownFrontendStartsNewSession: a frontend that went down (its
+// consumer failed every request) says HELLO with a new session, so the
+// engine aborts the requests it sent before (KindFrontendGone) instead of
+// resuming orphans; the first HELLO's session is the one the engine keeps.
+func TestDownFrontendStartsNewSession(t *testing.T) {
+	addr := ipcAddr(t)
+	s := listen(t, addr)
+	defer s.Close("test over")
+	c := dial(t, addr, "fe-session")
+	defer c.Close()
+	waitUp(t, c)
+	first := s.session("fe-session")
+	if first == "" {
+		t.Fatal("engine holds no session for the frontend")
+	}
+	if err := c.Send(ipc.KindAdd, &ipc.AddRequest{RequestID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if in := <-s.Inbound(); in.Kind != ipc.KindAdd {
+		t.Fatalf("got kind %d, want ADD", in.Kind)
+	}
+	c.setDown("test: engine declared down")
+	select {
+	case in := <-s.Inbound():
+		if in.Kind != KindFrontendGone || in.Frontend != "fe-session" {
+			t.Fatalf("got kind %d from %q, want the frontend's requests aborted", in.Kind, in.Frontend)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("re-HELLO did not abort the old session's requests")
+	}
+	waitUp(t, c)
+	if now := s.session("fe-session"); now == "" || now == first {
+		t.Fatalf("session after re-HELLO %q, before %q; want a new one", now, first)
+	}
+}
