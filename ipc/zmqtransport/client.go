@@ -327,8 +327,18 @@ func (c *EngineConn) ioLoop() {
 	rejected := ""
 	pump := c.pump
 	defer func() { <-c.pingDone }() // before the pump closes: pingLoop sends through it
+	var lastWake time.Time
 	for {
 		t := time.Now()
+		// The loop wakes at least every housekeepingMax: a longer gap means
+		// this process was frozen (SIGSTOP, swapped out), not that the
+		// engine was silent; the engine's frames may still wait in the
+		// pump. Give the engine a fresh liveness period rather than fail
+		// every stream (the engine parks a frozen frontend meanwhile).
+		if !lastWake.IsZero() && t.Sub(lastWake) > c.cfg.LivenessTimeout && t.Sub(lastWake) > housekeepingMax+100*time.Millisecond {
+			lastSeen = t
+		}
+		lastWake = t
 		if !c.up.Load() && t.Sub(lastHello) >= 200*time.Millisecond {
 			lastHello = t
 			if c.newSession.Swap(false) {
