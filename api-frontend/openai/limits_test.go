@@ -147,3 +147,35 @@ func BenchmarkLogitBiasValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestToolGrammarLimit: the grammar of tool_choice required is bounded by
+// --max-grammar-bytes like response_format: over the flag it is a 400 on
+// tools naming the limit; at the default it passes.
+func TestToolGrammarLimit(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":` + wideSchema(600) + `}}],"tool_choice":"required"}`
+	for _, tc := range []struct {
+		name string
+		lim  Limits
+		msg  string // "" when valid
+	}{
+		{"default", Limits{VocabSize: 1 << 20}, ""},
+		{"1 MiB flag", Limits{VocabSize: 1 << 20, RequestLimits: RequestLimits{MaxGrammarBytes: 1 << 20}}, "limit of 1 MiB (--max-grammar-bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r ChatRequest
+			if e := Decode([]byte(body), &r); e != nil {
+				t.Fatal(e)
+			}
+			_, e := r.Validate(tc.lim, ToolConfig{})
+			if tc.msg == "" {
+				if e != nil {
+					t.Fatalf("want valid, got %v", e)
+				}
+				return
+			}
+			if e == nil || e.Status != 400 || e.Param != "tools" || !strings.Contains(e.Message, tc.msg) {
+				t.Fatalf("got %+v; want 400 on tools containing %q", e, tc.msg)
+			}
+		})
+	}
+}

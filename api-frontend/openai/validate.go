@@ -66,6 +66,14 @@ func orDefault(v, def int) int {
 	return v
 }
 
+// grammarBytes is MaxGrammarBytes, or its default when unset.
+func (l RequestLimits) grammarBytes() int64 {
+	if l.MaxGrammarBytes <= 0 {
+		return constraint.MaxGrammarBytes
+	}
+	return l.MaxGrammarBytes
+}
+
 // WithDefaults returns l with every unset limit at its default.
 func (l RequestLimits) WithDefaults() RequestLimits {
 	l.MaxStopStrings = orDefault(l.MaxStopStrings, DefaultMaxStopStrings)
@@ -73,9 +81,7 @@ func (l RequestLimits) WithDefaults() RequestLimits {
 	l.MaxLogitBias = orDefault(l.MaxLogitBias, DefaultMaxLogitBias)
 	l.MaxSeqsPerRequest = orDefault(l.MaxSeqsPerRequest, DefaultMaxSeqsPerRequest)
 	l.MaxTokenizeTokens = orDefault(l.MaxTokenizeTokens, DefaultMaxTokenizeTokens)
-	if l.MaxGrammarBytes <= 0 {
-		l.MaxGrammarBytes = constraint.MaxGrammarBytes
-	}
+	l.MaxGrammarBytes = l.grammarBytes()
 	return l
 }
 
@@ -391,7 +397,7 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 	if seqs, lim := len(prompts)*c.N, lim.RequestLimits.WithDefaults().MaxSeqsPerRequest; seqs > lim {
 		return nil, BadRequest("n", "this request asks for %d prompts × n %d = %d sequences, more than the limit of %d (--max-seqs-per-request)", len(prompts), c.N, seqs, lim)
 	}
-	if e := r.compileStructured(lim.Constraints, lim.MaxGrammarBytes, &c.Options); e != nil {
+	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options); e != nil {
 		return nil, e
 	}
 	return c, nil
@@ -558,7 +564,7 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
 		extra = append(extra, "tool_choice")
 	}
-	if e := r.compileStructured(lim.Constraints, lim.MaxGrammarBytes, &c.Options, extra...); e != nil {
+	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options, extra...); e != nil {
 		return nil, e
 	}
 	if extra != nil {
@@ -570,7 +576,11 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 			T []json.RawMessage
 		}{tc.Parser, c.ToolChoice, multiple, r.Tools})
 		ct, out, err := lim.Constraints.get("tools\x00"+string(key), func() (ipc.Constraint, ToolOutput, error) {
-			return ToolConstraint(tc.Parser, c.ToolDefs, c.ToolChoice, multiple)
+			ct, out, err := ToolConstraint(tc.Parser, c.ToolDefs, c.ToolChoice, multiple)
+			if err == nil {
+				err = constraint.CheckBytes(ct, lim.grammarBytes())
+			}
+			return ct, out, err
 		})
 		if err != nil {
 			return nil, constraintError("tools", err)
