@@ -37,8 +37,19 @@ type Engine struct {
 	SimVocabSize         int     `flag:"sim-vocab-size" yaml:"sim_vocab_size" usage:"simulator: vocabulary size when no tokenizer can be loaded"`
 
 	ConstraintTimeout time.Duration `flag:"constraint-timeout" yaml:"constraint_timeout" usage:"longest a structured-output grammar may take to compile before the request is refused"`
-	ShutdownTimeout   time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long running requests may finish"`
-	LogFormat         string        `flag:"log-format" yaml:"log_format" usage:"log format: json or console"`
+	// GrammarCacheBytes bounds the compiled structured-output grammars
+	// kept (estimated bytes; least recently used evicted first).
+	GrammarCacheBytes int64 `flag:"grammar-cache-bytes" yaml:"grammar_cache_bytes" usage:"estimated bytes of compiled structured-output grammars kept across requests (least recently used evicted)"`
+	// MaxGrammarBytes is the most memory (estimated) one compiled
+	// structured-output grammar may take; larger ones are refused.
+	MaxGrammarBytes int64 `flag:"max-grammar-bytes" yaml:"max_grammar_bytes" usage:"most estimated bytes of one compiled structured-output grammar (larger ones are refused)"`
+	// FrontendParkGrace is how long a silent but connected frontend keeps
+	// its requests running (outputs held) before they are freed.
+	FrontendParkGrace time.Duration `flag:"frontend-park-grace" yaml:"frontend_park_grace" usage:"how long a silent, still connected frontend's requests run on (outputs held) before they are freed"`
+	// FrontendParkBufferBytes bounds the outputs held for one parked frontend.
+	FrontendParkBufferBytes int           `flag:"frontend-park-buffer-bytes" yaml:"frontend_park_buffer_bytes" usage:"most bytes of outputs held for one silent frontend; past it its requests are freed"`
+	ShutdownTimeout         time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long running requests may finish"`
+	LogFormat               string        `flag:"log-format" yaml:"log_format" usage:"log format: json or console"`
 	// CurveSecretKeyFile turns on CURVE encryption of a tcp:// --listen socket.
 	CurveSecretKeyFile string `flag:"curve-secret-key-file" yaml:"curve_secret_key_file" usage:"file with the engine's Z85 CURVE secret key: encrypts tcp:// connections"`
 	// CurveAllowedClientsFile lists the frontends' public keys allowed to connect.
@@ -49,17 +60,21 @@ type Engine struct {
 // DefaultEngine returns the defaults of every engine setting.
 func DefaultEngine() Engine {
 	return Engine{
-		Listen:              "ipc:///tmp/sluice-engine.sock",
-		Executor:            "cpu",
-		MaxNumSeqs:          256,
-		MaxNumBatchedTokens: 2048,
-		BlockSize:           16,
-		KVCacheDType:        "auto",
-		SimVocabSize:        32000,
-		ShutdownTimeout:     30 * time.Second,
-		ConstraintTimeout:   10 * time.Second,
-		LogFormat:           "json",
-		LogLevel:            "info",
+		Listen:                  "ipc:///tmp/sluice-engine.sock",
+		Executor:                "cpu",
+		MaxNumSeqs:              256,
+		MaxNumBatchedTokens:     2048,
+		BlockSize:               16,
+		KVCacheDType:            "auto",
+		SimVocabSize:            32000,
+		ShutdownTimeout:         30 * time.Second,
+		ConstraintTimeout:       10 * time.Second,
+		GrammarCacheBytes:       128 << 20,        // guide.DefaultGrammarCacheBytes
+		MaxGrammarBytes:         64 << 20,         // constraint.MaxGrammarBytes
+		FrontendParkGrace:       30 * time.Second, // zmqtransport.DefaultParkGrace
+		FrontendParkBufferBytes: 64 << 20,         // zmqtransport.DefaultParkBufferBytes
+		LogFormat:               "json",
+		LogLevel:                "info",
 	}
 }
 
@@ -121,6 +136,18 @@ func (e *Engine) Validate() error {
 	}
 	if e.SimScript != "" && e.Executor != "sim" {
 		errs = append(errs, Errorf("sim-script", "needs --executor sim"))
+	}
+	if e.MaxGrammarBytes <= 0 {
+		errs = append(errs, Errorf("max-grammar-bytes", "must be > 0, got %d", e.MaxGrammarBytes))
+	}
+	if e.FrontendParkGrace <= 0 {
+		errs = append(errs, Errorf("frontend-park-grace", "must be > 0, got %s", e.FrontendParkGrace))
+	}
+	if e.FrontendParkBufferBytes <= 0 {
+		errs = append(errs, Errorf("frontend-park-buffer-bytes", "must be > 0, got %d", e.FrontendParkBufferBytes))
+	}
+	if e.GrammarCacheBytes <= 0 {
+		errs = append(errs, Errorf("grammar-cache-bytes", "must be > 0, got %d", e.GrammarCacheBytes))
 	}
 	if e.ConstraintTimeout <= 0 {
 		errs = append(errs, Errorf("constraint-timeout", "must be > 0, got %s", e.ConstraintTimeout))

@@ -28,7 +28,19 @@ type Frontend struct {
 	MaxQueuedRequests int   `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
 	MaxBodyBytes      int64 `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
 	// MaxStreamBufferBytes bounds what one stream holds for a client that does not read.
-	MaxStreamBufferBytes int           `flag:"max-stream-buffer-bytes" yaml:"max_stream_buffer_bytes" usage:"bytes one stream may hold unwritten for a client that does not read; past it the request is aborted (0: 16 MiB, -1: no bound)"`
+	MaxStreamBufferBytes int `flag:"max-stream-buffer-bytes" yaml:"max_stream_buffer_bytes" usage:"bytes one stream may hold unwritten for a client that does not read; past it the request is aborted (0: 16 MiB, -1: no bound)"`
+
+	// Per-request cost limits (issue 21; docs/RELIABILITY.md): a breach is a
+	// 400 naming the field and the flag.
+	MaxStopStrings    int `flag:"max-stop-strings" yaml:"max_stop_strings" usage:"most stop strings per request"`
+	MaxStopStrBytes   int `flag:"max-stop-str-bytes" yaml:"max_stop_str_bytes" usage:"most bytes of all of a request's stop strings together"`
+	MaxLogitBias      int `flag:"max-logit-bias" yaml:"max_logit_bias" usage:"most logit_bias entries per request"`
+	MaxSeqsPerRequest int `flag:"max-seqs-per-request" yaml:"max_seqs_per_request" usage:"most sequences (prompts × n) per request"`
+	MaxTokenizeTokens int `flag:"max-tokenize-tokens" yaml:"max_tokenize_tokens" usage:"most tokens /tokenize answers"`
+	// MaxGrammarBytes is the most estimated memory of one compiled
+	// structured-output grammar; larger ones get a 400.
+	MaxGrammarBytes      int64         `flag:"max-grammar-bytes" yaml:"max_grammar_bytes" usage:"most estimated bytes of one compiled structured-output grammar (larger ones get a 400)"`
+	MaxTokenizeBodyBytes int64         `flag:"max-tokenize-body-bytes" yaml:"max_tokenize_body_bytes" usage:"largest /tokenize and /detokenize body accepted (413 beyond)"`
 	ChatTemplate         string        `flag:"chat-template" yaml:"chat_template" usage:"Jinja chat template file overriding the model's"`
 	WebUI                bool          `flag:"web-ui" yaml:"web_ui" usage:"serve the built-in web UI (playground and dashboard) at /ui/"`
 	APIServerCount       int           `flag:"api-server-count" yaml:"api_server_count" usage:"frontend processes sharing the port; above 1 this process supervises them (and engine-core with --engine spawn)"`
@@ -64,20 +76,28 @@ type Frontend struct {
 // DefaultFrontend returns the defaults of every frontend setting.
 func DefaultFrontend() Frontend {
 	return Frontend{
-		Host:              "0.0.0.0",
-		Port:              8000,
-		Engine:            "spawn",
-		StreamInterval:    1,
-		ReasoningField:    "reasoning",
-		MaxBodyBytes:      32 << 20,
-		APIServerCount:    1,
-		ShutdownTimeout:   30 * time.Second,
-		LogFormat:         "text",
-		EngineStartup:     5 * time.Minute,
-		EngineLiveness:    3 * time.Second,
-		SimStepMS:         -1,
-		MaxNumSeqs:        0,
-		MaxQueuedRequests: 0,
+		Host:           "0.0.0.0",
+		Port:           8000,
+		Engine:         "spawn",
+		StreamInterval: 1,
+		ReasoningField: "reasoning",
+		MaxBodyBytes:   32 << 20,
+		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
+		MaxStopStrings:       64,
+		MaxStopStrBytes:      16 << 10,
+		MaxLogitBias:         300,
+		MaxSeqsPerRequest:    256,
+		MaxTokenizeTokens:    1 << 18,
+		MaxGrammarBytes:      64 << 20, // constraint.MaxGrammarBytes
+		MaxTokenizeBodyBytes: 2 << 20,
+		APIServerCount:       1,
+		ShutdownTimeout:      30 * time.Second,
+		LogFormat:            "text",
+		EngineStartup:        5 * time.Minute,
+		EngineLiveness:       3 * time.Second,
+		SimStepMS:            -1,
+		MaxNumSeqs:           0,
+		MaxQueuedRequests:    0,
 
 		ResponsesStoreMaxBytes: 256 << 20,
 		ResponsesStoreTTL:      24 * time.Hour,
@@ -107,6 +127,15 @@ func (f *Frontend) Validate() error {
 	}
 	if f.MaxQueuedRequests < 0 {
 		errs = append(errs, fmt.Errorf("--max-queued-requests must be >= 0, got %d", f.MaxQueuedRequests))
+	}
+	for _, l := range []struct {
+		flag string
+		v    int64
+	}{{"--max-stop-strings", int64(f.MaxStopStrings)}, {"--max-stop-str-bytes", int64(f.MaxStopStrBytes)}, {"--max-logit-bias", int64(f.MaxLogitBias)},
+		{"--max-seqs-per-request", int64(f.MaxSeqsPerRequest)}, {"--max-tokenize-tokens", int64(f.MaxTokenizeTokens)}, {"--max-tokenize-body-bytes", f.MaxTokenizeBodyBytes}, {"--max-grammar-bytes", f.MaxGrammarBytes}} {
+		if l.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be > 0, got %d", l.flag, l.v))
+		}
 	}
 	if f.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-bytes must be > 0, got %d", f.MaxBodyBytes))

@@ -22,6 +22,10 @@ func TestFrontendValidate(t *testing.T) {
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
 		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},
 		{"negative queue", func(f *Frontend) { f.MaxQueuedRequests = -1 }, "--max-queued-requests"},
+		{"zero stop strings", func(f *Frontend) { f.MaxStopStrings = 0 }, "--max-stop-strings"},
+		{"zero logit bias", func(f *Frontend) { f.MaxLogitBias = 0 }, "--max-logit-bias"},
+		{"negative seqs", func(f *Frontend) { f.MaxSeqsPerRequest = -1 }, "--max-seqs-per-request"},
+		{"zero tokenize body", func(f *Frontend) { f.MaxTokenizeBodyBytes = 0 }, "--max-tokenize-body-bytes"},
 		{"bad log format", func(f *Frontend) { f.LogFormat = "xml" }, "--log-format"},
 		{"negative shutdown", func(f *Frontend) { f.ShutdownTimeout = -time.Second }, "--shutdown-timeout"},
 	}

@@ -76,9 +76,11 @@ func hashOf(kind, spec string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// finish checks that the constraint compiles. The size limit is left to
+// the caller (CheckBytes, CompileLimit), whose flag may raise it.
 func finish(kind, spec string) (ipc.Constraint, error) {
 	c := ipc.Constraint{Kind: kind, Spec: spec, Hash: hashOf(kind, spec)}
-	if _, err := Compile(c); err != nil {
+	if _, err := CompileLimit(c, 0); err != nil {
 		return ipc.Constraint{}, err
 	}
 	return c, nil
@@ -133,9 +135,24 @@ func GBNF(text string) (ipc.Constraint, error) {
 	return finish(KindGrammar, text)
 }
 
-// Compile lowers a constraint to the grammar IR. It is deterministic: equal
+// Compile lowers a constraint to the grammar IR, refusing one whose
+// compiled size would pass MaxGrammarBytes. It is deterministic: equal
 // constraints give equal grammars.
 func Compile(c ipc.Constraint) (*Grammar, error) {
+	return CompileLimit(c, MaxGrammarBytes)
+}
+
+// CheckBytes reports an error naming the limit when c's compiled grammar
+// would take more than maxBytes (as EstimateBytes counts it), or when c does
+// not compile.
+func CheckBytes(c ipc.Constraint, maxBytes int64) error {
+	_, err := CompileLimit(c, maxBytes)
+	return err
+}
+
+// CompileLimit is Compile with the size limit maxBytes (estimated bytes
+// once compiled; <= 0: no size limit).
+func CompileLimit(c ipc.Constraint, maxBytes int64) (*Grammar, error) {
 	var g *Grammar
 	var err error
 	switch c.Kind {
@@ -169,6 +186,14 @@ func Compile(c ipc.Constraint) (*Grammar, error) {
 	}
 	if err := g.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Kind, err)
+	}
+	if err := checkTerminalSizes(c.Kind, g); err != nil {
+		return nil, err
+	}
+	if maxBytes > 0 {
+		if n := EstimateBytes(g); n > maxBytes {
+			return nil, fmt.Errorf("%s: grammar too large: about %d MiB once compiled (%d patterns), more than the limit of %d MiB (--max-grammar-bytes)", c.Kind, n>>20, len(g.Terminals), maxBytes>>20)
+		}
 	}
 	return g, nil
 }

@@ -94,7 +94,8 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer eng.close()
 
-	tcfg := zmqtransport.EngineConfig{Addr: cfg.Listen, Ready: eng.ready, Log: log.Named("transport")}
+	tcfg := zmqtransport.EngineConfig{Addr: cfg.Listen, Ready: eng.ready, Log: log.Named("transport"),
+		ParkGrace: cfg.FrontendParkGrace, ParkBufferBytes: cfg.FrontendParkBufferBytes}
 	if cfg.CurveSecretKeyFile != "" {
 		secret, err := zmqtransport.ReadKeyFile(cfg.CurveSecretKeyFile)
 		if err != nil {
@@ -261,7 +262,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		if err != nil {
 			log.Warn("structured outputs are disabled", zap.Error(err))
 		} else {
-			g = &guideAdapter{c: guide.NewCompiler(gv, 64), size: gv.Size(), timeout: cfg.ConstraintTimeout}
+			g = &guideAdapter{c: guide.NewCompilerWithOptions(gv, guide.Options{CacheSize: 64, CacheBytes: cfg.GrammarCacheBytes, MaxGrammarBytes: cfg.MaxGrammarBytes}), size: gv.Size(), timeout: cfg.ConstraintTimeout}
 		}
 	}
 	pool := kvcache.New(blocks, cfg.BlockSize)

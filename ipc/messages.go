@@ -77,6 +77,11 @@ type Hello struct {
 	// ModelName, when not empty, is the model the frontend expects; an engine
 	// serving another model answers with Reject.
 	ModelName string
+	// Session identifies one connection of one frontend process (random,
+	// chosen at dial). A HELLO carrying the session the engine already has
+	// for this frontend resumes its requests; any other HELLO aborts them.
+	// Empty (an older frontend): every HELLO aborts them.
+	Session string
 }
 
 // Ready answers Hello with the facts a frontend needs about the engine.

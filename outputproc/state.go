@@ -17,7 +17,10 @@ type Params struct {
 	// FinalOnly emits one delta at the end (non-streamed requests).
 	FinalOnly bool
 	// Stops are the stop strings; IncludeStop keeps the matched one.
-	Stops       []string
+	Stops []string
+	// StopSet, when set, is Stops compiled (stopstr.Compile), shared by
+	// the choices of one request; nil compiles Stops here.
+	StopSet     *stopstr.Set
 	IncludeStop bool
 	// SkipSpecial drops special tokens from the text.
 	SkipSpecial bool
@@ -107,7 +110,11 @@ func (s *State) Init(tok tokenizer.Tokenizer, p Params) {
 		s.interval = 1
 	}
 	if len(p.Stops) > 0 {
-		s.stop = stopstr.New(p.Stops, p.IncludeStop)
+		set := p.StopSet
+		if set == nil {
+			set = stopstr.Compile(p.Stops)
+		}
+		s.stop = set.Matcher(p.IncludeStop)
 	}
 }
 

@@ -184,7 +184,13 @@ func tooMany(params []string) *Error {
 // compileStructured compiles the request's constraint, if any, into
 // o.Params.Constraint (through cache). extra names constraints the caller
 // adds itself (tool_choice), counted for the conflict check.
-func (f *structuredFields) compileStructured(cache *ConstraintCache, o *Options, extra ...string) *Error {
+//
+// maxBytes bounds the grammar's estimated compiled size (--max-grammar-bytes;
+// <= 0: constraint.MaxGrammarBytes).
+func (f *structuredFields) compileStructured(cache *ConstraintCache, maxBytes int64, o *Options, extra ...string) *Error {
+	if maxBytes <= 0 {
+		maxBytes = constraint.MaxGrammarBytes
+	}
 	pend, e := f.constraints()
 	if e != nil {
 		return e
@@ -209,6 +215,9 @@ func (f *structuredFields) compileStructured(cache *ConstraintCache, o *Options,
 		ct, err := pend[0].build()
 		if err == nil && compact {
 			ct, err = compactJSON(ct)
+		}
+		if err == nil {
+			err = constraint.CheckBytes(ct, maxBytes)
 		}
 		return ct, ToolOutputNone, err
 	})

@@ -2,10 +2,13 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -18,6 +21,68 @@ type Limits struct {
 	// Constraints, when set, memoizes compiled structured-output
 	// constraints across requests.
 	Constraints *ConstraintCache
+	// RequestLimits bound what one request may ask for.
+	RequestLimits
+}
+
+// RequestLimits bound the cost of one request's fields, so that no single
+// request can stall, starve or bloat the server (issue 21). Zero means the
+// default; each is a frontend flag of the same name (docs/RELIABILITY.md).
+type RequestLimits struct {
+	// MaxStopStrings is the most stop strings per request
+	// (--max-stop-strings, default DefaultMaxStopStrings).
+	MaxStopStrings int
+	// MaxStopStrBytes is the most bytes of all stop strings together
+	// (--max-stop-str-bytes, default DefaultMaxStopStrBytes).
+	MaxStopStrBytes int
+	// MaxLogitBias is the most logit_bias entries (--max-logit-bias,
+	// default DefaultMaxLogitBias, OpenAI's limit).
+	MaxLogitBias int
+	// MaxSeqsPerRequest is the most sequences (prompts × n) one request
+	// may start (--max-seqs-per-request, default DefaultMaxSeqsPerRequest).
+	MaxSeqsPerRequest int
+	// MaxTokenizeTokens is the most tokens /tokenize answers
+	// (--max-tokenize-tokens, default DefaultMaxTokenizeTokens).
+	MaxTokenizeTokens int
+	// MaxGrammarBytes is the most estimated memory of one compiled
+	// structured-output grammar (--max-grammar-bytes, default
+	// constraint.MaxGrammarBytes); a larger one is a 400.
+	MaxGrammarBytes int64
+}
+
+// Defaults of RequestLimits.
+const (
+	DefaultMaxStopStrings    = 64
+	DefaultMaxStopStrBytes   = 16 << 10
+	DefaultMaxLogitBias      = 300
+	DefaultMaxSeqsPerRequest = 256
+	DefaultMaxTokenizeTokens = 1 << 18
+)
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// grammarBytes is MaxGrammarBytes, or its default when unset.
+func (l RequestLimits) grammarBytes() int64 {
+	if l.MaxGrammarBytes <= 0 {
+		return constraint.MaxGrammarBytes
+	}
+	return l.MaxGrammarBytes
+}
+
+// WithDefaults returns l with every unset limit at its default.
+func (l RequestLimits) WithDefaults() RequestLimits {
+	l.MaxStopStrings = orDefault(l.MaxStopStrings, DefaultMaxStopStrings)
+	l.MaxStopStrBytes = orDefault(l.MaxStopStrBytes, DefaultMaxStopStrBytes)
+	l.MaxLogitBias = orDefault(l.MaxLogitBias, DefaultMaxLogitBias)
+	l.MaxSeqsPerRequest = orDefault(l.MaxSeqsPerRequest, DefaultMaxSeqsPerRequest)
+	l.MaxTokenizeTokens = orDefault(l.MaxTokenizeTokens, DefaultMaxTokenizeTokens)
+	l.MaxGrammarBytes = l.grammarBytes()
+	return l
 }
 
 func (l Limits) maxLogprobs() int64 {
@@ -136,9 +201,13 @@ func (r *commonRequest) validate(lim Limits, o *Options) *Error {
 		}
 		p.MinP = float32(*r.MinP)
 	}
+	rl := lim.RequestLimits.WithDefaults()
 	o.N = 1
 	if r.N != nil {
-		if *r.N < 1 || *r.N > lim.maxN() {
+		if *r.N < 1 || *r.N > lim.maxN() || *r.N > int64(rl.MaxSeqsPerRequest) {
+			if int64(rl.MaxSeqsPerRequest) < lim.maxN() {
+				return BadRequest("n", "n must be between 1 and %d (--max-seqs-per-request), got %d", rl.MaxSeqsPerRequest, *r.N)
+			}
 			return BadRequest("n", "n must be between 1 and %d, got %d", lim.maxN(), *r.N)
 		}
 		o.N = int(*r.N)
@@ -146,7 +215,7 @@ func (r *commonRequest) validate(lim Limits, o *Options) *Error {
 	if r.Seed != nil {
 		p.HasSeed, p.Seed = true, *r.Seed
 	}
-	stops, err := parseStop(r.Stop)
+	stops, err := parseStop(r.Stop, rl)
 	if err != nil {
 		return err
 	}
@@ -183,10 +252,17 @@ func (r *commonRequest) validate(lim Limits, o *Options) *Error {
 		}
 		p.RepetitionPenalty = float32(*r.RepetitionPenalty)
 	}
+	if len(r.LogitBias) > rl.MaxLogitBias {
+		return BadRequest("logit_bias", "logit_bias has %d entries, more than the limit of %d (--max-logit-bias)", len(r.LogitBias), rl.MaxLogitBias)
+	}
 	for k, v := range r.LogitBias {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || (lim.VocabSize > 0 && id >= int64(lim.VocabSize)) {
-			return BadRequest("logit_bias", "logit_bias key %q is not a token id (vocabulary size %d)", k, lim.VocabSize)
+			return BadRequest("logit_bias", "logit_bias key %q is not a token id (vocabulary size %d)", truncate(k, 32), lim.VocabSize)
+		}
+		if strconv.FormatInt(id, 10) != k {
+			// "007" and "+7" would be a second entry for token 7.
+			return BadRequest("logit_bias", "logit_bias key %q is not a canonical token id (write %d)", truncate(k, 32), id)
 		}
 		if v < -100 || v > 100 {
 			return BadRequest("logit_bias", "logit_bias value for token %s must be in [-100, 100], got %v", k, v)
@@ -238,7 +314,15 @@ func setMaxTokens(o *Options, v *int64, param string) *Error {
 	return nil
 }
 
-func parseStop(raw json.RawMessage) ([]string, *Error) {
+// truncate shortens s to at most n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func parseStop(raw json.RawMessage, rl RequestLimits) ([]string, *Error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -251,26 +335,35 @@ func parseStop(raw json.RawMessage) ([]string, *Error) {
 		if one == "" {
 			return nil, BadRequest("stop", "stop strings must not be empty")
 		}
+		if len(one) > rl.MaxStopStrBytes {
+			return nil, BadRequest("stop", "stop strings total %d bytes, more than the limit of %d (--max-stop-str-bytes)", len(one), rl.MaxStopStrBytes)
+		}
 		return []string{one}, nil
 	}
 	var list []string
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, BadRequest("stop", "stop must be a string or a list of strings")
 	}
+	if len(list) > rl.MaxStopStrings {
+		return nil, BadRequest("stop", "stop has %d strings, more than the limit of %d (--max-stop-strings)", len(list), rl.MaxStopStrings)
+	}
+	total := 0
 	for _, s := range list {
 		if s == "" {
 			return nil, BadRequest("stop", "stop strings must not be empty")
 		}
+		total += len(s)
+	}
+	if total > rl.MaxStopStrBytes {
+		return nil, BadRequest("stop", "stop strings total %d bytes, more than the limit of %d (--max-stop-str-bytes)", total, rl.MaxStopStrBytes)
 	}
 	return list, nil
 }
 
+// sortLogitBias sorts by token id in O(n log n) (keys are canonical, so
+// ids are distinct).
 func sortLogitBias(b []ipc.LogitBias) {
-	for i := 1; i < len(b); i++ {
-		for j := i; j > 0 && b[j].Token < b[j-1].Token; j-- {
-			b[j], b[j-1] = b[j-1], b[j]
-		}
-	}
+	slices.SortFunc(b, func(x, y ipc.LogitBias) int { return cmp.Compare(x.Token, y.Token) })
 }
 
 // Validate checks a completions request against lim.
@@ -301,7 +394,10 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 		return nil, err
 	}
 	c.Prompts = prompts
-	if e := r.compileStructured(lim.Constraints, &c.Options); e != nil {
+	if seqs, lim := len(prompts)*c.N, lim.RequestLimits.WithDefaults().MaxSeqsPerRequest; seqs > lim {
+		return nil, BadRequest("n", "this request asks for %d prompts × n %d = %d sequences, more than the limit of %d (--max-seqs-per-request)", len(prompts), c.N, seqs, lim)
+	}
+	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options); e != nil {
 		return nil, e
 	}
 	return c, nil
@@ -468,7 +564,7 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
 		extra = append(extra, "tool_choice")
 	}
-	if e := r.compileStructured(lim.Constraints, &c.Options, extra...); e != nil {
+	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options, extra...); e != nil {
 		return nil, e
 	}
 	if extra != nil {
@@ -480,7 +576,11 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 			T []json.RawMessage
 		}{tc.Parser, c.ToolChoice, multiple, r.Tools})
 		ct, out, err := lim.Constraints.get("tools\x00"+string(key), func() (ipc.Constraint, ToolOutput, error) {
-			return ToolConstraint(tc.Parser, c.ToolDefs, c.ToolChoice, multiple)
+			ct, out, err := ToolConstraint(tc.Parser, c.ToolDefs, c.ToolChoice, multiple)
+			if err == nil {
+				err = constraint.CheckBytes(ct, lim.grammarBytes())
+			}
+			return ct, out, err
 		})
 		if err != nil {
 			return nil, constraintError("tools", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
+	"github.com/sluice-llm/sluice/outputproc/stopstr"
 )
 
 // streamState is where a request's response stands. It only moves forward.
@@ -92,6 +93,7 @@ type stream struct {
 
 	// Immutable once run starts.
 	opts         *openai.Options
+	stopSet      *stopstr.Set // opts.Stops compiled once, shared by the choices
 	id           string
 	arrival      time.Time
 	promptTokens int // usage: prompt tokens, once per prompt
@@ -208,7 +210,7 @@ func (ch *choice) Prefetch(stage int) {
 func (r *stream) leaveQueue() {
 	if r.state == stateQueued {
 		r.state = stateRunning
-		r.s.waiting.Add(-1)
+		r.s.waiting.Add(-int64(len(r.choices)))
 	}
 }
 
@@ -398,8 +400,10 @@ func (r *stream) usage() outputproc.Usage {
 	return u
 }
 
-// admit checks draining and the queue limit.
-func (s *Server) admit() *openai.Error {
+// admit checks draining and the queue limit for a request of seqs
+// sequences (the limit counts sequences, so one request with n 128 weighs
+// as much as 128 requests with n 1).
+func (s *Server) admit(seqs int) *openai.Error {
 	if s.draining.Load() {
 		s.metrics.Rejected.WithLabelValues("draining").Inc()
 		return openai.NewError(http.StatusServiceUnavailable, "the server is shutting down")
@@ -413,9 +417,14 @@ func (s *Server) admit() *openai.Error {
 		}
 		return openai.NewError(http.StatusServiceUnavailable, "the engine is not available")
 	}
-	if s.cfg.MaxQueuedRequests > 0 && s.waiting.Load() >= int64(s.cfg.MaxQueuedRequests) {
-		s.metrics.Rejected.WithLabelValues("queue_full").Inc()
-		return openai.NewError(http.StatusTooManyRequests, "too many queued requests (limit %d); retry later", s.cfg.MaxQueuedRequests)
+	if limit := int64(s.cfg.MaxQueuedRequests); limit > 0 {
+		if int64(seqs) > limit {
+			return openai.BadRequest("n", "this request has %d sequences (prompts × n), more than --max-queued-requests (%d)", seqs, limit)
+		}
+		if s.waiting.Load()+int64(seqs) > limit {
+			s.metrics.Rejected.WithLabelValues("queue_full").Inc()
+			return openai.NewError(http.StatusTooManyRequests, "too many queued sequences (limit %d, --max-queued-requests); retry later", limit)
+		}
 	}
 	return nil
 }
@@ -423,7 +432,7 @@ func (s *Server) admit() *openai.Error {
 // run registers the request's choices with the engine and serves the
 // response. The choices, options and renderer must be filled in.
 func (s *Server) run(c *gin.Context, r *stream) {
-	if e := s.admit(); e != nil {
+	if e := s.admit(len(r.choices)); e != nil {
 		if e.Status == http.StatusTooManyRequests {
 			c.Header("Retry-After", "1")
 		}
@@ -445,7 +454,7 @@ func (s *Server) run(c *gin.Context, r *stream) {
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
 	defer s.streams.Done()
-	s.waiting.Add(1)
+	s.waiting.Add(int64(len(r.choices)))
 	defer func() {
 		r.mu.Lock()
 		r.leaveQueue()

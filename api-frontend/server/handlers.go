@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/render"
 	"github.com/sluice-llm/sluice/outputproc"
+	"github.com/sluice-llm/sluice/outputproc/stopstr"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 )
 
@@ -68,7 +69,11 @@ func (r *stream) newChoice(index int, promptIDs []int32, po outputproc.Options) 
 	}
 	*ch = choice{r: r, index: index, engineID: r.id + "-" + itoa(index), promptIDs: promptIDs}
 	po.Index = index
+	if r.stopSet == nil && len(o.Stops) > 0 {
+		r.stopSet = stopstr.Compile(o.Stops) // one automaton for all choices
+	}
 	po.Text = outputproc.Params{
+		StopSet:        r.stopSet,
 		StreamInterval: o.StreamInterval,
 		FinalOnly:      !o.Stream,
 		Stops:          o.Stops,

@@ -14,7 +14,7 @@ import (
 // mapMessages reads and maps a Messages body; it writes the error and
 // returns nil on failure.
 func (s *Server) mapMessages(c *gin.Context, countOnly bool) (*anthropic.Request, *anthropic.Mapped, *openai.Chat) {
-	body, e := s.readBody(c)
+	body, e := s.readBody(c, s.cfg.MaxBodyBytes)
 	if e != nil {
 		writeError(c, e)
 		return nil, nil, nil

@@ -25,7 +25,7 @@ const storeTimeout = 10 * time.Second
 // conversation are kept for GET and previous_response_id.
 func (s *Server) responses(c *gin.Context) {
 	s.metrics.APIRequests.WithLabelValues("responses").Inc()
-	body, e := s.readBody(c)
+	body, e := s.readBody(c, s.cfg.MaxBodyBytes)
 	if e != nil {
 		writeError(c, e)
 		return

@@ -56,8 +56,9 @@ type Config struct {
 	StreamInterval int
 	// APIKey, when set, is required as a Bearer token on the API routes.
 	APIKey string
-	// MaxQueuedRequests bounds requests waiting for their first token
-	// (0: unlimited); beyond it requests get 429.
+	// MaxQueuedRequests bounds the sequences (prompts × n) of requests
+	// waiting for their first token (0: unlimited); beyond it requests get
+	// 429.
 	MaxQueuedRequests int
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
@@ -78,6 +79,13 @@ type Config struct {
 	Commit     string
 	// MaxModelLen overrides the engine's context length when > 0.
 	MaxModelLen int
+	// RequestLimits bound one request's stop strings, logit_bias,
+	// sequences (prompts × n) and /tokenize output; zero fields take
+	// openai's defaults.
+	RequestLimits openai.RequestLimits
+	// MaxTokenizeBodyBytes bounds /tokenize and /detokenize bodies (413
+	// beyond; default DefaultMaxTokenizeBodyBytes).
+	MaxTokenizeBodyBytes int64
 
 	// sndBuf, when > 0, sets SO_SNDBUF of streams' connections (tests use
 	// it to make a slow client fill the socket quickly).
@@ -127,7 +135,7 @@ type Server struct {
 	constraints *openai.ConstraintCache
 
 	draining   atomic.Bool
-	waiting    atomic.Int64 // requests without a first token yet
+	waiting    atomic.Int64 // sequences (choices) of requests without a first token yet
 	streams    sync.WaitGroup
 	endCtx     context.Context // cancelled when open streams must end now
 	endStreams context.CancelFunc
@@ -165,6 +173,10 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.ReasoningField == "" {
 		cfg.ReasoningField = "reasoning"
+	}
+	cfg.RequestLimits = cfg.RequestLimits.WithDefaults()
+	if cfg.MaxTokenizeBodyBytes <= 0 {
+		cfg.MaxTokenizeBodyBytes = DefaultMaxTokenizeBodyBytes
 	}
 	if deps.Log == nil {
 		deps.Log = zap.NewNop()
@@ -330,7 +342,7 @@ func (s *Server) eosIDs() []int32 {
 }
 
 func (s *Server) limits() openai.Limits {
-	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints}
+	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints, RequestLimits: s.cfg.RequestLimits}
 }
 
 func (s *Server) models(c *gin.Context) {
@@ -368,7 +380,12 @@ func (s *Server) checkModel(m string) *openai.Error {
 // names (*model, a field of req), writing the error response and reporting
 // false when any of that fails.
 func (s *Server) bind(c *gin.Context, req any, model *string) bool {
-	body, e := s.readBody(c)
+	return s.bindMax(c, req, model, s.cfg.MaxBodyBytes)
+}
+
+// bindMax is bind with a body limit of maxBody bytes.
+func (s *Server) bindMax(c *gin.Context, req any, model *string, maxBody int64) bool {
+	body, e := s.readBody(c, maxBody)
 	if e == nil {
 		e = openai.Decode(body, req)
 	}
@@ -389,11 +406,11 @@ func (s *Server) bind(c *gin.Context, req any, model *string) bool {
 // would also cancel long streaming responses.
 const bodyReadTimeout = 30 * time.Second
 
-// readBody reads the request body within the size limit and the time limit.
-func (s *Server) readBody(c *gin.Context) ([]byte, *openai.Error) {
+// readBody reads the request body within maxBody bytes and the time limit.
+func (s *Server) readBody(c *gin.Context, maxBody int64) ([]byte, *openai.Error) {
 	rc := http.NewResponseController(c.Writer)
 	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
 	if err != nil {
 		// Leave the deadline in place and close the connection: net/http
 		// would otherwise wait for the rest of the body to reuse it.
@@ -404,7 +421,7 @@ func (s *Server) readBody(c *gin.Context) ([]byte, *openai.Error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, openai.NewError(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", s.cfg.MaxBodyBytes)
+			return nil, openai.NewError(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", maxBody)
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -429,9 +446,14 @@ func newID() string {
 	return string(b[:])
 }
 
+// DefaultMaxTokenizeBodyBytes is the default body limit of /tokenize and
+// /detokenize (--max-tokenize-body-bytes): a 30 MB prompt with
+// return_token_strs once peaked the frontend at 1.67 GB.
+const DefaultMaxTokenizeBodyBytes = 2 << 20
+
 func (s *Server) tokenize(c *gin.Context) {
 	var req openai.TokenizeRequest
-	if !s.bind(c, &req, &req.Model) {
+	if !s.bindMax(c, &req, &req.Model, s.cfg.MaxTokenizeBodyBytes) {
 		return
 	}
 	var ids []int32
@@ -455,6 +477,14 @@ func (s *Server) tokenize(c *gin.Context) {
 		writeError(c, openai.BadRequest("prompt", "either prompt or messages is required"))
 		return
 	}
+	if lim := s.cfg.RequestLimits.MaxTokenizeTokens; len(ids) > lim {
+		param := "prompt"
+		if req.Prompt == nil {
+			param = "messages"
+		}
+		writeError(c, openai.BadRequest(param, "the input is %d tokens, more than the limit of %d (--max-tokenize-tokens)", len(ids), lim))
+		return
+	}
 	out := gin.H{"count": len(ids), "max_model_len": s.maxModelLen(), "tokens": ids, "token_strs": nil}
 	if ids == nil {
 		out["tokens"] = []int32{}
@@ -471,7 +501,7 @@ func (s *Server) tokenize(c *gin.Context) {
 
 func (s *Server) detokenize(c *gin.Context) {
 	var req openai.DetokenizeRequest
-	if !s.bind(c, &req, &req.Model) {
+	if !s.bindMax(c, &req, &req.Model, s.cfg.MaxTokenizeBodyBytes) {
 		return
 	}
 	vocab := s.deps.Tokenizer.VocabSize()

@@ -53,6 +53,15 @@ type Options struct {
 	// CacheSize is how many compiled grammars (and compile failures) are
 	// kept, least recently used evicted first. Default 64.
 	CacheSize int
+	// CacheBytes bounds the estimated memory (constraint.EstimateBytes) of
+	// the cached grammars together; past it the least recently used are
+	// evicted (a grammar in use by a request stays alive until it ends).
+	// Default DefaultGrammarCacheBytes (engine-core --grammar-cache-bytes).
+	CacheBytes int64
+	// MaxGrammarBytes refuses a grammar whose estimated compiled size
+	// (constraint.EstimateBytes) is larger. Default
+	// constraint.MaxGrammarBytes (engine-core --max-grammar-bytes).
+	MaxGrammarBytes int64
 	// MaskCacheBytes bounds each grammar's state→mask cache, and half of
 	// it each grammar's transition memo (see memo.go). Default 8 MiB.
 	MaskCacheBytes int
@@ -71,16 +80,21 @@ type Options struct {
 	CompileWorkers int
 }
 
+// DefaultGrammarCacheBytes is the default of Options.CacheBytes.
+const DefaultGrammarCacheBytes = 128 << 20
+
 // Compiler compiles constraints against one vocabulary and caches the
 // results. It is safe for concurrent use.
 type Compiler struct {
 	vocab *Vocab
 	opts  Options
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards lru, entries, cacheBytes and terms
 	lru     *list.List // of *entry, most recent first
 	entries map[string]*list.Element
-	terms   map[string]*terminal
+	// cacheBytes is the sum of the cached entries' bytes.
+	cacheBytes int64
+	terms      map[string]*terminal
 	// budget is what is left of LexemeCacheBytes.
 	budget atomic.Int64
 	// workers holds one token per running compilation.
@@ -92,6 +106,8 @@ type entry struct {
 	ready chan struct{}
 	g     *Grammar
 	err   error
+	// bytes is the grammar's estimated size once built (under mu).
+	bytes int64
 }
 
 // NewCompiler returns a compiler for vocab keeping cacheSize grammars.
@@ -104,8 +120,14 @@ func NewCompilerWithOptions(vocab *Vocab, o Options) *Compiler {
 	if o.CacheSize <= 0 {
 		o.CacheSize = 64
 	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultGrammarCacheBytes
+	}
 	if o.MaskCacheBytes <= 0 {
 		o.MaskCacheBytes = 8 << 20
+	}
+	if o.MaxGrammarBytes <= 0 {
+		o.MaxGrammarBytes = constraint.MaxGrammarBytes
 	}
 	if o.MaxTerminals <= 0 {
 		o.MaxTerminals = 4096
@@ -130,15 +152,16 @@ func (c *Compiler) Vocab() *Vocab { return c.vocab }
 
 // Stats describes a compiler's caches (for metrics).
 type Stats struct {
-	Grammars  int // compiled grammars and failures cached
-	Terminals int // shared terminal automata
+	Grammars  int   // compiled grammars and failures cached
+	Bytes     int64 // their estimated size
+	Terminals int   // shared terminal automata
 }
 
 // Stats returns the current cache sizes.
 func (c *Compiler) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Grammars: c.lru.Len(), Terminals: len(c.terms)}
+	return Stats{Grammars: c.lru.Len(), Bytes: c.cacheBytes, Terminals: len(c.terms)}
 }
 
 // CompileResult is what CompileAsync delivers.
@@ -210,25 +233,42 @@ func (c *Compiler) lookup(ct ipc.Constraint) *entry {
 		return el.Value.(*entry)
 	}
 	e := &entry{key: k, ready: make(chan struct{})}
-	c.entries[k] = c.lru.PushFront(e)
-	for c.lru.Len() > c.opts.CacheSize {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.entries, old.Value.(*entry).key)
-	}
+	el := c.lru.PushFront(e)
+	c.entries[k] = el
+	c.evict()
 	c.mu.Unlock()
 	go func() {
 		c.workers <- struct{}{}
 		e.g, e.err = c.build(ct)
 		<-c.workers
+		c.mu.Lock()
+		if c.entries[k] == el && e.g != nil {
+			e.bytes = e.g.bytes
+			c.cacheBytes += e.bytes
+			c.evict()
+		}
+		c.mu.Unlock()
 		close(e.ready)
 	}()
 	return e
 }
 
+// evict drops least recently used entries while the cache holds more than
+// CacheSize entries or CacheBytes bytes (keeping the most recent one).
+// Called with mu held.
+func (c *Compiler) evict() {
+	for c.lru.Len() > 1 && (c.lru.Len() > c.opts.CacheSize || c.cacheBytes > c.opts.CacheBytes) {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		e := old.Value.(*entry)
+		delete(c.entries, e.key)
+		c.cacheBytes -= e.bytes
+	}
+}
+
 // build compiles a constraint synchronously, without the grammar cache.
 func (c *Compiler) build(ct ipc.Constraint) (*Grammar, error) {
-	ir, err := constraint.Compile(ct)
+	ir, err := constraint.CompileLimit(ct, c.opts.MaxGrammarBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +277,7 @@ func (c *Compiler) build(ct ipc.Constraint) (*Grammar, error) {
 		return nil, fmt.Errorf("%s constraint: %w", ct.Kind, err)
 	}
 	g.hash = ct.Hash
+	g.bytes = constraint.EstimateBytes(ir)
 	g.masks = newMaskCache(c.opts.MaskCacheBytes)
 	g.memo = newMemo(c.opts.MaskCacheBytes / 2)
 	g.reasoningEnd = []byte(c.opts.ReasoningEnd)

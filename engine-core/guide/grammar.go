@@ -36,8 +36,11 @@ type Grammar struct {
 	// blank lines before the answer whatever its format.
 	stubWS int32
 	hash   string
-	masks  *maskCache
-	memo   *memo
+	// bytes is the estimated size of the compiled grammar
+	// (constraint.EstimateBytes), for the compiler's cache bound.
+	bytes int64
+	masks *maskCache
+	memo  *memo
 	// reasoningEnd is the marker after which an AfterReasoning matcher
 	// starts constraining.
 	reasoningEnd []byte

@@ -105,18 +105,32 @@ func (n *nfa) add(s nfaState) (int32, error) {
 	return int32(len(n.states) - 1), nil
 }
 
+// short cuts a pattern for an error message: terminals can be long
+// (a lowered \p{L} is 1.8 KB), and errors reach clients.
+func short(pattern string) string {
+	const n = 64
+	if len(pattern) <= n {
+		return pattern
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(pattern[cut]) {
+		cut--
+	}
+	return pattern[:cut] + "…"
+}
+
 // compileNFA builds the byte NFA of a terminal pattern.
 func compileNFA(pattern string) (*nfa, error) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, fmt.Errorf("parse /%s/: %w", pattern, err)
+		return nil, fmt.Errorf("parse /%s/: %w", short(pattern), err)
 	}
 	re = re.Simplify()
 	n := &nfa{}
 	match, _ := n.add(nfaState{kind: nMatch})
 	start, err := n.build(re, match)
 	if err != nil {
-		return nil, fmt.Errorf("compile /%s/: %w", pattern, err)
+		return nil, fmt.Errorf("compile /%s/: %w", short(pattern), err)
 	}
 	n.start = start
 	return n, nil

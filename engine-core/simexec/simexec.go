@@ -29,6 +29,14 @@
 //     DecodePerToken × generated-token positions in the step. Execute
 //     sleeps until that much time has passed since it began (spinning
 //     instead when less than a millisecond remains, for accuracy).
+//   - Structured outputs: when the token picked as above is masked out by
+//     the request's constraint (sample.Input.Mask), the sim picks an
+//     allowed one instead: EOS when the constraint allows it (and
+//     min_tokens/ignore_eos do), else a hashed choice among a sparse
+//     mask's ids, else the first allowed ordinary id from the hashed
+//     position on, else the lowest allowed id. So structured outputs and
+//     tool_choice required/named work with the sim (their text is valid
+//     for the constraint, though not meaningful).
 //   - Logprobs, when asked for, are synthetic: the chosen token with
 //     logprob 0 and rank 1, then made-up alternatives.
 package simexec
@@ -89,6 +97,7 @@ type Config struct {
 // Not safe for concurrent use (the engine loop owns it).
 type Executor struct {
 	cfg     Config
+	vocab   int     // vocabulary size
 	ids     []int32 // the ids ordinary tokens are drawn from
 	eos     int32
 	scripts map[string]*scriptState
@@ -126,7 +135,7 @@ func New(cfg Config) (*Executor, error) {
 	if lo < 0 || hi >= int32(vocab) || lo > hi {
 		return nil, fmt.Errorf("simexec: token range [%d, %d] outside the vocabulary [0, %d)", lo, hi, vocab)
 	}
-	e := &Executor{cfg: cfg, eos: -1, scripts: map[string]*scriptState{}, now: cfg.Now, sleep: cfg.Sleep}
+	e := &Executor{cfg: cfg, vocab: vocab, eos: -1, scripts: map[string]*scriptState{}, now: cfg.Now, sleep: cfg.Sleep}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -256,8 +265,39 @@ func (e *Executor) wait(start time.Time, d time.Duration) {
 	}
 }
 
-// pick returns the token for the next output position of sw's request.
+// pick returns the token for the next output position of sw's request,
+// one its structured-output mask allows when it has one.
 func (e *Executor) pick(sw *sched.SeqWork) int32 {
+	tok := e.pickFree(sw)
+	m := sw.In.Mask
+	if m == nil || m.Allowed(tok) {
+		return tok
+	}
+	in := &sw.In
+	pos := max(0, len(in.History)-in.NumPrompt)
+	if p := in.Params; e.eos >= 0 && m.Allowed(e.eos) && (p == nil || (!p.IgnoreEOS && pos >= int(p.MinTokens))) {
+		return e.eos
+	}
+	r := mix(in.Seed, uint64(pos)^0x5a5a)
+	if ids := m.AllowedIDs(); len(ids) > 0 {
+		return ids[r%uint64(len(ids))]
+	}
+	start := int(r % uint64(len(e.ids)))
+	for i := range e.ids {
+		if id := e.ids[(start+i)%len(e.ids)]; m.Allowed(id) {
+			return id
+		}
+	}
+	for id := int32(0); id < int32(e.vocab); id++ {
+		if m.Allowed(id) {
+			return id
+		}
+	}
+	return tok // nothing allowed: the scheduler reports the dead end
+}
+
+// pickFree is pick without regard to a structured-output mask.
+func (e *Executor) pickFree(sw *sched.SeqWork) int32 {
 	in := &sw.In
 	pos := len(in.History) - in.NumPrompt // output index of the token to pick
 	if pos < 0 {

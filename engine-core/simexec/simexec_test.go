@@ -222,3 +222,67 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+// setMask is a sample.Mask over an explicit id set; sparse reports whether
+// AllowedIDs returns the set (as a small mask would) or nil (a large one).
+type setMask struct {
+	ids    []int32
+	sparse bool
+}
+
+func (m setMask) Allowed(id int32) bool { return slices.Contains(m.ids, id) }
+func (m setMask) AllowedIDs() []int32 {
+	if m.sparse {
+		return m.ids
+	}
+	return nil
+}
+
+// TestMaskApplied: a structured-output mask always wins over the hashed or
+// scripted token (issue 21 item 8: the sim used to ignore masks, so every
+// structured output failed with "guide: token N rejected").
+func TestMaskApplied(t *testing.T) {
+	script := []ScriptEntry{{Match: "scripted", Output: "zzzz"}}
+	e, err := New(Config{Tokenizer: byteTok{}, EOSTokenIDs: []int32{1}, Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := byteTok{}.Encode("plain", false)
+	scripted := byteTok{}.Encode("scripted", false)
+	cases := []struct {
+		name   string
+		prompt []int32
+		params *ipc.SamplingParams
+		mask   sample.Mask
+		want   func(int32) bool
+	}{
+		{"sparse mask", prompt, &ipc.SamplingParams{}, setMask{ids: []int32{'{' + 3, '[' + 3}, sparse: true}, func(id int32) bool { return id == '{'+3 || id == '['+3 }},
+		{"dense mask", prompt, &ipc.SamplingParams{}, setMask{ids: []int32{'"' + 3}}, func(id int32) bool { return id == '"'+3 }},
+		{"special only", prompt, &ipc.SamplingParams{}, setMask{ids: []int32{2}}, func(id int32) bool { return id == 2 }},
+		{"EOS allowed", prompt, &ipc.SamplingParams{}, setMask{ids: []int32{1, 'x' + 3}}, func(id int32) bool { return id == 1 }},
+		{"EOS allowed but ignore_eos", prompt, &ipc.SamplingParams{IgnoreEOS: true}, setMask{ids: []int32{1, 'x' + 3}}, func(id int32) bool { return id == 'x'+3 }},
+		{"EOS allowed but min_tokens", prompt, &ipc.SamplingParams{MinTokens: 5}, setMask{ids: []int32{1, 'x' + 3}}, func(id int32) bool { return id == 'x'+3 }},
+		{"scripted token masked", scripted, &ipc.SamplingParams{}, setMask{ids: []int32{'a' + 3}}, func(id int32) bool { return id == 'a'+3 }},
+		{"scripted token allowed", scripted, &ipc.SamplingParams{}, setMask{ids: []int32{'z' + 3, 'a' + 3}}, func(id int32) bool { return id == 'z'+3 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(0); seed < 20; seed++ {
+				sw := seq("r-"+tc.name, tc.prompt, len(tc.prompt), seed, tc.params)
+				sw.In.Mask = tc.mask
+				out := make([]sample.Result, 1)
+				if err := e.Execute(&sched.Batch{Seqs: []sched.SeqWork{sw}}, out); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.want(out[0].Token) {
+					t.Fatalf("seed %d: picked %d", seed, out[0].Token)
+				}
+				again := make([]sample.Result, 1)
+				_ = e.Execute(&sched.Batch{Seqs: []sched.SeqWork{sw}}, again)
+				if again[0].Token != out[0].Token {
+					t.Fatalf("seed %d: not deterministic: %d then %d", seed, out[0].Token, again[0].Token)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package zmqtransport
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sync"
@@ -49,9 +51,10 @@ type ConnEvent struct {
 }
 
 // EngineConn is a frontend's connection to one engine: a DEALER owned by a
-// C pump thread (see cPump) and an I/O goroutine, which says HELLO until
-// READY, pings, detects a silent engine, and says HELLO again when it
-// returns.
+// C pump thread (see cPump), an I/O goroutine, which says HELLO until
+// READY, detects a silent engine, and says HELLO again when it returns, and
+// a ping goroutine, which keeps the engine's liveness check fed even while
+// the I/O goroutine waits for a busy consumer.
 type EngineConn struct {
 	cfg    ClientConfig
 	log    *zap.Logger
@@ -59,6 +62,9 @@ type EngineConn struct {
 	sendMu sync.Mutex // guards codec
 	codec  *ipc.Codec
 	stop   chan struct{} // closed by Close
+	// pingKick wakes pingLoop for an immediate PING (capacity 1).
+	pingKick chan struct{}
+	pingDone chan struct{} // closed when pingLoop returns
 
 	outputs chan *ipc.Outputs
 	// free holds batches the consumer gave back (Recycle) for the I/O loop
@@ -79,6 +85,26 @@ type EngineConn struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	ioDone    chan struct{}
+
+	// session is this connection's random session id, sent in every HELLO:
+	// the engine resumes (rather than aborts) the requests of a session that
+	// says HELLO again. Once the connection went down its consumer failed
+	// every request, so the next HELLO carries a new session (newSession
+	// set), and the engine aborts the old requests.
+	session    string
+	newSession atomic.Bool
+	// muted is a test hook: while set, the frontend sends no PING and no
+	// PONG, as if it were frozen, so the engine parks it.
+	muted atomic.Bool
+}
+
+// randomSession returns a random session id.
+func randomSession() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Dial connects to the engine and starts the handshake in the background;
@@ -100,9 +126,13 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &EngineConn{cfg: cfg, log: log, codec: ipc.NewCodec(), stop: make(chan struct{}),
+	c := &EngineConn{cfg: cfg, log: log, codec: ipc.NewCodec(), stop: make(chan struct{}), pingKick: make(chan struct{}, 1), pingDone: make(chan struct{}),
 		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
+	var err error
+	if c.session, err = randomSession(); err != nil {
+		return nil, err
+	}
 	pc := pumpConfig{addr: cfg.Addr, identity: cfg.FrontendID, outCap: defaultOutCap,
 		// A socket monitor reports a dropped connection at once (a killed
 		// engine's ipc/tcp connection closes), so streams fail well before
@@ -121,6 +151,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 		return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 	}
 	c.pump = pump
+	go c.pingLoop()
 	go c.ioLoop()
 	return c, nil
 }
@@ -226,6 +257,7 @@ func (c *EngineConn) Close() {
 
 func (c *EngineConn) setDown(reason string) {
 	if c.up.Swap(false) {
+		c.newSession.Store(true)
 		c.log.Warn("engine down", zap.String("addr", c.cfg.Addr), zap.String("reason", reason))
 		c.emit(ConnEvent{Up: false, Reason: reason})
 	}
@@ -238,8 +270,42 @@ func (c *EngineConn) emit(ev ConnEvent) {
 	}
 }
 
-// ioLoop handles what the pump thread receives and sends HELLO and pings
-// through it. It never makes a cgo call while connected: it waits in a
+// pingLoop sends a PING every PingInterval while the engine is up, on its
+// own goroutine: the I/O goroutine may wait for a busy consumer of Outputs
+// (a request whose per-token work is heavy), and the engine must not take
+// that for a dead frontend and drop every request of it (issue 21). It
+// returns when the connection closes, closing pingDone.
+func (c *EngineConn) pingLoop() {
+	defer close(c.pingDone)
+	codec := ipc.NewCodec()
+	tick := time.NewTicker(c.cfg.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		case <-c.pingKick:
+		}
+		if !c.up.Load() || c.muted.Load() {
+			continue
+		}
+		if frame, err := codec.Encode(ipc.KindPing, &ipc.Ping{Time: now()}); err == nil {
+			_ = c.pump.send(frame, false) // a lost ping is retried at the next tick
+		}
+	}
+}
+
+// pingNow asks the ping goroutine for a PING at once (after READY).
+func (c *EngineConn) pingNow() {
+	select {
+	case c.pingKick <- struct{}{}:
+	default:
+	}
+}
+
+// ioLoop handles what the pump thread receives and sends HELLO through it
+// (pings have their own goroutine, pingLoop). It never makes a cgo call while connected: it waits in a
 // select on the pump's notify pipe (in Go's network poller) and a
 // housekeeping timer, and reads the pump's slots from memory.
 func (c *EngineConn) ioLoop() {
@@ -250,8 +316,8 @@ func (c *EngineConn) ioLoop() {
 	timer := time.NewTimer(housekeepingMax)
 	defer timer.Stop()
 	codec := ipc.NewCodec()
-	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName}
-	var lastHello, lastPing, lastSeen time.Time
+	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName, Session: c.session}
+	var lastHello, lastSeen time.Time
 	sendDirect := func(kind ipc.Kind, msg any) {
 		frame, err := codec.Encode(kind, msg)
 		if err == nil {
@@ -260,17 +326,31 @@ func (c *EngineConn) ioLoop() {
 	}
 	rejected := ""
 	pump := c.pump
+	defer func() { <-c.pingDone }() // before the pump closes: pingLoop sends through it
+	var lastWake time.Time
 	for {
 		t := time.Now()
+		// The loop wakes at least every housekeepingMax: a longer gap means
+		// this process was frozen (SIGSTOP, swapped out), not that the
+		// engine was silent; the engine's frames may still wait in the
+		// pump. Give the engine a fresh liveness period rather than fail
+		// every stream (the engine parks a frozen frontend meanwhile).
+		if !lastWake.IsZero() && t.Sub(lastWake) > c.cfg.LivenessTimeout && t.Sub(lastWake) > housekeepingMax+100*time.Millisecond {
+			lastSeen = t
+		}
+		lastWake = t
 		if !c.up.Load() && t.Sub(lastHello) >= 200*time.Millisecond {
 			lastHello = t
+			if c.newSession.Swap(false) {
+				if id, err := randomSession(); err == nil {
+					hello.Session = id
+				} else {
+					hello.Session = "" // the engine then aborts the old requests too
+				}
+			}
 			sendDirect(ipc.KindHello, hello)
 		}
 		if c.up.Load() {
-			if t.Sub(lastPing) >= c.cfg.PingInterval {
-				lastPing = t
-				sendDirect(ipc.KindPing, &ipc.Ping{Time: now()})
-			}
 			if t.Sub(lastSeen) > c.cfg.LivenessTimeout {
 				c.setDown(fmt.Sprintf("engine silent for %s", c.cfg.LivenessTimeout))
 			}
@@ -309,7 +389,14 @@ func (c *EngineConn) ioLoop() {
 					c.log.Warn("bad frame from engine", zap.Error(err))
 					continue
 				}
-				c.outputs <- b
+				select {
+				case c.outputs <- b:
+				case <-c.stop: // Close must not wait for a consumer that stopped reading
+					return
+				}
+				// Time spent waiting for a busy consumer is not engine
+				// silence (the engine's frames wait in the pump meanwhile).
+				lastSeen = time.Now()
 				continue
 			}
 			frame := bytes.Clone(view) // cold messages: the general decoder may keep views
@@ -321,9 +408,15 @@ func (c *EngineConn) ioLoop() {
 			}
 			switch kind {
 			case ipc.KindOutputs:
-				c.outputs <- msg.(*ipc.Outputs)
+				select {
+				case c.outputs <- msg.(*ipc.Outputs):
+				case <-c.stop:
+					return
+				}
 			case ipc.KindPing:
-				sendDirect(ipc.KindPong, msg)
+				if !c.muted.Load() {
+					sendDirect(ipc.KindPong, msg)
+				}
 			case ipc.KindPong:
 			case ipc.KindReady:
 				r := msg.(*ipc.Ready)
@@ -355,7 +448,7 @@ func (c *EngineConn) ioLoop() {
 				c.ready.Store(r)
 				rejected = ""
 				c.up.Store(true)
-				lastPing = time.Time{}
+				c.pingNow()
 				c.log.Info("engine ready", zap.String("addr", c.cfg.Addr), zap.String("engine", r.EngineID), zap.String("model", r.ModelName))
 				c.emit(ConnEvent{Up: true, Ready: *r})
 			case ipc.KindShutdown:
@@ -383,7 +476,6 @@ func (c *EngineConn) ioLoop() {
 		if !c.up.Load() {
 			next = minTime(next, lastHello.Add(200*time.Millisecond))
 		} else {
-			next = minTime(next, lastPing.Add(c.cfg.PingInterval))
 			next = minTime(next, lastSeen.Add(c.cfg.LivenessTimeout+time.Millisecond))
 		}
 		timer.Reset(time.Until(next))

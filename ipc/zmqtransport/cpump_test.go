@@ -142,11 +142,23 @@ func TestPumpBackpressure(t *testing.T) {
 // TestPumpSendRing: frames of every size reach the engine whole and in
 // order while the Go → C ring wraps many times, including frames too large
 // for the ring, which travel in C memory of their own.
+//
+// The liveness limits are far longer than the other tests': under -race on
+// a loaded machine, 120 frames of up to 2.4 MB can keep both sides busy past
+// 500 ms, and a frontend dropped as silent would lose frames, which is not
+// what this test is about.
 func TestPumpSendRing(t *testing.T) {
 	addr := ipcAddr(t)
-	s := listen(t, addr)
+	s, err := Listen(EngineConfig{Addr: addr, Ready: ipc.Ready{EngineID: "e1", ModelName: "m", MaxModelLen: 128, PID: os.Getpid()},
+		PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close("test over")
-	c := dial(t, addr, "fe-ring")
+	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-ring", ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer c.Close()
 	waitUp(t, c)
 	sizes := []int{0, 1, 7, 8, 9, 100, 4000, 70000, 300000}
@@ -155,6 +167,7 @@ func TestPumpSendRing(t *testing.T) {
 		want = append(want, sizes[i%len(sizes)])
 	}
 	want = append(want, defaultOutCap/4/8+1, defaultOutCap/8) // pointer records (ids are 8 bytes)
+	sendErr := make(chan error, 1)                            // the sender must not call t after the test ends
 	go func() {
 		for i, n := range want {
 			ids := make([]string, n)
@@ -162,7 +175,7 @@ func TestPumpSendRing(t *testing.T) {
 				ids[j] = fmt.Sprintf("%07d", i) // 7 characters and a msgpack header: 8 bytes
 			}
 			if err := c.Send(ipc.KindAbort, &ipc.Abort{RequestIDs: ids}); err != nil {
-				t.Error(err)
+				sendErr <- fmt.Errorf("send message %d: %w", i, err)
 				return
 			}
 		}
@@ -170,14 +183,19 @@ func TestPumpSendRing(t *testing.T) {
 	for i, n := range want {
 		select {
 		case in := <-s.Inbound():
-			if in.Kind != ipc.KindAbort || len(in.Abort.RequestIDs) != n {
-				t.Fatalf("message %d: kind %d with %d ids, want ABORT with %d", i, in.Kind, len(in.Abort.RequestIDs), n)
+			if in.Kind != ipc.KindAbort || in.Abort == nil {
+				t.Fatalf("message %d: kind %d, want ABORT with %d ids", i, in.Kind, n)
+			}
+			if len(in.Abort.RequestIDs) != n {
+				t.Fatalf("message %d: ABORT with %d ids, want %d", i, len(in.Abort.RequestIDs), n)
 			}
 			for _, id := range in.Abort.RequestIDs {
 				if id != fmt.Sprintf("%07d", i) {
 					t.Fatalf("message %d carries id %q", i, id)
 				}
 			}
+		case err := <-sendErr:
+			t.Fatal(err)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("message %d of %d not received", i, len(want))
 		}

@@ -29,7 +29,23 @@ type EngineConfig struct {
 	// Curve, when set, encrypts (and optionally authenticates) tcp://
 	// connections with CURVE.
 	Curve *CurveServer
+	// ParkGrace is how long a frontend silent past LivenessTimeout keeps
+	// its requests (default DefaultParkGrace): they go on running, their
+	// outputs are held, and any frame from the frontend (or a HELLO with its
+	// session) delivers the held outputs in order. After ParkGrace the
+	// frontend is dropped (KindFrontendGone) and its requests are freed.
+	ParkGrace time.Duration
+	// ParkBufferBytes bounds the encoded outputs held for one parked
+	// frontend (default DefaultParkBufferBytes); past it the frontend is
+	// dropped at once.
+	ParkBufferBytes int
 }
+
+// Defaults of EngineConfig's parking limits.
+const (
+	DefaultParkGrace       = 30 * time.Second
+	DefaultParkBufferBytes = 64 << 20
+)
 
 // Inbound is a message from a frontend, decoded by the input goroutine.
 type Inbound struct {
@@ -51,7 +67,14 @@ type outFrame struct {
 
 type frontendState struct {
 	pid      int
+	session  string
 	lastSeen time.Time
+	// parked is set while the frontend is silent past the liveness
+	// timeout but within ParkGrace: outputs for it wait in held.
+	parked    bool
+	parkedAt  time.Time
+	held      [][]byte
+	heldBytes int
 }
 
 // EngineSocket is the engine's end: one ROUTER that every frontend's DEALER
@@ -84,6 +107,12 @@ func Listen(cfg EngineConfig) (*EngineSocket, error) {
 	}
 	if cfg.InboundBuffer <= 0 {
 		cfg.InboundBuffer = 4096
+	}
+	if cfg.ParkGrace <= 0 {
+		cfg.ParkGrace = DefaultParkGrace
+	}
+	if cfg.ParkBufferBytes <= 0 {
+		cfg.ParkBufferBytes = DefaultParkBufferBytes
 	}
 	cfg.Ready.ProtocolVersion = ipc.ProtocolVersion
 	log := cfg.Log
@@ -255,15 +284,35 @@ func (s *EngineSocket) ioLoop() {
 		}
 		// Liveness is checked every wake-up (≤ 100 ms), not only when pinging,
 		// so a dead frontend is dropped within the timeout of its last frame.
+		// A silent frontend is parked first (its requests run on, their
+		// outputs are held) and dropped only after ParkGrace, so a frontend
+		// that was merely frozen for a while loses nothing. Parked
+		// frontends are still pinged, so they keep seeing a live engine.
+		// A frontend whose connection is gone (a killed process: the
+		// ROUTER no longer knows its identity) is dropped at once instead.
 		var gone []string
 		s.mu.Lock()
 		for id, st := range s.frontends {
-			if t.Sub(st.lastSeen) > s.cfg.LivenessTimeout {
+			if st.parked && t.Sub(st.parkedAt) > s.cfg.ParkGrace {
 				gone = append(gone, id)
 				continue
 			}
-			if ping {
-				s.sendRaw(id, pingFrame)
+			park := !st.parked && t.Sub(st.lastSeen) > s.cfg.LivenessTimeout
+			if ping || park {
+				if park && !ping {
+					if f, err := codec.Encode(ipc.KindPing, &ipc.Ping{Time: now()}); err == nil {
+						pingFrame = append(pingFrame[:0:0], f...)
+					}
+				}
+				if err := s.sendRaw(id, pingFrame); err != nil && (park || st.parked) {
+					gone = append(gone, id) // disconnected: nothing to wait for
+					continue
+				}
+			}
+			if park {
+				st.parked, st.parkedAt = true, t
+				s.log.Warn("frontend silent, parking its requests", zap.String("frontend", id),
+					zap.Duration("timeout", s.cfg.LivenessTimeout), zap.Duration("grace", s.cfg.ParkGrace))
 			}
 		}
 		for _, id := range gone {
@@ -271,7 +320,7 @@ func (s *EngineSocket) ioLoop() {
 		}
 		s.mu.Unlock()
 		for _, id := range gone {
-			s.log.Warn("frontend silent, dropping its requests", zap.String("frontend", id), zap.Duration("timeout", s.cfg.LivenessTimeout))
+			s.log.Warn("frontend gone (disconnected, or silent past the grace period), dropping its requests", zap.String("frontend", id), zap.Duration("grace", s.cfg.ParkGrace))
 			s.deliver(Inbound{Frontend: id, Kind: KindFrontendGone})
 		}
 		if ping {
@@ -294,13 +343,16 @@ func (s *EngineSocket) waiter(sock *zmq.Socket, name string) *sockWaiter {
 	return w
 }
 
-func (s *EngineSocket) sendRaw(to string, frame []byte) {
+// sendRaw sends a frame to a frontend; the error says the peer is unknown
+// or disconnected (ROUTER_MANDATORY), and the frame is dropped.
+func (s *EngineSocket) sendRaw(to string, frame []byte) error {
 	if _, err := s.router.SendBytes([]byte(to), zmq.SNDMORE|zmq.DONTWAIT); err != nil {
-		return // unknown or disconnected peer (ROUTER_MANDATORY): drop
+		return fmt.Errorf("send to %s: %w", to, err)
 	}
 	if _, err := s.router.SendBytes(frame, zmq.DONTWAIT); err != nil {
 		s.log.Debug("router send", zap.String("to", to), zap.Error(err))
 	}
+	return nil
 }
 
 func (s *EngineSocket) sendMsg(codec *ipc.Codec, to string, kind ipc.Kind, msg any) {
@@ -309,7 +361,7 @@ func (s *EngineSocket) sendMsg(codec *ipc.Codec, to string, kind ipc.Kind, msg a
 		s.log.Error("encode", zap.Stringer("kind", kind), zap.Error(err))
 		return
 	}
-	s.sendRaw(to, frame)
+	_ = s.sendRaw(to, frame)
 }
 
 // drainPull forwards queued output frames; reports whether Close asked to stop.
@@ -333,9 +385,46 @@ func (s *EngineSocket) drainPull(codec *ipc.Codec) bool {
 			}
 			s.mu.Unlock()
 		default:
-			s.sendRaw(to, parts[1])
+			s.forward(to, parts[1])
 		}
 	}
+}
+
+// forward sends an encoded frame to a frontend, or holds it while the
+// frontend is parked; a parked frontend whose held frames pass
+// ParkBufferBytes is dropped (its requests freed).
+func (s *EngineSocket) forward(to string, frame []byte) {
+	s.mu.Lock()
+	st, ok := s.frontends[to]
+	if !ok || !st.parked {
+		s.mu.Unlock()
+		s.sendRaw(to, frame)
+		return
+	}
+	st.held = append(st.held, frame)
+	st.heldBytes += len(frame)
+	over := st.heldBytes > s.cfg.ParkBufferBytes
+	if over {
+		delete(s.frontends, to)
+	}
+	s.mu.Unlock()
+	if over {
+		s.log.Warn("parked frontend's held outputs over the limit, dropping its requests", zap.String("frontend", to), zap.Int("limit_bytes", s.cfg.ParkBufferBytes))
+		s.deliver(Inbound{Frontend: to, Kind: KindFrontendGone})
+	}
+}
+
+// unpark delivers a parked frontend's held frames, in order, and makes it
+// live again. Called with s.mu held, from the I/O goroutine.
+func (s *EngineSocket) unpark(id string, st *frontendState) {
+	if !st.parked {
+		return
+	}
+	s.log.Info("parked frontend is back; resuming its requests", zap.String("frontend", id), zap.Int("held_frames", len(st.held)), zap.Int("held_bytes", st.heldBytes))
+	for _, f := range st.held {
+		s.sendRaw(id, f)
+	}
+	st.parked, st.held, st.heldBytes = false, nil, 0
 }
 
 func (s *EngineSocket) drainRouter(codec *ipc.Codec) {
@@ -380,12 +469,23 @@ func (s *EngineSocket) handle(codec *ipc.Codec, from string, frame []byte) {
 		}
 		s.mu.Lock()
 		st, known := s.frontends[from]
-		s.frontends[from] = &frontendState{pid: h.PID, lastSeen: t}
+		if known && h.Session != "" && h.Session == st.session {
+			// The same session says HELLO again (it thought the engine was
+			// gone, or its READY was lost): its requests go on, and what was
+			// held for it while it was parked is delivered after READY.
+			st.lastSeen = t
+			ready := s.cfg.Ready
+			s.sendMsg(codec, from, ipc.KindReady, &ready)
+			s.unpark(from, st)
+			s.mu.Unlock()
+			s.log.Info("frontend resumed its session", zap.String("frontend", from))
+			return
+		}
+		s.frontends[from] = &frontendState{pid: h.PID, session: h.Session, lastSeen: t}
 		s.mu.Unlock()
-		// A HELLO opens a new session: a frontend only says HELLO before its
-		// first READY or after it decided the engine was gone (and failed its
-		// streams), and frames on one connection arrive in order, so every
-		// request it sent before this HELLO is orphaned. Abort them.
+		// Any other HELLO opens a new session (a restarted frontend, or one
+		// without a session id): frames on one connection arrive in order,
+		// so every request it sent before this HELLO is orphaned. Abort them.
 		if known {
 			s.deliver(Inbound{Frontend: from, Kind: KindFrontendGone})
 			if st.pid != h.PID {
@@ -402,6 +502,7 @@ func (s *EngineSocket) handle(codec *ipc.Codec, from string, frame []byte) {
 	st, known := s.frontends[from]
 	if known {
 		st.lastSeen = t
+		s.unpark(from, st) // any frame shows a parked frontend is back
 	}
 	s.mu.Unlock()
 	if !known {

@@ -1,8 +1,10 @@
 package stopstr
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -141,7 +143,7 @@ func TestStreamEqualsNonStreamed(t *testing.T) {
 	alphabet := []string{"a", "b", "c", "é", "<", "/", ">", " "}
 	for iter := range 3000 {
 		text := randText(r, r.IntN(40), alphabet)
-		stops := make([]string, 1+r.IntN(3))
+		stops := make([]string, 1+r.IntN(6))
 		for i := range stops {
 			stops[i] = randText(r, 1+r.IntN(4), alphabet)
 		}
@@ -229,4 +231,70 @@ func BenchmarkAdd(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkManyStops feeds token-sized deltas through a matcher with many
+// distinct stop strings (the hostile request of issue 21 had 100 000); the
+// cost per Add must not grow with their number.
+//
+//	go test -run '^$' -bench ManyStops ./outputproc/stopstr
+func BenchmarkManyStops(b *testing.B) {
+	words := []string{" the", " cat", " sat", " on", " <", "|e", "nd", " mat", ".", " #", "#"}
+	for _, n := range []int{4, 1000, 100000} {
+		r := rand.New(rand.NewPCG(7, uint64(n)))
+		stops := make([]string, n)
+		for i := range stops {
+			// "<|" starts a false prefix in the text; the rest never matches.
+			stops[i] = "<|" + randText(r, 2+r.IntN(8), []string{"x", "y", "q", "k"})
+		}
+		b.Run(fmt.Sprintf("stops=%d", n), func(b *testing.B) {
+			m := New(stops, false)
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, stopped, _ := m.Add(words[i]); stopped {
+					b.Fatal("unexpected stop")
+				}
+				i++
+				if i == len(words) {
+					i = 0
+				}
+			}
+		})
+	}
+}
+
+// TestSharedSet: Matchers of one compiled Set (a request's choices) run
+// concurrently and independently, each equal to the reference.
+func TestSharedSet(t *testing.T) {
+	stops := []string{"<|end|>", "###", "ab", "b<"}
+	set := Compile(stops)
+	texts := []string{"xxab", "x<|end|>y", "##a#b<z", "no match here", "a###", "<|en", "b"}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for _, text := range texts {
+				include := g%2 == 0
+				m := set.Matcher(include)
+				var sb strings.Builder
+				var got string
+				for i := 0; i < len(text); i++ {
+					emit, stopped, matched := m.Add(text[i : i+1])
+					sb.WriteString(emit)
+					if stopped {
+						got = matched
+						break
+					}
+				}
+				sb.WriteString(m.Flush())
+				want, wantM := naive(text, stops, include)
+				if sb.String() != want || got != wantM {
+					t.Errorf("goroutine %d %q: got (%q, %q), want (%q, %q)", g, text, sb.String(), got, want, wantM)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
