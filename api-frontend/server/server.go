@@ -293,11 +293,14 @@ func (s *Server) models(c *gin.Context) {
 		Root        string `json:"root"`
 		Parent      *int   `json:"parent"`
 		MaxModelLen int    `json:"max_model_len"`
-		Permission  []any  `json:"permission"`
+		// VocabSize lets clients (bench serve's random dataset) draw
+		// token ids the model accepts.
+		VocabSize  int   `json:"vocab_size"`
+		Permission []any `json:"permission"`
 	}
 	var data []model
 	for _, n := range s.cfg.ServedModelNames {
-		data = append(data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "sluice", Root: s.cfg.ModelPath, MaxModelLen: s.maxModelLen(), Permission: []any{}})
+		data = append(data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "sluice", Root: s.cfg.ModelPath, MaxModelLen: s.maxModelLen(), VocabSize: s.deps.Tokenizer.VocabSize(), Permission: []any{}})
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }
