@@ -320,9 +320,9 @@ func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, BadRequest("prompt", "prompt is not a valid string")
 		}
-		if s == "" {
-			return nil, BadRequest("prompt", "prompt must not be empty")
-		}
+		// An empty string is a valid prompt when the tokenizer adds BOS
+		// (unconditional generation); the handler refuses one that
+		// encodes to no tokens.
 		return []Prompt{{Text: s, FromText: true}}, nil
 	case '[':
 	default:
@@ -352,8 +352,8 @@ func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
 		switch it[0] {
 		case '"':
 			var s string
-			if err := json.Unmarshal(it, &s); err != nil || s == "" {
-				return nil, BadRequest("prompt", "prompt strings must be non-empty strings")
+			if err := json.Unmarshal(it, &s); err != nil {
+				return nil, BadRequest("prompt", "prompt list elements must be strings")
 			}
 			out = append(out, Prompt{Text: s, FromText: true})
 		case '[':
