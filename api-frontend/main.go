@@ -36,6 +36,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 	"github.com/sluice-llm/sluice/text/chattemplate"
 	"github.com/sluice-llm/sluice/text/tokenizer"
@@ -173,6 +174,10 @@ func run(args []string) error {
 		},
 	})
 	defer client.Close()
+	jsonWS, err := constraint.ParseWhitespace(cfg.StructuredOutputsWhitespace)
+	if err != nil {
+		return fmt.Errorf("--structured-outputs-whitespace: %w", err)
+	}
 	srv = server.New(server.Config{
 		ServedModelNames:     []string{served},
 		ModelPath:            cfg.Model,
@@ -184,6 +189,7 @@ func run(args []string) error {
 		ToolCallParser:       cfg.ToolCallParser,
 		ReasoningParser:      cfg.ReasoningParser,
 		ReasoningField:       cfg.ReasoningField,
+		JSONWhitespace:       jsonWS,
 		FrontendID:           cfg.FrontendID,
 		Version:              Version,
 		Commit:               Commit,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 )
 
@@ -18,6 +19,9 @@ type Limits struct {
 	// Constraints, when set, memoizes compiled structured-output
 	// constraints across requests.
 	Constraints *ConstraintCache
+	// JSONWhitespace is the whitespace JSON constraints allow between
+	// tokens unless the request asks for compact JSON.
+	JSONWhitespace constraint.Whitespace
 }
 
 func (l Limits) maxLogprobs() int64 {
@@ -301,7 +305,7 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 		return nil, err
 	}
 	c.Prompts = prompts
-	if e := r.compileStructured(lim.Constraints, &c.Options); e != nil {
+	if e := r.compileStructured(lim, &c.Options); e != nil {
 		return nil, e
 	}
 	return c, nil
@@ -468,7 +472,7 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
 		extra = append(extra, "tool_choice")
 	}
-	if e := r.compileStructured(lim.Constraints, &c.Options, extra...); e != nil {
+	if e := r.compileStructured(lim, &c.Options, extra...); e != nil {
 		return nil, e
 	}
 	if extra != nil {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
@@ -69,6 +70,9 @@ type Config struct {
 	Commit     string
 	// MaxModelLen overrides the engine's context length when > 0.
 	MaxModelLen int
+	// JSONWhitespace is the whitespace JSON constraints allow unless a
+	// request asks for compact JSON.
+	JSONWhitespace constraint.Whitespace
 
 	// sndBuf, when > 0, sets SO_SNDBUF of streams' connections (tests use
 	// it to make a slow client fill the socket quickly).
@@ -281,7 +285,7 @@ func (s *Server) eosIDs() []int32 {
 }
 
 func (s *Server) limits() openai.Limits {
-	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints}
+	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints, JSONWhitespace: s.cfg.JSONWhitespace}
 }
 
 func (s *Server) models(c *gin.Context) {
