@@ -6,7 +6,10 @@
 # repository at its current commit, and runs inside it, as root:
 #   1. `go tool task run`  until /health answers 200, then stops it;
 #   2. `go tool task test` to the end.
-# Both start from nothing: `setup` must install every package they need.
+# Both start from nothing: `setup` must install every package they need. The
+# only things passed in from this machine are its DNS settings and its local
+# CA certificates (/usr/local/share/ca-certificates), for networks whose
+# egress re-signs TLS.
 #
 # Usage (root; needs debootstrap, installed with apt-get when missing, and a
 # reachable Debian mirror and Go module proxy):
@@ -57,6 +60,12 @@ say "debootstrap done in $(($(now) - t0)) s"
 mkdir -p "$root/usr/local"
 cp -a "$goroot" "$root/usr/local/go"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# Local CA certificates (a site's TLS-intercepting egress proxy, say) are the
+# network's, not the machine's: give them to the root too.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null 2>&1
+fi
 git clone -q "$src" "$root/root/sluice"
 git -C "$root/root/sluice" checkout -q --detach "$commit"
 for m in proc sys dev dev/pts; do
@@ -73,6 +82,7 @@ mkdir -p "$root/dev/shm" && mount -t tmpfs shm "$root/dev/shm" && mounted+=("$ro
 # inroot runs a command in the root as a fresh login would: only Go added to PATH.
 inroot() {
   chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd /root/sluice && $1"
 }
