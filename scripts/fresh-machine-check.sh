@@ -89,7 +89,7 @@ inroot() {
 
 # 1. go tool task run, until /health answers.
 t1=$(now)
-inroot "setsid go tool task run PORT=$port & echo \$! >/tmp/run.pid; wait" >"$root.run.log" 2>&1 &
+inroot "setsid bash -c 'echo \$\$ >/tmp/run.pgid; exec go tool task run PORT=$port'" >"$root.run.log" 2>&1 &
 runpid=$!
 health=""
 while kill -0 "$runpid" 2>/dev/null; do
@@ -104,8 +104,9 @@ else
   say "run: FAILED after $(($(now) - t1)) s; last lines of $root.run.log:"
   tail -n 15 "$root.run.log" | tee -a "$summary"
 fi
-# Stop the server: the process group setsid gave `go tool task run`.
-if [ -s "$root/tmp/run.pid" ]; then kill -TERM -- "-$(cat "$root/tmp/run.pid")" 2>/dev/null || true; fi
+# Stop the server: the process group setsid gave `go tool task run` (the
+# task, api-frontend and the engine-core it spawned).
+if [ -s "$root/tmp/run.pgid" ]; then kill -TERM -- "-$(cat "$root/tmp/run.pgid")" 2>/dev/null || true; fi
 for _ in $(seq 1 30); do kill -0 "$runpid" 2>/dev/null || break; sleep 1; done
 kill -KILL "$runpid" 2>/dev/null || true
 wait "$runpid" 2>/dev/null || true
