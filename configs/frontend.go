@@ -24,6 +24,9 @@ type Frontend struct {
 	ToolCallParser       string `flag:"tool-call-parser" yaml:"tool_call_parser" usage:"tool call parser name (hermes, llama3_json, …)"`
 	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, …)"`
 	ReasoningField       string `flag:"reasoning-field" yaml:"reasoning_field" usage:"name of the reasoning field in chat messages: reasoning or reasoning_content"`
+	// StructuredOutputsWhitespace is the JSON whitespace of json_schema and
+	// json_object constraints (constraint.Whitespace).
+	StructuredOutputsWhitespace string `flag:"structured-outputs-whitespace" yaml:"structured_outputs_whitespace" usage:"whitespace JSON constraints allow between tokens: bounded (llama.cpp's: a space, or a newline and up to 20 spaces/tabs; none before the value), compact (at most a space, as vLLM's disable_any_whitespace) or any (up to 20 spaces/tabs/newlines around each token and before the value)"`
 
 	MaxQueuedRequests int   `flag:"max-queued-requests" yaml:"max_queued_requests" usage:"requests waiting for their first token beyond which new ones get 429 (0: unlimited)"`
 	MaxBodyBytes      int64 `flag:"max-body-bytes" yaml:"max_body_bytes" usage:"largest request body accepted (413 beyond)"`
@@ -76,12 +79,13 @@ type Frontend struct {
 // DefaultFrontend returns the defaults of every frontend setting.
 func DefaultFrontend() Frontend {
 	return Frontend{
-		Host:           "0.0.0.0",
-		Port:           8000,
-		Engine:         "spawn",
-		StreamInterval: 1,
-		ReasoningField: "reasoning",
-		MaxBodyBytes:   32 << 20,
+		Host:                        "0.0.0.0",
+		Port:                        8000,
+		Engine:                      "spawn",
+		StreamInterval:              1,
+		ReasoningField:              "reasoning",
+		StructuredOutputsWhitespace: "bounded",
+		MaxBodyBytes:                32 << 20,
 		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
 		MaxStopStrings:       64,
 		MaxStopStrBytes:      16 << 10,
@@ -121,6 +125,11 @@ func (f *Frontend) Validate() error {
 	}
 	if f.ReasoningField != "reasoning" && f.ReasoningField != "reasoning_content" {
 		errs = append(errs, fmt.Errorf("--reasoning-field must be reasoning or reasoning_content, got %q", f.ReasoningField))
+	}
+	switch f.StructuredOutputsWhitespace {
+	case "", "bounded", "compact", "any":
+	default:
+		errs = append(errs, fmt.Errorf("--structured-outputs-whitespace must be bounded, compact or any, got %q", f.StructuredOutputsWhitespace))
 	}
 	if f.EnableAutoToolChoice && f.ToolCallParser == "" {
 		errs = append(errs, errors.New("--enable-auto-tool-choice needs --tool-call-parser"))

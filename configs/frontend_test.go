@@ -20,6 +20,7 @@ func TestFrontendValidate(t *testing.T) {
 		{"bad port", func(f *Frontend) { f.Port = 70000 }, "--port"},
 		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
+		{"bad JSON whitespace", func(f *Frontend) { f.StructuredOutputsWhitespace = "loose" }, "--structured-outputs-whitespace"},
 		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},
 		{"negative queue", func(f *Frontend) { f.MaxQueuedRequests = -1 }, "--max-queued-requests"},
 		{"zero stop strings", func(f *Frontend) { f.MaxStopStrings = 0 }, "--max-stop-strings"},

@@ -12,13 +12,15 @@
 // nothing is ever silently dropped. The engine calls Compile on the
 // ipc.Constraint it receives.
 //
-// Loop guards built into every JSON grammar: at most 20 whitespace bytes
-// around each structural character (and before the root value), integers
-// and fractions of at most 16 and 15 digits, exponents of at most 2 digits,
-// and nothing after the top-level value: the engine allows only EOS there.
-// Whitespace is the same in strict and non-strict mode (we always constrain;
-// strict only changes nothing in the grammar today and is kept in the
-// request for the record).
+// Loop guards built into every JSON grammar: bounded whitespace (see
+// Whitespace: by default, as llama.cpp's grammar, none before the root
+// value and between tokens nothing, a space, or a newline and at most 20
+// spaces or tabs; vLLM's compact form and Sluice's earlier looser form on
+// request), integers and fractions of at most 16 and 15 digits, exponents
+// of at most 2 digits, and nothing after the top-level value: the engine
+// allows only EOS there. Whitespace is the same in strict and non-strict
+// mode (we always constrain; strict only changes nothing in the grammar
+// today and is kept in the request for the record).
 //
 // JSON Schema support. Tier 1: type (also arrays of types), properties
 // (generated in definition order), required, additionalProperties (absent
@@ -91,18 +93,31 @@ func finish(kind, spec string) (ipc.Constraint, error) {
 // order is the generation order). strict is accepted for API fidelity: both
 // modes constrain fully (see the package doc).
 func JSONSchema(schema json.RawMessage, strict bool) (ipc.Constraint, error) {
+	return JSONSchemaWhitespace(schema, strict, WhitespaceBounded)
+}
+
+// JSONSchemaWhitespace is JSONSchema with whitespace mode w between JSON
+// tokens.
+func JSONSchemaWhitespace(schema json.RawMessage, strict bool, w Whitespace) (ipc.Constraint, error) {
 	_ = strict
 	v, err := parseJSON(schema)
 	if err != nil {
 		return ipc.Constraint{}, fmt.Errorf("json_schema: %w", err)
 	}
-	return finish(KindJSONSchema, jsonText(v))
+	return finish(jsonKind(KindJSONSchema, w), jsonText(v))
 }
 
 // JSONObject returns the constraint "any JSON object" (response_format
 // json_object).
 func JSONObject() ipc.Constraint {
-	return ipc.Constraint{Kind: KindJSONObject, Hash: hashOf(KindJSONObject, "")}
+	return JSONObjectWhitespace(WhitespaceBounded)
+}
+
+// JSONObjectWhitespace is JSONObject with whitespace mode w between JSON
+// tokens.
+func JSONObjectWhitespace(w Whitespace) ipc.Constraint {
+	kind := jsonKind(KindJSONObject, w)
+	return ipc.Constraint{Kind: kind, Hash: hashOf(kind, "")}
 }
 
 // Regex returns the constraint "the whole output matches pattern" (RE2
@@ -154,17 +169,20 @@ func CheckBytes(c ipc.Constraint, maxBytes int64) error {
 // once compiled; <= 0: no size limit).
 func CompileLimit(c ipc.Constraint, maxBytes int64) (*Grammar, error) {
 	var g *Grammar
-	var err error
-	switch c.Kind {
+	kind, ws, err := splitKind(c.Kind)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
 	case KindJSONSchema:
 		var v *jv
 		v, err = parseJSON([]byte(c.Spec))
 		if err != nil {
 			return nil, fmt.Errorf("json_schema: %w", err)
 		}
-		g, err = compileSchema(v)
+		g, err = compileSchema(v, ws)
 	case KindJSONObject:
-		g = compileJSONObject()
+		g = compileJSONObject(ws)
 	case KindRegex:
 		g, err = compileRegex(c.Spec)
 	case KindChoice:

@@ -12,8 +12,6 @@ import (
 
 // Loop guards and lexeme shapes shared by every JSON grammar.
 const (
-	// wsRE is the bounded whitespace allowed around structural characters.
-	wsRE = `[ \t\n]{0,20}`
 	// jsonChar is one JSON string character: any code point but the
 	// quote, backslash and controls, or an escape (\u escapes exclude
 	// surrogates so that lengths count code points exactly).
@@ -95,40 +93,58 @@ type schemaCompiler struct {
 	has  bool // any is built
 	// depth guards against hostile nesting of non-$ref subschemas.
 	depth int
+	// ws is the whitespace regex where a line may break (after an opening
+	// bracket or a comma, before a closing bracket), inline the one
+	// around colons and before commas, rootWS the one before the root
+	// value ("" for none).
+	ws, inline, rootWS string
 }
 
-func compileSchema(root *jv) (*Grammar, error) {
-	c := &schemaCompiler{b: newBuilder(), root: root, refs: map[string]Symbol{}}
+func newSchemaCompiler(root *jv, w Whitespace) *schemaCompiler {
+	return &schemaCompiler{b: newBuilder(), root: root, refs: map[string]Symbol{}, ws: w.regex(), inline: w.inlineRegex(), rootWS: w.rootRegex()}
+}
+
+// setRoot makes the start rule the root value v, after the whitespace
+// allowed before it.
+func (c *schemaCompiler) setRoot(start int, v Symbol) {
+	if c.rootWS == "" {
+		c.b.g.Rules[start].Alts = [][]Symbol{{v}}
+		return
+	}
+	c.b.g.Rules[start].Alts = [][]Symbol{{c.b.term(c.rootWS), v}}
+}
+
+func compileSchema(root *jv, w Whitespace) (*Grammar, error) {
+	c := newSchemaCompiler(root, w)
 	start := c.b.rule("root")
 	c.b.g.Start = start
 	v, err := c.schema(root, "")
 	if err != nil {
 		return nil, err
 	}
-	c.b.g.Rules[start].Alts = [][]Symbol{{c.b.term(wsRE), v}}
+	c.setRoot(start, v)
 	return &c.b.g, nil
 }
 
-func compileJSONObject() *Grammar {
-	c := &schemaCompiler{b: newBuilder(), refs: map[string]Symbol{}}
+func compileJSONObject(w Whitespace) *Grammar {
+	c := newSchemaCompiler(nil, w)
 	start := c.b.rule("root")
 	c.b.g.Start = start
 	c.anyValue()
-	obj := c.mapObject(c.any)
-	c.b.g.Rules[start].Alts = [][]Symbol{{c.b.term(wsRE), obj}}
+	c.setRoot(start, c.mapObject(c.any))
 	return &c.b.g
 }
 
 // punctuation terminals: whitespace belongs to the separators so that
 // adjacent terminals never race over the same spaces.
-func (c *schemaCompiler) lbrace() Symbol   { return c.b.term(`\{` + wsRE) }
-func (c *schemaCompiler) rbrace() Symbol   { return c.b.term(wsRE + `\}`) }
-func (c *schemaCompiler) emptyObj() Symbol { return c.b.term(`\{` + wsRE + `\}`) }
-func (c *schemaCompiler) lbrack() Symbol   { return c.b.term(`\[` + wsRE) }
-func (c *schemaCompiler) rbrack() Symbol   { return c.b.term(wsRE + `\]`) }
-func (c *schemaCompiler) emptyArr() Symbol { return c.b.term(`\[` + wsRE + `\]`) }
-func (c *schemaCompiler) comma() Symbol    { return c.b.term(wsRE + `,` + wsRE) }
-func (c *schemaCompiler) colon() Symbol    { return c.b.term(wsRE + `:` + wsRE) }
+func (c *schemaCompiler) lbrace() Symbol   { return c.b.term(`\{` + c.ws) }
+func (c *schemaCompiler) rbrace() Symbol   { return c.b.term(c.ws + `\}`) }
+func (c *schemaCompiler) emptyObj() Symbol { return c.b.term(`\{` + c.ws + `\}`) }
+func (c *schemaCompiler) lbrack() Symbol   { return c.b.term(`\[` + c.ws) }
+func (c *schemaCompiler) rbrack() Symbol   { return c.b.term(c.ws + `\]`) }
+func (c *schemaCompiler) emptyArr() Symbol { return c.b.term(`\[` + c.ws + `\]`) }
+func (c *schemaCompiler) comma() Symbol    { return c.b.term(c.inline + `,` + c.ws) }
+func (c *schemaCompiler) colon() Symbol    { return c.b.term(c.inline + `:` + c.inline) }
 func (c *schemaCompiler) str() Symbol      { return c.b.term(`"` + jsonChar + `*"`) }
 
 // anyValue builds (once) the rules for an arbitrary JSON value.

@@ -28,6 +28,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 	"github.com/sluice-llm/sluice/modelfile/modelref"
 	"github.com/sluice-llm/sluice/outputproc/reasoning"
@@ -124,6 +125,10 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		transports = append(transports, engineclient.FromZMQ(conn))
 	}
 	metrics := server.NewMetrics(served)
+	jsonWS, err := constraint.ParseWhitespace(cfg.StructuredOutputsWhitespace)
+	if err != nil {
+		return fmt.Errorf("--structured-outputs-whitespace: %w", err)
+	}
 	store, sealer, closeStore, err := openResponseStore(cfg, log)
 	if err != nil {
 		return err
@@ -150,6 +155,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		RequestLimits: openai.RequestLimits{MaxStopStrings: cfg.MaxStopStrings, MaxStopStrBytes: cfg.MaxStopStrBytes, MaxLogitBias: cfg.MaxLogitBias,
 			MaxSeqsPerRequest: cfg.MaxSeqsPerRequest, MaxTokenizeTokens: cfg.MaxTokenizeTokens, MaxGrammarBytes: cfg.MaxGrammarBytes},
 		MaxTokenizeBodyBytes: cfg.MaxTokenizeBodyBytes,
+		JSONWhitespace:       jsonWS,
 		EnableAutoToolChoice: cfg.EnableAutoToolChoice,
 		ToolCallParser:       cfg.ToolCallParser,
 		ReasoningParser:      cfg.ReasoningParser,

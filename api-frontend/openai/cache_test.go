@@ -41,7 +41,7 @@ func TestConstraintCache(t *testing.T) {
 	// The same schema with disable_any_whitespace is a different entry.
 	var r CompletionRequest
 	_ = Decode([]byte(`{"prompt":"p","guided_json":`+testSchema+`,"structured_outputs":{"disable_any_whitespace":true}}`), &r)
-	if c, e := r.Validate(lim); e != nil || c.Params.Constraint.Kind != "grammar" {
+	if c, e := r.Validate(lim); e != nil || c.Params.Constraint.Kind != "json_schema+compact" {
 		t.Fatalf("compact: %v", e)
 	}
 	// Tool constraints.

@@ -27,9 +27,9 @@ type JSONSchemaSpec struct {
 }
 
 // StructuredOutputs is vLLM's structured_outputs object; at most one of
-// its constraint fields may be set. DisableAnyWhitespace (with any JSON
-// constraint of the request) allows at most one space between JSON tokens
-// instead of bounded runs of any whitespace.
+// its constraint fields may be set. DisableAnyWhitespace true (with any
+// JSON constraint of the request) allows at most one space between JSON
+// tokens instead of the server's default (constraint.Whitespace).
 type StructuredOutputs struct {
 	DisableAnyWhitespace *bool           `json:"disable_any_whitespace"`
 	JSON                 json.RawMessage `json:"json"`
@@ -59,11 +59,12 @@ func isNull(raw json.RawMessage) bool {
 
 // pendingConstraint is one constraint a request asked for, not compiled
 // yet: param names the field, key is the request text that determines it
-// (for the cache), build compiles it.
+// (for the cache), build compiles it with whitespace mode ws (used by JSON
+// constraints only).
 type pendingConstraint struct {
 	param string
 	key   string
-	build func() (ipc.Constraint, error)
+	build func(ws constraint.Whitespace) (ipc.Constraint, error)
 }
 
 // jsonSchemaValue accepts a schema given as a JSON object or as a string
@@ -92,14 +93,16 @@ func (f *structuredFields) constraints() ([]pendingConstraint, *Error) {
 			return BadRequest(param, "%s must be a JSON Schema object (or a string holding one)", param)
 		}
 		key := "json_schema\x00" + strconv.FormatBool(strict) + "\x00" + string(s)
-		out = append(out, pendingConstraint{param, key, func() (ipc.Constraint, error) { return constraint.JSONSchema(s, strict) }})
+		out = append(out, pendingConstraint{param, key, func(ws constraint.Whitespace) (ipc.Constraint, error) {
+			return constraint.JSONSchemaWhitespace(s, strict, ws)
+		}})
 		return nil
 	}
 	if rf := f.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case "text":
 		case "json_object":
-			out = append(out, pendingConstraint{"response_format", "json_object", func() (ipc.Constraint, error) { return constraint.JSONObject(), nil }})
+			out = append(out, pendingConstraint{"response_format", "json_object", jsonObject})
 		case "json_schema":
 			if rf.JSONSchema == nil || isNull(rf.JSONSchema.Schema) {
 				return nil, BadRequest("response_format", "response_format of type json_schema needs json_schema.schema")
@@ -123,18 +126,18 @@ func (f *structuredFields) constraints() ([]pendingConstraint, *Error) {
 		}
 		if so.Regex != nil {
 			re := *so.Regex
-			out = append(out, pendingConstraint{p, "regex\x00" + re, func() (ipc.Constraint, error) { return constraint.Regex(re) }})
+			out = append(out, pendingConstraint{p, "regex\x00" + re, func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.Regex(re) }})
 		}
 		if so.Choice != nil {
 			ch := so.Choice
-			out = append(out, pendingConstraint{p, choiceKey(ch), func() (ipc.Constraint, error) { return constraint.Choice(ch) }})
+			out = append(out, pendingConstraint{p, choiceKey(ch), func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.Choice(ch) }})
 		}
 		if so.Grammar != nil {
 			g := *so.Grammar
-			out = append(out, pendingConstraint{p, "grammar\x00" + g, func() (ipc.Constraint, error) { return constraint.GBNF(g) }})
+			out = append(out, pendingConstraint{p, "grammar\x00" + g, func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.GBNF(g) }})
 		}
 		if so.JSONObject != nil && *so.JSONObject {
-			out = append(out, pendingConstraint{p, "json_object", func() (ipc.Constraint, error) { return constraint.JSONObject(), nil }})
+			out = append(out, pendingConstraint{p, "json_object", jsonObject})
 		}
 		if !isNull(so.StructuralTag) {
 			return nil, BadRequest(p, "structured_outputs.structural_tag is not supported")
@@ -147,17 +150,22 @@ func (f *structuredFields) constraints() ([]pendingConstraint, *Error) {
 	}
 	if f.GuidedRegex != nil {
 		re := *f.GuidedRegex
-		out = append(out, pendingConstraint{"guided_regex", "regex\x00" + re, func() (ipc.Constraint, error) { return constraint.Regex(re) }})
+		out = append(out, pendingConstraint{"guided_regex", "regex\x00" + re, func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.Regex(re) }})
 	}
 	if f.GuidedChoice != nil {
 		ch := f.GuidedChoice
-		out = append(out, pendingConstraint{"guided_choice", choiceKey(ch), func() (ipc.Constraint, error) { return constraint.Choice(ch) }})
+		out = append(out, pendingConstraint{"guided_choice", choiceKey(ch), func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.Choice(ch) }})
 	}
 	if f.GuidedGrammar != nil {
 		g := *f.GuidedGrammar
-		out = append(out, pendingConstraint{"guided_grammar", "grammar\x00" + g, func() (ipc.Constraint, error) { return constraint.GBNF(g) }})
+		out = append(out, pendingConstraint{"guided_grammar", "grammar\x00" + g, func(constraint.Whitespace) (ipc.Constraint, error) { return constraint.GBNF(g) }})
 	}
 	return out, nil
+}
+
+// jsonObject builds the json_object constraint.
+func jsonObject(ws constraint.Whitespace) (ipc.Constraint, error) {
+	return constraint.JSONObjectWhitespace(ws), nil
 }
 
 // choiceKey is the cache key of a choice list.
@@ -182,15 +190,15 @@ func tooMany(params []string) *Error {
 }
 
 // compileStructured compiles the request's constraint, if any, into
-// o.Params.Constraint (through cache). extra names constraints the caller
-// adds itself (tool_choice), counted for the conflict check.
-//
-// maxBytes bounds the grammar's estimated compiled size (--max-grammar-bytes;
-// <= 0: constraint.MaxGrammarBytes).
-func (f *structuredFields) compileStructured(cache *ConstraintCache, maxBytes int64, o *Options, extra ...string) *Error {
-	if maxBytes <= 0 {
-		maxBytes = constraint.MaxGrammarBytes
-	}
+// o.Params.Constraint (through lim.Constraints). JSON constraints get
+// lim.JSONWhitespace, or compact whitespace with
+// structured_outputs.disable_any_whitespace true (false when the server's
+// default is compact: bounded). extra names constraints the caller adds
+// itself (tool_choice), counted for the conflict check. The grammar's
+// estimated compiled size is bounded by lim.MaxGrammarBytes
+// (--max-grammar-bytes).
+func (f *structuredFields) compileStructured(lim Limits, o *Options, extra ...string) *Error {
+	maxBytes := lim.grammarBytes()
 	pend, e := f.constraints()
 	if e != nil {
 		return e
@@ -206,16 +214,21 @@ func (f *structuredFields) compileStructured(cache *ConstraintCache, maxBytes in
 	if len(pend) == 0 {
 		return nil
 	}
-	compact := f.StructuredOutputs != nil && f.StructuredOutputs.DisableAnyWhitespace != nil && *f.StructuredOutputs.DisableAnyWhitespace
-	key := pend[0].key
-	if compact {
-		key = "compact\x00" + key
-	}
-	ct, _, err := cache.get(key, func() (ipc.Constraint, ToolOutput, error) {
-		ct, err := pend[0].build()
-		if err == nil && compact {
-			ct, err = compactJSON(ct)
+	ws := lim.JSONWhitespace
+	if so := f.StructuredOutputs; so != nil && so.DisableAnyWhitespace != nil {
+		switch {
+		case *so.DisableAnyWhitespace:
+			ws = constraint.WhitespaceCompact
+		case ws == constraint.WhitespaceCompact:
+			ws = constraint.WhitespaceBounded
 		}
+	}
+	key := pend[0].key
+	if ws != constraint.WhitespaceBounded {
+		key = ws.String() + "\x00" + key
+	}
+	ct, _, err := lim.Constraints.get(key, func() (ipc.Constraint, ToolOutput, error) {
+		ct, err := pend[0].build(ws)
 		if err == nil {
 			err = constraint.CheckBytes(ct, maxBytes)
 		}
@@ -236,31 +249,4 @@ func (f *structuredFields) compileStructured(cache *ConstraintCache, maxBytes in
 func ReasoningClosed(prompt string) bool {
 	end := strings.LastIndex(prompt, "</think>")
 	return end >= 0 && end >= strings.LastIndex(prompt, "<think>")
-}
-
-// anyWhitespace is the bounded whitespace constraint allows
-// around every JSON structural character.
-const anyWhitespace = `[ \t\n]{0,20}`
-
-// compactJSON rewrites a JSON constraint (json_schema, json_object) so
-// that at most one space separates JSON tokens (vLLM's
-// disable_any_whitespace): small models otherwise tend to spend their
-// tokens on whitespace. The result is the same grammar with its
-// whitespace terminals narrowed, as a grammar constraint; other kinds are
-// returned unchanged.
-func compactJSON(ct ipc.Constraint) (ipc.Constraint, error) {
-	if ct.Kind != constraint.KindJSONSchema && ct.Kind != constraint.KindJSONObject {
-		return ct, nil
-	}
-	g, err := constraint.Compile(ct)
-	if err != nil {
-		return ipc.Constraint{}, err
-	}
-	for i, t := range g.Terminals {
-		g.Terminals[i] = strings.ReplaceAll(t, anyWhitespace, " ?")
-	}
-	var sb strings.Builder
-	start := writeLarkRules(&sb, g, "r")
-	sb.WriteString("start: " + start + "\n")
-	return constraint.GBNF(sb.String())
 }

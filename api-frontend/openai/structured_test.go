@@ -169,33 +169,70 @@ func TestReasoningClosed(t *testing.T) {
 	}
 }
 
-// TestDisableAnyWhitespace: the compact form accepts JSON with single
-// spaces and rejects newlines and runs of spaces, for schemas and
-// json_object alike.
-func TestDisableAnyWhitespace(t *testing.T) {
+// TestJSONWhitespace: JSON constraints get the server's whitespace mode
+// (bounded by default: llama.cpp's), vLLM's
+// structured_outputs.disable_any_whitespace true makes them compact, and
+// the engine's matcher enforces the result, for schemas and json_object
+// alike; other kinds are left alone.
+func TestJSONWhitespace(t *testing.T) {
 	bm := newByteMatcher(t)
-	for _, field := range []string{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":` + testSchema + `}}`, `"response_format":{"type":"json_object"}`, `"guided_json":` + testSchema} {
-		chat, e := validateChat(t, `{`+testMsgs+`,`+field+`,"structured_outputs":{"disable_any_whitespace":true}}`, "")
-		if e != nil {
+	validate := func(body string, ws constraint.Whitespace) *Chat {
+		t.Helper()
+		var r ChatRequest
+		if e := Decode([]byte(body), &r); e != nil {
 			t.Fatal(e)
 		}
-		ct := *chat.Params.Constraint
-		if ct.Kind != constraint.KindGrammar || strings.Contains(ct.Spec, anyWhitespace) {
-			t.Fatalf("%s: not compacted: %+v", field, ct)
+		chat, e := r.Validate(Limits{JSONWhitespace: ws}, ToolConfig{})
+		if e != nil {
+			t.Fatalf("%s: %v", body, e)
 		}
-		for text, want := range map[string]bool{`{"a":1}`: true, `{ "a": 1 }`: true, "{\n\"a\":1}": false, `{"a":  1}`: false} {
-			if got := bm.accepts(t, ct, text); got != want {
-				t.Fatalf("%s: accepts(%q) = %v", field, text, got)
+		return chat
+	}
+	// texts maps JSON texts to their verdicts in bounded, compact and any.
+	texts := map[string][3]bool{
+		`{"a":1}`:          {true, true, true},
+		`{ "a": 1 }`:       {true, true, true},
+		"{\n  \"a\": 1\n}": {true, false, true},
+		"\n\n{\"a\":1}":    {false, false, true},
+		`{"a":  1}`:        {false, false, true},
+		"{\n\n\n\"a\":1}":  {false, false, true},
+		"{\n" + strings.Repeat(" ", 21) + `"a":1}`: {false, false, false},
+	}
+	fields := []string{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":` + testSchema + `}}`, `"response_format":{"type":"json_object"}`, `"guided_json":` + testSchema}
+	cases := []struct {
+		name   string
+		server constraint.Whitespace
+		so     string // structured_outputs extra, "" for none
+		want   constraint.Whitespace
+	}{
+		{"default", constraint.WhitespaceBounded, "", constraint.WhitespaceBounded},
+		{"request compact", constraint.WhitespaceBounded, `"structured_outputs":{"disable_any_whitespace":true}`, constraint.WhitespaceCompact},
+		{"request false", constraint.WhitespaceBounded, `"structured_outputs":{"disable_any_whitespace":false}`, constraint.WhitespaceBounded},
+		{"server compact", constraint.WhitespaceCompact, "", constraint.WhitespaceCompact},
+		{"server compact, request false", constraint.WhitespaceCompact, `"structured_outputs":{"disable_any_whitespace":false}`, constraint.WhitespaceBounded},
+		{"server any", constraint.WhitespaceAny, "", constraint.WhitespaceAny},
+		{"server any, request compact", constraint.WhitespaceAny, `"structured_outputs":{"disable_any_whitespace":true}`, constraint.WhitespaceCompact},
+	}
+	for _, tc := range cases {
+		for _, field := range fields {
+			body := `{` + testMsgs + `,` + field
+			if tc.so != "" {
+				body += `,` + tc.so
+			}
+			ct := *validate(body+`}`, tc.server).Params.Constraint
+			if !constraint.IsJSON(ct.Kind) || strings.HasSuffix(ct.Kind, "+"+tc.want.String()) != (tc.want != constraint.WhitespaceBounded) {
+				t.Fatalf("%s: %s: kind %q, want mode %s", tc.name, field, ct.Kind, tc.want)
+			}
+			for text, verdicts := range texts {
+				if got := bm.accepts(t, ct, text); got != verdicts[tc.want] {
+					t.Errorf("%s: %s: accepts(%q) = %v", tc.name, field, text, got)
+				}
 			}
 		}
 	}
-	// Other kinds are left alone; false changes nothing.
-	chat, e := validateChat(t, `{`+testMsgs+`,"structured_outputs":{"regex":"a b","disable_any_whitespace":true}}`, "")
-	if e != nil || chat.Params.Constraint.Kind != constraint.KindRegex {
-		t.Fatalf("regex: %v %+v", e, chat)
-	}
-	chat, e = validateChat(t, `{`+testMsgs+`,"guided_json":`+testSchema+`,"structured_outputs":{"disable_any_whitespace":false}}`, "")
-	if e != nil || chat.Params.Constraint.Kind != constraint.KindJSONSchema {
-		t.Fatalf("false: %v %+v", e, chat)
+	// Other kinds are left alone.
+	chat := validate(`{`+testMsgs+`,"structured_outputs":{"regex":"a b","disable_any_whitespace":true}}`, constraint.WhitespaceBounded)
+	if chat.Params.Constraint.Kind != constraint.KindRegex {
+		t.Fatalf("regex: %+v", chat.Params.Constraint)
 	}
 }

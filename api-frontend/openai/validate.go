@@ -21,6 +21,9 @@ type Limits struct {
 	// Constraints, when set, memoizes compiled structured-output
 	// constraints across requests.
 	Constraints *ConstraintCache
+	// JSONWhitespace is the whitespace JSON constraints allow between
+	// tokens unless the request asks for compact JSON.
+	JSONWhitespace constraint.Whitespace
 	// RequestLimits bound what one request may ask for.
 	RequestLimits
 }
@@ -397,7 +400,7 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 	if seqs, lim := len(prompts)*c.N, lim.RequestLimits.WithDefaults().MaxSeqsPerRequest; seqs > lim {
 		return nil, BadRequest("n", "this request asks for %d prompts × n %d = %d sequences, more than the limit of %d (--max-seqs-per-request)", len(prompts), c.N, seqs, lim)
 	}
-	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options); e != nil {
+	if e := r.compileStructured(lim, &c.Options); e != nil {
 		return nil, e
 	}
 	return c, nil
@@ -416,9 +419,9 @@ func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, BadRequest("prompt", "prompt is not a valid string")
 		}
-		if s == "" {
-			return nil, BadRequest("prompt", "prompt must not be empty")
-		}
+		// An empty string is a valid prompt when the tokenizer adds BOS
+		// (unconditional generation); the handler refuses one that
+		// encodes to no tokens.
 		return []Prompt{{Text: s, FromText: true}}, nil
 	case '[':
 	default:
@@ -448,8 +451,8 @@ func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
 		switch it[0] {
 		case '"':
 			var s string
-			if err := json.Unmarshal(it, &s); err != nil || s == "" {
-				return nil, BadRequest("prompt", "prompt strings must be non-empty strings")
+			if err := json.Unmarshal(it, &s); err != nil {
+				return nil, BadRequest("prompt", "prompt list elements must be strings")
 			}
 			out = append(out, Prompt{Text: s, FromText: true})
 		case '[':
@@ -564,7 +567,7 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 	if c.ToolChoice.Mode == "required" || c.ToolChoice.Mode == "named" {
 		extra = append(extra, "tool_choice")
 	}
-	if e := r.compileStructured(lim.Constraints, lim.grammarBytes(), &c.Options, extra...); e != nil {
+	if e := r.compileStructured(lim, &c.Options, extra...); e != nil {
 		return nil, e
 	}
 	if extra != nil {

@@ -41,9 +41,11 @@ func TestInfoEndpoints(t *testing.T) {
 		Data   []struct {
 			ID          string `json:"id"`
 			MaxModelLen int    `json:"max_model_len"`
+			VocabSize   int    `json:"vocab_size"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(get("/v1/models"), &models); err != nil || models.Object != "list" || len(models.Data) != 2 || models.Data[1].ID != "alias" || models.Data[0].MaxModelLen != 256 {
+	if err := json.Unmarshal(get("/v1/models"), &models); err != nil || models.Object != "list" || len(models.Data) != 2 || models.Data[1].ID != "alias" || models.Data[0].MaxModelLen != 256 ||
+		models.Data[0].VocabSize != (byteTok{}).VocabSize() {
 		t.Fatalf("/v1/models: %+v", models)
 	}
 	var v struct {

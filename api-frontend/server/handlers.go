@@ -111,7 +111,7 @@ func (s *Server) completions(c *gin.Context) {
 		if p.FromText {
 			p.IDs = tok.Encode(p.Text, true)
 			if len(p.IDs) == 0 {
-				writeError(c, openai.BadRequest("prompt", "prompt encodes to no tokens"))
+				writeError(c, openai.BadRequest("prompt", "prompt is empty after tokenization (the tokenizer adds no BOS token)"))
 				return
 			}
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/respstore"
 	"github.com/sluice-llm/sluice/api-frontend/seal"
+	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
 	"github.com/sluice-llm/sluice/text/tokenizer"
@@ -86,6 +87,9 @@ type Config struct {
 	// MaxTokenizeBodyBytes bounds /tokenize and /detokenize bodies (413
 	// beyond; default DefaultMaxTokenizeBodyBytes).
 	MaxTokenizeBodyBytes int64
+	// JSONWhitespace is the whitespace JSON constraints allow unless a
+	// request asks for compact JSON.
+	JSONWhitespace constraint.Whitespace
 
 	// sndBuf, when > 0, sets SO_SNDBUF of streams' connections (tests use
 	// it to make a slow client fill the socket quickly).
@@ -342,7 +346,7 @@ func (s *Server) eosIDs() []int32 {
 }
 
 func (s *Server) limits() openai.Limits {
-	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints, RequestLimits: s.cfg.RequestLimits}
+	return openai.Limits{VocabSize: s.deps.Tokenizer.VocabSize(), MaxModelLen: s.maxModelLen(), Constraints: s.constraints, RequestLimits: s.cfg.RequestLimits, JSONWhitespace: s.cfg.JSONWhitespace}
 }
 
 func (s *Server) models(c *gin.Context) {
@@ -354,11 +358,14 @@ func (s *Server) models(c *gin.Context) {
 		Root        string `json:"root"`
 		Parent      *int   `json:"parent"`
 		MaxModelLen int    `json:"max_model_len"`
-		Permission  []any  `json:"permission"`
+		// VocabSize lets clients (bench serve's random dataset) draw
+		// token ids the model accepts.
+		VocabSize  int   `json:"vocab_size"`
+		Permission []any `json:"permission"`
 	}
 	var data []model
 	for _, n := range s.cfg.ServedModelNames {
-		data = append(data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "sluice", Root: s.cfg.ModelPath, MaxModelLen: s.maxModelLen(), Permission: []any{}})
+		data = append(data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "sluice", Root: s.cfg.ModelPath, MaxModelLen: s.maxModelLen(), VocabSize: s.deps.Tokenizer.VocabSize(), Permission: []any{}})
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }

@@ -150,7 +150,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "server base URL")
 	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "API endpoint: /v1/completions or /v1/chat/completions")
 	fs.StringVar(&o.Model, "model", o.Model, "model name (default: first model of /v1/models)")
-	fs.StringVar(&o.TokenizerName, "tokenizer", o.TokenizerName, "tokenizer directory or file for prompt building and token counts")
+	fs.StringVar(&o.TokenizerName, "tokenizer", o.TokenizerName, "tokenizer directory or file for prompt building and token counts (default: random prompts from the server's tokenizer via /v1/models, /tokenize and /detokenize)")
 	fs.StringVar(&o.APIKey, "api-key", o.APIKey, "API key (default $OPENAI_API_KEY)")
 	fs.StringVar(&o.DatasetName, "dataset-name", o.DatasetName, "random, sharegpt or custom")
 	fs.StringVar(&o.DatasetPath, "dataset-path", o.DatasetPath, "ShareGPT JSON, or JSONL/JSON of {\"prompt\": …} for custom")

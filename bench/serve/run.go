@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -43,7 +44,23 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
-	samples, err := buildSamples(&o, rng)
+	promptTok := o.Tokenizer
+	if promptTok == nil && o.DatasetName == "random" {
+		st, err := waitServerTokenizer(ctx, &o)
+		switch {
+		case err == nil:
+			promptTok = st
+			fmt.Fprintf(stdout, "Random prompts from the server's tokenizer (vocabulary of %d).\n", st.VocabSize())
+		case errors.Is(err, errNoServerTokenizer):
+			fmt.Fprintf(stdout, "No --tokenizer and %v: random prompts use generic ids/words.\n", err)
+		default:
+			return nil, err
+		}
+	}
+	samples, err := buildSamples(&o, promptTok, rng)
+	if st, ok := promptTok.(*serverTokenizer); ok {
+		st.close()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,16 +176,37 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 	return res, nil
 }
 
-// buildSamples builds the dataset o names.
-func buildSamples(o *Options, rng *rand.Rand) ([]dataset.Sample, error) {
+// waitServerTokenizer asks the server for its tokenizer, retrying while
+// the server cannot be reached and the ready timeout has not passed.
+func waitServerTokenizer(ctx context.Context, o *Options) (*serverTokenizer, error) {
+	deadline := time.Now().Add(time.Duration(o.ReadyTimeoutSec * float64(time.Second)))
+	for {
+		st, err := newServerTokenizer(ctx, o)
+		if err == nil || errors.Is(err, errNoServerTokenizer) || time.Now().After(deadline) || ctx.Err() != nil {
+			return st, err
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// buildSamples builds the dataset o names; the random dataset's prompts
+// come from promptTok when it is non-nil (the --tokenizer or the server's).
+func buildSamples(o *Options, promptTok dataset.Tokenizer, rng *rand.Rand) ([]dataset.Sample, error) {
 	if o.DatasetName == "random" {
-		return dataset.Random(dataset.RandomOptions{
+		samples, err := dataset.Random(dataset.RandomOptions{
 			NumPrompts: o.NumPrompts,
 			InputLen:   o.RandomInputLen,
 			OutputLen:  o.RandomOutputLen,
 			RangeRatio: o.RandomRangeRatio,
 			PromptIDs:  o.Endpoint == EndpointCompletions,
-		}, o.Tokenizer, rng)
+		}, promptTok, rng)
+		if st, ok := promptTok.(*serverTokenizer); ok && st.err != nil {
+			return nil, fmt.Errorf("random dataset: %w", st.err)
+		}
+		return samples, err
 	}
 	return dataset.Load(o.DatasetName, o.DatasetPath, dataset.FileOptions{NumPrompts: o.NumPrompts, OutputLen: o.OutputLen}, o.Tokenizer, rng)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-llm/sluice/bench/stub"
 )
 
-// recorder wraps a handler and keeps every request body.
+// recorder wraps a handler and keeps every POST request's body and headers.
 type recorder struct {
 	h      http.Handler
 	mu     sync.Mutex
@@ -29,10 +29,12 @@ type recorder struct {
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.bodies = append(r.bodies, b)
-	r.heads = append(r.heads, req.Header.Clone())
-	r.mu.Unlock()
+	if req.Method == http.MethodPost { // not GET /v1/models
+		r.mu.Lock()
+		r.bodies = append(r.bodies, b)
+		r.heads = append(r.heads, req.Header.Clone())
+		r.mu.Unlock()
+	}
 	req.Body = io.NopCloser(bytes.NewReader(b))
 	r.h.ServeHTTP(w, req)
 }

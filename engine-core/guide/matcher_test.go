@@ -55,7 +55,8 @@ func TestKindsAcceptAndReject(t *testing.T) {
 	}{
 		{"choice", mk(constraint.Choice([]string{"yes", "no", "maybe so"})), []string{"yes", "maybe so"}, []string{"ye", "yess", "maybe"}},
 		{"regex", mk(constraint.Regex(`^\d{3}-[a-z]+$`)), []string{"123-abc"}, []string{"12-abc", "123-", "123-abc1"}},
-		{"json_object", constraint.JSONObject(), []string{`{}`, `{"a": [1, {"b": null}], "c": "x\"y"}`, ` {"k":true}`}, []string{`[]`, `{"a":}`, `{"a":1} `, `{"a":1}x`}},
+		{"json_object", constraint.JSONObject(), []string{`{}`, `{"a": [1, {"b": null}], "c": "x\"y"}`, "{\n  \"k\": true\n}"}, []string{`[]`, `{"a":}`, `{"a":1} `, `{"a":1}x`, ` {"k":true}`, `{"k":  true}`}},
+		{"json_object any whitespace", constraint.JSONObjectWhitespace(constraint.WhitespaceAny), []string{` {"k":true}`, "{\"k\"\n\t:  true}"}, []string{`{"a":1} `, "{" + strings.Repeat(" ", 21) + "}"}},
 		{"gbnf", mk(constraint.GBNF("root ::= item (\",\" item)*\nitem ::= [a-c]+ | \"(\" root \")\"")), []string{"a", "ab,(c,a),b", "((a))"}, []string{"", "a,", "(a", "d"}},
 		{"lark", mk(constraint.GBNF("start: \"[\" [NUM (\",\" NUM)*] \"]\"\nNUM: /[0-9]+/\n%ignore \" \"")), []string{"[]", "[1, 23 ,4]", " [ 5 ] "}, []string{"[1,]", "[a]", "[1 2]"}},
 		{"schema", schemaConstraint(t, `{"type":"object","properties":{"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["n"]}`), []string{`{"n": 300}`, `{"n":-5}`, "{\n  \"n\": 42\n}"}, []string{`{"n": 301}`, `{"n":-6}`, `{}`, `{"n": 1, "m": 2}`}},

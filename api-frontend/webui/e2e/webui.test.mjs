@@ -374,6 +374,42 @@ describe("web UI", { skip: skipAll || false }, () => {
     assert.deepEqual(external, [], "requests left the server's origin");
   });
 
+  /** ticks reads the tick labels a chart's axis drew last. */
+  async function ticks(chart, axis) {
+    const v = await page.getAttribute(`#chart-${chart} .plot`, `data-${axis}-ticks`);
+    return v ? v.split("|") : [];
+  }
+
+  /** checkAxes asserts readable, distinct tick labels on every chart. */
+  async function checkAxes(when) {
+    for (const chart of ["requests", "kv", "prefix", "tokens", "ttft", "itl", "streams"]) {
+      const x = await ticks(chart, "x");
+      const y = await ticks(chart, "y");
+      assert.ok(x.length >= 2, `${when}: ${chart}: fewer than two x ticks: ${JSON.stringify(x)}`);
+      assert.ok(y.length >= 2, `${when}: ${chart}: fewer than two y ticks: ${JSON.stringify(y)}`);
+      for (const t of x) assert.match(t, /^\d\d:\d\d:\d\d$/, `${when}: ${chart}: x tick ${JSON.stringify(t)} is not hh:mm:ss (all: ${x})`);
+      assert.equal(new Set(x).size, x.length, `${when}: ${chart}: repeated x ticks ${x}`);
+      assert.equal(new Set(y).size, y.length, `${when}: ${chart}: repeated y ticks ${y}`);
+      if (chart === "requests") for (const t of y) assert.match(t, /^-?\d[\d,]*$/, `${when}: requests: y tick ${JSON.stringify(t)} is not an integer (all: ${y})`);
+    }
+  }
+
+  it("labels the dashboard's axes readably, flat series too", async () => {
+    await page.goto(`${base}/ui/dashboard`);
+    const first = await waitFor("the first update", async () => Number(await page.getAttribute("body", "data-updates")));
+    // No traffic: the request counts are flat (zero unless a server has
+    // other clients), and the time axis spans a few seconds.
+    await waitFor("five updates", async () => Number(await page.getAttribute("body", "data-updates")) >= first + 5, 15000);
+    const idle = await page.textContent("#chart-requests .latest");
+    await checkAxes(`idle (${idle})`);
+    if (!process.env.SLUICE_UI_BASE_URL) {
+      assert.match(idle, /running: 0\b/, "the fake server should be idle");
+      const y = await ticks("requests", "y");
+      assert.ok(y[0] === "0" && y.length >= 3, `flat zero request counts: y ticks ${y}, want 0 and at least two more integers`);
+    }
+    await shot("dashboard-idle");
+  });
+
   it("updates the dashboard's charts every second", async () => {
     const stop = background(base, model, 3, 60);
     try {
@@ -389,6 +425,7 @@ describe("web UI", { skip: skipAll || false }, () => {
       await waitFor("a running request on the chart", async () => /running: [1-9]/.test(await page.textContent("#chart-requests .latest")), 10000);
       await sleep(8000); // let the windowed figures fill in for the screenshot
       assert.equal(await page.isVisible("#dash-error"), false, `dashboard error: ${await page.textContent("#dash-error")}`);
+      await checkAxes("under load");
       await shot("dashboard");
       await page.setViewportSize({ width: 400, height: 900 });
       await sleep(300);

@@ -1,5 +1,6 @@
 // Helpers shared by the playground and the dashboard.
 import uPlot from "uplot";
+import { intIncrs, numLabels, timeIncrs, timeLabels, yRange } from "./axes";
 
 /** el returns the element with that id, or throws (the pages are static). */
 export function el<T extends HTMLElement = HTMLElement>(id: string): T {
@@ -48,15 +49,22 @@ export class Chart {
   constructor(
     readonly container: HTMLElement,
     series: { label: string; color?: string; dash?: number[] }[],
-    opts: { height?: number; xTime?: boolean; yLabel?: string; yRange?: [number, number]; legend?: boolean } = {},
+    opts: { height?: number; xTime?: boolean; yLabel?: string; yRange?: [number, number]; yInteger?: boolean; legend?: boolean } = {},
   ) {
     const width = Math.max(container.clientWidth, 200);
+    const xTime = opts.xTime ?? true;
+    const yInteger = opts.yInteger ?? false;
+    // The tick labels drawn last, readable by the browser test.
+    const record = (axis: "x" | "y", labels: string[]) => {
+      container.dataset[axis === "x" ? "xTicks" : "yTicks"] = labels.join("|");
+      return labels;
+    };
     const o: uPlot.Options = {
       width,
       height: opts.height ?? 180,
       scales: {
-        x: { time: opts.xTime ?? true },
-        y: opts.yRange ? { range: opts.yRange } : { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(max ?? 1, 1e-9) * 1.1] },
+        x: { time: xTime },
+        y: opts.yRange ? { range: opts.yRange } : { range: (_u, min, max) => yRange(min, max, yInteger) },
       },
       legend: { show: opts.legend ?? true, live: false },
       cursor: { drag: { x: false, y: false } },
@@ -72,8 +80,21 @@ export class Chart {
         })),
       ],
       axes: [
-        { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" }, ticks: { stroke: "rgba(128,128,128,0.3)" } },
-        { stroke: "currentColor", label: opts.yLabel, grid: { stroke: "rgba(128,128,128,0.2)" }, ticks: { stroke: "rgba(128,128,128,0.3)" }, size: 60 },
+        {
+          stroke: "currentColor",
+          grid: { stroke: "rgba(128,128,128,0.2)" },
+          ticks: { stroke: "rgba(128,128,128,0.3)" },
+          ...(xTime ? { incrs: timeIncrs, space: 70, values: (_u: uPlot, splits: number[]) => record("x", timeLabels(splits)) } : {}),
+        },
+        {
+          stroke: "currentColor",
+          label: opts.yLabel,
+          grid: { stroke: "rgba(128,128,128,0.2)" },
+          ticks: { stroke: "rgba(128,128,128,0.3)" },
+          size: 60,
+          ...(yInteger ? { incrs: intIncrs } : {}),
+          values: (_u: uPlot, splits: number[]) => record("y", numLabels(splits, yInteger)),
+        },
       ],
     };
     const empty: uPlot.AlignedData = [[], ...series.map(() => [])] as unknown as uPlot.AlignedData;

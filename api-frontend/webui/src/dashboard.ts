@@ -18,6 +18,8 @@ interface ChartDef {
   title: string;
   unit: string;
   yRange?: [number, number];
+  /** integer marks charts of counts: whole-number ticks. */
+  integer?: boolean;
   values(s: Sample, h: History): Values;
 }
 
@@ -28,6 +30,7 @@ const defs: ChartDef[] = [
     id: "requests",
     title: "Requests running / waiting, per engine",
     unit: "requests",
+    integer: true,
     values: (s) => {
       const v: Values = {};
       for (const e of s.stats.engines ?? []) {
@@ -157,7 +160,7 @@ class Panel {
       this.chart = new Chart(
         this.plotBox,
         this.keys.map((k) => ({ label: k, dash: /waiting|p90|chunks\/s|at finish/.test(k) ? [6, 4] : /p99/.test(k) ? [2, 3] : undefined })),
-        { yRange: this.def.yRange, yLabel: this.def.unit },
+        { yRange: this.def.yRange, yLabel: this.def.unit, yInteger: this.def.integer },
       );
     }
     this.latest.textContent = this.keys

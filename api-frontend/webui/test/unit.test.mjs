@@ -11,12 +11,13 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 let sse;
 let stats;
+let axes;
 
 before(async () => {
   const out = mkdtempSync(join(tmpdir(), "webui-unit-"));
   writeFileSync(join(out, "package.json"), '{"type":"module"}');
   await build({
-    entryPoints: { sse: join(here, "../src/sse.ts"), stats: join(here, "../src/stats.ts") },
+    entryPoints: { sse: join(here, "../src/sse.ts"), stats: join(here, "../src/stats.ts"), axes: join(here, "../src/axes.ts") },
     outdir: out,
     bundle: true,
     format: "esm",
@@ -25,6 +26,41 @@ before(async () => {
   });
   sse = await import(pathToFileURL(join(out, "sse.js")).href);
   stats = await import(pathToFileURL(join(out, "stats.js")).href);
+  axes = await import(pathToFileURL(join(out, "axes.js")).href);
+});
+
+describe("axes", () => {
+  it("never gives a flat y range", () => {
+    const cases = [
+      // [min, max, integer, want]
+      [0, 0, true, [0, 5]],
+      [0, 0, false, [0, 1]],
+      [null, null, true, [0, 5]],
+      [3, 3, true, [0, 5]],
+      [0, 40, true, [0, 44]],
+      [0, 7, true, [0, 8]],
+      [0, 2.5, false, [0, 2.75]],
+      [-2, 0, false, [-2, 0]],
+      [-0.5, 0, false, [-0.5, 0.5]],
+    ];
+    for (const [min, max, integer, want] of cases) {
+      const got = axes.yRange(min, max, integer).map((v) => Math.round(v * 1000) / 1000);
+      assert.deepEqual(got, want, `yRange(${min}, ${max}, ${integer})`);
+    }
+  });
+  it("labels counts as distinct integers and other values distinctly", () => {
+    assert.deepEqual(axes.numLabels([0, 1, 2, 3, 4, 5], true), ["0", "1", "2", "3", "4", "5"]);
+    assert.deepEqual(axes.numLabels([0, 1000, 2000], true), ["0", "1,000", "2,000"]);
+    assert.deepEqual(axes.numLabels([0, 0.2, 0.4, 0.6], false), ["0.0", "0.2", "0.4", "0.6"]);
+    assert.deepEqual(axes.numLabels([0, 25, 50, 75, 100], false), ["0", "25", "50", "75", "100"]);
+    assert.deepEqual(axes.numLabels([0, 0.0005, 0.001], false), ["0.0000", "0.0005", "0.0010"]);
+  });
+  it("labels time ticks hh:mm:ss", () => {
+    const t0 = new Date(2026, 10, 25, 9, 5, 7).getTime() / 1000;
+    assert.deepEqual(axes.timeLabels([t0, t0 + 15, t0 + 60, t0 + 3600]), ["09:05:07", "09:05:22", "09:06:07", "10:05:07"]);
+    assert.ok(axes.timeIncrs.every((s) => Number.isInteger(s) && s >= 1), "time ticks are whole seconds");
+    assert.ok(axes.intIncrs.every((s) => Number.isInteger(s) && s >= 1), "count ticks are whole numbers");
+  });
 });
 
 describe("SSEParser", () => {
