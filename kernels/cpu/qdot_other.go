@@ -54,3 +54,9 @@ func dotQ8_0RowsAVX2(w *byte, xq *int8, xd *float32, nb int, rows int, out *floa
 }
 
 func dotF16RowsAVX2(w *byte, x *float32, n int, rows int, out *float32) { panic("unreachable") }
+
+func dotQ5KRowsAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32) {
+	panic("unreachable")
+}
+
+func dotBF16RowsAVX2(w *byte, x *float32, n int, rows int, out *float32) { panic("unreachable") }

@@ -470,22 +470,29 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 	out := t.out.F[lo:hi]
 	rows := hi - lo
 	switch w.DT {
-	case kernels.F16:
+	case kernels.F16, kernels.BF16:
 		if K%32 != 0 {
 			return false
 		}
 		x := t.x.F[:K]
-		dotF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
+		if w.DT == kernels.F16 {
+			dotF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
+		} else {
+			dotBF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
+		}
 	case kernels.Q8_0:
 		nb := K / kernels.Q8Block
 		_, _ = a.q[nb*32-1], a.d[nb-1]
 		dotQ8_0RowsAVX2(&wr[0], &a.q[0], &a.d[0], nb, rows, &out[0])
-	case kernels.Q4_K, kernels.Q6_K:
+	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
 		nb := K / quant.QKBlock
 		_, _, _ = a.q[nb*256-1], a.d[nb-1], a.bs[nb*16-1]
-		if w.DT == kernels.Q4_K {
+		switch w.DT {
+		case kernels.Q4_K:
 			dotQ4KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
-		} else {
+		case kernels.Q5_K:
+			dotQ5KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		default:
 			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		}
 	default:
