@@ -1033,3 +1033,286 @@ q8x4loop:
 	VMOVUPS X0, (DX)
 	VZEROUPPER
 	RET
+
+// Batch-1 row loops: each computes rows consecutive weight rows (rb bytes
+// apart) against one activation row, writing out[0:rows], so that a
+// MatMul's range of rows costs one call instead of one per row. The
+// per-row arithmetic is that of the single-row kernels above, bit for bit.
+
+// func dotQ4KRowsAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+TEXT ·dotQ4KRowsAVX2(SB), NOSPLIT, $32-56
+	MOVQ w+0(FP), SI
+	MOVQ out+48(FP), R15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+q4krows:
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+q4krowloop:
+	KSCALES
+	KHEAD
+	VPXOR Y1, Y1, Y1
+	Q4NIB(16)
+	KGROUP(0)
+	Q4NIB(48)
+	KGROUP(1)
+	Q4NIB(80)
+	KGROUP(2)
+	Q4NIB(112)
+	KGROUP(3)
+	VCVTDQ2PS Y1, Y1
+	VFMADD231PS Y1, Y6, Y0
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q4krowloop
+	HSUM8
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	VSUBSS X3, X0, X0
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ rows+40(FP)
+	JNZ  q4krows
+	VZEROUPPER
+	RET
+
+// func dotQ6KRowsAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+TEXT ·dotQ6KRowsAVX2(SB), NOSPLIT, $32-56
+	MOVQ w+0(FP), SI
+	MOVQ out+48(FP), R15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x30303030, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU q6shuf<>(SB), Y12
+q6krows:
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+q6krowloop:
+	SCALE(208(SI), (DX), X6, Y6)
+	VPMOVSXBW 192(SI), Y8
+	VMOVDQU Y8, 0(SP)
+	VPMADDWD (BX), Y8, Y9
+	VPSLLD $5, Y9, Y9
+	VPXOR Y1, Y1, Y1
+	VPSUBD Y9, Y1, Y1
+	Q6HALF(0, 128, 0, 0)
+	Q6HALF(64, 160, 128, 16)
+	VCVTDQ2PS Y1, Y1
+	VFMADD231PS Y1, Y6, Y0
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6krowloop
+	HSUM8
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ rows+40(FP)
+	JNZ  q6krows
+	VZEROUPPER
+	RET
+
+// Q8BLK does one Q8_0 block into the float accumulator Yacc. The scale
+// d_w·d_x is formed in every lane at once (broadcast f16, widen, multiply):
+// the same product as SCALE's, without the trip through a general register.
+#define Q8BLK(Yacc) \
+	VPBROADCASTW (SI), X4; \
+	VCVTPH2PS X4, Y4; \
+	VBROADCASTSS (DX), Y9; \
+	VMULPS Y9, Y4, Y4; \
+	VMOVDQU 2(SI), Y5; \
+	VMOVDQU (DI), Y7; \
+	VPABSB Y5, Y6; \
+	VPSIGNB Y5, Y7, Y7; \
+	VPMADDUBSW Y7, Y6, Y8; \
+	VPMADDWD Y15, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y4, Yacc; \
+	ADDQ $34, SI; \
+	ADDQ $32, DI; \
+	ADDQ $4, DX
+
+// func dotQ8_0RowsAVX2(w *byte, xq *int8, xd *float32, nb int, rows int, out *float32)
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ rows+32(FP), R9
+	MOVQ out+40(FP), R15
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW $15, Y15, Y15
+q8rows:
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), DX
+	MOVQ nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+q8rowloop:
+	Q8BLK(Y0)
+	DECQ CX
+	JZ   q8rowdone
+	Q8BLK(Y1)
+	DECQ CX
+	JNZ  q8rowloop
+q8rowdone:
+	VADDPS Y1, Y0, Y0
+	HSUM8
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ R9
+	JNZ  q8rows
+	VZEROUPPER
+	RET
+
+// func dotF16RowsAVX2(w *byte, x *float32, n int, rows int, out *float32)
+// n (the row length) is a multiple of 32; rows are 2n bytes apart.
+TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ rows+24(FP), R9
+	MOVQ out+32(FP), R15
+f16rows:
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f16rowloop:
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  f16rowloop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM8
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ R9
+	JNZ  f16rows
+	VZEROUPPER
+	RET
+
+// func dotQ5KRowsAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+TEXT ·dotQ5KRowsAVX2(SB), NOSPLIT, $32-56
+	MOVQ w+0(FP), SI
+	MOVQ out+48(FP), R15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+q5krows:
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+q5krowloop:
+	KSCALES
+	KHEAD
+	VMOVDQU 16(SI), Y2
+	VPXOR Y1, Y1, Y1
+	Q4NIB(48)
+	Q5HI_L(4, 3)
+	KGROUP(0)
+	Q4NIB(80)
+	Q5HI_L(2, 1)
+	KGROUP(1)
+	Q4NIB(112)
+	VPAND Y15, Y2, Y4
+	VPSRLW $1, Y2, Y5
+	VPAND Y15, Y5, Y5
+	VPOR Y4, Y10, Y10
+	VPOR Y5, Y11, Y11
+	KGROUP(2)
+	Q4NIB(144)
+	VPSRLW $2, Y2, Y4
+	VPSRLW $3, Y2, Y5
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y5, Y5
+	VPOR Y4, Y10, Y10
+	VPOR Y5, Y11, Y11
+	KGROUP(3)
+	VCVTDQ2PS Y1, Y1
+	VFMADD231PS Y1, Y6, Y0
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q5krowloop
+	HSUM8
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	VSUBSS X3, X0, X0
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ rows+40(FP)
+	JNZ  q5krows
+	VZEROUPPER
+	RET
+
+// func dotBF16RowsAVX2(w *byte, x *float32, n int, rows int, out *float32)
+// n (the row length) is a multiple of 32; rows are 2n bytes apart.
+TEXT ·dotBF16RowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ rows+24(FP), R9
+	MOVQ out+32(FP), R15
+bf16rows:
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+bf16rowloop:
+	VPMOVZXWD (SI), Y4
+	VPMOVZXWD 16(SI), Y5
+	VPMOVZXWD 32(SI), Y6
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y4, Y4
+	VPSLLD $16, Y5, Y5
+	VPSLLD $16, Y6, Y6
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  bf16rowloop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM8
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ R9
+	JNZ  bf16rows
+	VZEROUPPER
+	RET

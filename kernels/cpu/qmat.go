@@ -324,6 +324,9 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	w, x, out := t.w, t.x, t.out
 	K := w.C
 	rb := w.DT.RowBytes(K)
+	if t.n == 1 && t.k.avx2 && t.rows1(lo, hi) {
+		return
+	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
@@ -447,4 +450,53 @@ func (t *qmatTask) kTiles(lo, hi int) {
 			out.F[m*out.C+o] = t.k.rowDot(w.DT, wr, t.x.F[m*t.x.C:m*t.x.C+K], a, m)
 		}
 	}
+}
+
+// rows1 computes weight rows [lo, hi) against a single activation row
+// with one row-loop kernel call (no per-row call, slicing or type switch)
+// and reports whether the type has such a kernel. The rows' results equal
+// rowDot's bit for bit.
+func (t *qmatTask) rows1(lo, hi int) bool {
+	w, a := t.w, &t.act
+	K := w.C
+	if K == 0 {
+		return false
+	}
+	if hi <= lo {
+		return true
+	}
+	rb := w.DT.RowBytes(K)
+	wr := w.Q[lo*rb : hi*rb]
+	out := t.out.F[lo:hi]
+	rows := hi - lo
+	switch w.DT {
+	case kernels.F16, kernels.BF16:
+		if K%32 != 0 {
+			return false
+		}
+		x := t.x.F[:K]
+		if w.DT == kernels.F16 {
+			dotF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
+		} else {
+			dotBF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
+		}
+	case kernels.Q8_0:
+		nb := K / kernels.Q8Block
+		_, _ = a.q[nb*32-1], a.d[nb-1]
+		dotQ8_0RowsAVX2(&wr[0], &a.q[0], &a.d[0], nb, rows, &out[0])
+	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+		nb := K / quant.QKBlock
+		_, _, _ = a.q[nb*256-1], a.d[nb-1], a.bs[nb*16-1]
+		switch w.DT {
+		case kernels.Q4_K:
+			dotQ4KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		case kernels.Q5_K:
+			dotQ5KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		default:
+			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		}
+	default:
+		return false
+	}
+	return true
 }

@@ -152,3 +152,41 @@ func BenchmarkDecodeStep1B(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRowLoopL2 times the batch-1 row-loop kernel of each stored type
+// on one thread with 256 rows of 2048 values (the block types' 136–430 KiB
+// stay in L2, F16/BF16's 1 MiB in L3), so that it measures the kernel's
+// arithmetic, not memory.
+// GB/s counts weight bytes; compare with BenchmarkStoredMatMul's n1
+// (streaming from memory).
+func BenchmarkRowLoopL2(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	const rows, in = 256, 2048
+	r := rand.New(rand.NewPCG(17, 19))
+	k := kern{avx2: true}
+	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
+		b.Run(dt.String(), func(b *testing.B) {
+			data := randBlocks(r, dt, rows, in)
+			w, err := kernels.NewHostWeight(dt, rows, in, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := &kernels.Host{R: 1, C: in, F: randF(r, in)}
+			t := &qmatTask{k: k, out: &kernels.Host{R: 1, C: rows, F: make([]float32, rows)}, x: x, w: w, n: 1}
+			if q, blk := quantized(dt); q {
+				t.act.quantize(k, x.F, in, 1, in, blk)
+			}
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			c0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				t.rows1(0, rows)
+			}
+			if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+				b.ReportMetric(float64(len(data))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
+			}
+		})
+	}
+}

@@ -407,3 +407,42 @@ func TestQuantizeActTwins(t *testing.T) {
 		}
 	}
 }
+
+// TestRowLoops checks the batch-1 row-loop kernels against the single-row
+// kernels: the same float32 for every row, bit for bit, over row counts
+// and row lengths that include one block and odd counts.
+func TestRowLoops(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 4))
+	k := kern{avx2: true}
+	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
+		for _, nb := range []int{1, 3, 8} {
+			for _, rows := range []int{1, 2, 5, 16} {
+				in := nb * 256
+				data := randBlocks(r, dt, rows, in)
+				w, err := kernels.NewHostWeight(dt, rows, in, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := &kernels.Host{R: 1, C: in, F: randF(r, in)}
+				out := &kernels.Host{R: 1, C: rows, F: make([]float32, rows)}
+				task := &qmatTask{k: k, out: out, x: x, w: w, n: 1}
+				if q, blk := quantized(dt); q {
+					task.act.quantize(k, x.F, in, 1, in, blk)
+				}
+				if !task.rows1(0, rows) {
+					t.Fatalf("%v: no row loop", dt)
+				}
+				rb := dt.RowBytes(in)
+				for o := 0; o < rows; o++ {
+					want := k.rowDot(dt, data[o*rb:(o+1)*rb], x.F, &task.act, 0)
+					if math.Float32bits(out.F[o]) != math.Float32bits(want) {
+						t.Errorf("%v nb=%d rows=%d row %d: loop %v, row kernel %v", dt, nb, rows, o, out.F[o], want)
+					}
+				}
+			}
+		}
+	}
+}
