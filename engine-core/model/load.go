@@ -439,7 +439,16 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		t, err = loadTensor(src, be, name, rows, cols, optional)
 		return t
 	}
-	m.Embed = get("model.embed_tokens.weight", c.Vocab, c.Dim, false)
+	// A tied model may store its one matrix under either name
+	// (transformers loads both): the embedding table or lm_head.weight.
+	m.Embed = get("model.embed_tokens.weight", c.Vocab, c.Dim, c.Tied)
+	if c.Tied && m.Embed == nil && err == nil {
+		m.Embed = get("lm_head.weight", c.Vocab, c.Dim, true)
+		if m.Embed == nil && err == nil {
+			err = fmt.Errorf("model: %s: tied embeddings: neither model.embed_tokens.weight nor lm_head.weight (want [%d × %d]): %w",
+				src.path(), c.Vocab, c.Dim, errMissing)
+		}
+	}
 	m.Norm = get("model.norm.weight", 1, c.Dim, false)
 	if c.Tied {
 		m.LMHead = m.Embed
