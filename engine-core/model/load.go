@@ -78,9 +78,9 @@ func DetectFormat(path string) (Format, error) {
 
 // Load reads a model (Hugging Face directory, .gguf file or llama2.c .bin)
 // and uploads its weights to be. F32 weights are used in place from the
-// file's memory map where the backend allows; F16 and BF16 are converted
-// to F32; Q8_0 stays quantized; Q4_0 becomes Q8_0 (losslessly); Q4_K and
-// Q6_K are dequantized and re-quantized to Q8_0.
+// file's memory map where the backend allows; every other matrix is
+// passed to the backend in its stored encoding (F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q5_K, Q6_K) straight from the memory map.
 func Load(path string, be kernels.Backend, opts LoadOptions) (*Model, error) {
 	format, err := DetectFormat(path)
 	if err != nil {
@@ -344,8 +344,49 @@ func (s *l2cSource) close() error { return s.f.Close() }
 
 var errMissing = errors.New("missing")
 
-// loadTensor fetches name, checks its shape and uploads it. Small vectors
-// (norms, biases) are always converted to F32.
+// storedTypes maps a file's tensor encoding to the backend's DType.
+var storedTypes = map[string]kernels.DType{
+	"F32": kernels.F32, "F16": kernels.F16, "BF16": kernels.BF16, "Q8_0": kernels.Q8_0,
+	"Q4_0": kernels.Q4_0, "Q4_K": kernels.Q4_K, "Q5_K": kernels.Q5_K, "Q6_K": kernels.Q6_K,
+}
+
+// dequantizers decode each non-F32 stored type to float32, for the small
+// vectors (norms, biases) that the element-wise ops read as F32, and for
+// backends that cannot compute on a stored type (see loadTensor).
+var dequantizers = map[kernels.DType]func(out []float32, data []byte){
+	kernels.F16:  decodeHalf(quant.F16ToF32),
+	kernels.BF16: decodeHalf(quant.BF16ToF32),
+	kernels.Q8_0: quant.DequantizeQ8_0,
+	kernels.Q4_0: quant.DequantizeQ4_0,
+	kernels.Q4_K: quant.DequantizeQ4K,
+	kernels.Q5_K: quant.DequantizeQ5K,
+	kernels.Q6_K: quant.DequantizeQ6K,
+}
+
+// blockValues is the number of values per block of a stored type (1 for
+// the float types).
+func blockValues(dt kernels.DType) int {
+	switch dt {
+	case kernels.Q8_0, kernels.Q4_0:
+		return kernels.Q8Block
+	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+		return quant.QKBlock
+	}
+	return 1
+}
+
+func decodeHalf(conv func(uint16) float32) func([]float32, []byte) {
+	return func(out []float32, data []byte) {
+		for i := range out {
+			out[i] = conv(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	}
+}
+
+// loadTensor fetches name, checks its shape and uploads it. Matrices are
+// passed to the backend as the file stores them (the bytes of the memory
+// map: no widened or re-quantized copy). Small vectors (norms, biases,
+// rows == 1) are decoded to F32.
 func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (kernels.Tensor, error) {
 	t, ok, err := src.get(name)
 	if err != nil {
@@ -363,66 +404,43 @@ func loadTensor(src source, be kernels.Backend, name string, rows, cols int, opt
 	wrap := func(err error) error {
 		return fmt.Errorf("model: %s: tensor %s [%d × %d] %s: %w", src.path(), name, rows, cols, t.enc, err)
 	}
-	var out kernels.Tensor
-	switch t.enc {
-	case "F32":
-		out, err = be.Weight(kernels.F32, rows, cols, t.data)
-	case "F16", "BF16":
-		if len(t.data) != 2*rows*cols {
-			return nil, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), 2*rows*cols))
-		}
-		f := make([]float32, rows*cols)
-		for i := range f {
-			h := binary.LittleEndian.Uint16(t.data[2*i:])
-			if t.enc == "F16" {
-				f[i] = quant.F16ToF32(h)
-			} else {
-				f[i] = quant.BF16ToF32(h)
-			}
-		}
-		out, err = be.WeightF32(rows, cols, f)
-	case "Q8_0":
-		if rows == 1 {
-			f := make([]float32, cols)
-			quant.DequantizeQ8_0(f, t.data)
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			out, err = be.Weight(kernels.Q8_0, rows, cols, t.data)
-		}
-	case "Q4_0":
-		if len(t.data) != rows*cols/kernels.Q8Block*quant.Q4_0BlockBytes || cols%kernels.Q8Block != 0 {
-			return nil, wrap(fmt.Errorf("%d bytes do not hold Q4_0 blocks of this shape", len(t.data)))
-		}
-		if rows == 1 {
-			f := make([]float32, cols)
-			quant.DequantizeQ4_0(f, t.data)
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			// lossless: same scale per 32 values, integers -8..7
-			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.Q4_0ToQ8_0(t.data))
-		}
-	case "Q4_K", "Q6_K":
-		bb, dq := quant.Q4KBlockBytes, quant.DequantizeQ4K
-		if t.enc == "Q6_K" {
-			bb, dq = quant.Q6KBlockBytes, quant.DequantizeQ6K
-		}
-		if cols%quant.QKBlock != 0 || len(t.data) != rows*cols/quant.QKBlock*bb {
-			return nil, wrap(fmt.Errorf("%d bytes do not hold %s super-blocks of this shape", len(t.data), t.enc))
-		}
-		f := make([]float32, rows*cols)
-		dq(f, t.data)
-		if rows == 1 {
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			// re-quantized to Q8_0 for the matmul kernels: per 32 values
-			// the error is at most half a step of max|x|/127
-			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.QuantizeQ8_0(f))
-		}
-	default:
-		return nil, wrap(fmt.Errorf("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"))
+	dt, ok := storedTypes[t.enc]
+	if !ok {
+		return nil, wrap(errors.New("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)"))
 	}
-	if err != nil {
-		return nil, wrap(err)
+	if bv := blockValues(dt); cols%bv != 0 {
+		return nil, wrap(fmt.Errorf("%d columns are not a multiple of the %s block (%d values)", cols, dt, bv))
+	}
+	if want := rows * dt.RowBytes(cols); len(t.data) != want {
+		return nil, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), want))
+	}
+	if dt == kernels.F32 {
+		out, err := be.Weight(dt, rows, cols, t.data)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		return out, nil
+	}
+	if rows == 1 {
+		f := make([]float32, cols)
+		dequantizers[dt](f, t.data)
+		out, err := be.WeightF32(rows, cols, f)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		return out, nil
+	}
+	out, err := be.Weight(dt, rows, cols, t.data)
+	if err == nil {
+		return out, nil
+	}
+	// A backend without kernels for this type gets the exact values as F32
+	// (a decoded copy, 2-8× the file's bytes; no second rounding).
+	f := make([]float32, rows*cols)
+	dequantizers[dt](f, t.data)
+	out, err2 := be.WeightF32(rows, cols, f)
+	if err2 != nil {
+		return nil, wrap(errors.Join(err, err2))
 	}
 	return out, nil
 }
