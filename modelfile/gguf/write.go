@@ -41,14 +41,17 @@ func Write(w io.Writer, meta []KV, tensors []Tensor) error {
 			return err
 		}
 	}
-	return WriteStream(w, meta, tensors, func(i int) ([]byte, error) { return tensors[i].Data, nil })
+	return WriteStream(w, meta, tensors, func(i int, w io.Writer) error {
+		_, err := w.Write(tensors[i].Data)
+		return err
+	})
 }
 
 // WriteStream is Write for files too large to hold in memory: tensors give
-// only names, dims and types (their Data is ignored), and data(i) is called
-// once per tensor, in order, for its encoded bytes, which may be reused
-// after it returns.
-func WriteStream(w io.Writer, meta []KV, tensors []Tensor, data func(i int) ([]byte, error)) error {
+// only names, dims and types (their Data is ignored), and data(i, w) is
+// called once per tensor, in order, to write its encoded bytes to w (in as
+// many pieces as it likes; the total must be the tensor's size).
+func WriteStream(w io.Writer, meta []KV, tensors []Tensor, data func(i int, w io.Writer) error) error {
 	align := uint64(DefaultAlignment)
 	for _, kv := range meta {
 		if kv.Key == "general.alignment" {
@@ -98,14 +101,13 @@ func WriteStream(w io.Writer, meta []KV, tensors []Tensor, data func(i int) ([]b
 	}
 	bw.pad(align)
 	for i, t := range tensors {
-		b, err := data(i)
-		if err != nil {
+		start := bw.n
+		if err := data(i, bw); err != nil {
 			return fmt.Errorf("gguf write: tensor %s: %w", t.Name, err)
 		}
-		if uint64(len(b)) != sizes[i] {
-			return fmt.Errorf("gguf write: tensor %s: %s %v needs %d bytes, got %d", t.Name, t.Type, t.Dims, sizes[i], len(b))
+		if bw.err == nil && bw.n-start != sizes[i] {
+			return fmt.Errorf("gguf write: tensor %s: %s %v needs %d bytes, got %d", t.Name, t.Type, t.Dims, sizes[i], bw.n-start)
 		}
-		bw.bytes(b)
 		bw.pad(align)
 		if bw.err != nil {
 			break
@@ -153,6 +155,15 @@ type countingWriter struct {
 	n   uint64
 	err error
 	buf [8]byte
+}
+
+// Write implements io.Writer for WriteStream's data callbacks.
+func (c *countingWriter) Write(b []byte) (int, error) {
+	c.bytes(b)
+	if c.err != nil {
+		return 0, c.err
+	}
+	return len(b), nil
 }
 
 func (c *countingWriter) bytes(b []byte) {
