@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/modelfile/gguf"
@@ -387,52 +389,53 @@ func decodeHalf(conv func(uint16) float32) func([]float32, []byte) {
 // passed to the backend as the file stores them (the bytes of the memory
 // map: no widened or re-quantized copy). Small vectors (norms, biases,
 // rows == 1) are decoded to F32.
-func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (kernels.Tensor, error) {
+//
+// owned reports that the backend was given a decoded copy rather than the
+// file's bytes (data), so that the loader may drop data's pages from the
+// process (see releasePages).
+func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (out kernels.Tensor, data []byte, owned bool, err error) {
 	t, ok, err := src.get(name)
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, err)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, err)
 	}
 	if !ok {
 		if optional {
-			return nil, nil
+			return nil, nil, false, nil
 		}
-		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
 	}
 	if t.rows != rows || t.cols != cols {
-		return nil, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
 	}
 	wrap := func(err error) error {
 		return fmt.Errorf("model: %s: tensor %s [%d × %d] %s: %w", src.path(), name, rows, cols, t.enc, err)
 	}
 	dt, ok := storedTypes[t.enc]
 	if !ok {
-		return nil, wrap(errors.New("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)"))
+		return nil, nil, false, wrap(errors.New("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)"))
 	}
 	if bv := blockValues(dt); cols%bv != 0 {
-		return nil, wrap(fmt.Errorf("%d columns are not a multiple of the %s block (%d values)", cols, dt, bv))
+		return nil, nil, false, wrap(fmt.Errorf("%d columns are not a multiple of the %s block (%d values)", cols, dt, bv))
 	}
 	if want := rows * dt.RowBytes(cols); len(t.data) != want {
-		return nil, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), want))
+		return nil, nil, false, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), want))
 	}
 	if dt == kernels.F32 {
-		out, err := be.Weight(dt, rows, cols, t.data)
-		if err != nil {
-			return nil, wrap(err)
+		if out, err = be.Weight(dt, rows, cols, t.data); err != nil {
+			return nil, nil, false, wrap(err)
 		}
-		return out, nil
+		return out, t.data, false, nil
 	}
 	if rows == 1 {
 		f := make([]float32, cols)
 		dequantizers[dt](f, t.data)
-		out, err := be.WeightF32(rows, cols, f)
-		if err != nil {
-			return nil, wrap(err)
+		if out, err = be.WeightF32(rows, cols, f); err != nil {
+			return nil, nil, false, wrap(err)
 		}
-		return out, nil
+		return out, t.data, true, nil
 	}
-	out, err := be.Weight(dt, rows, cols, t.data)
-	if err == nil {
-		return out, nil
+	if out, err = be.Weight(dt, rows, cols, t.data); err == nil {
+		return out, t.data, false, nil
 	}
 	// A backend without kernels for this type gets the exact values as F32
 	// (a decoded copy, 2-8× the file's bytes; no second rounding).
@@ -440,21 +443,65 @@ func loadTensor(src source, be kernels.Backend, name string, rows, cols int, opt
 	dequantizers[dt](f, t.data)
 	out, err2 := be.WeightF32(rows, cols, f)
 	if err2 != nil {
-		return nil, wrap(errors.Join(err, err2))
+		return nil, nil, false, wrap(errors.Join(err, err2))
 	}
-	return out, nil
+	return out, t.data, true, nil
+}
+
+// releasePages tells the kernel that the process no longer needs the
+// memory-mapped file pages wholly inside b (madvise MADV_DONTNEED): they
+// leave the process's resident set (the page cache may keep them), and a
+// later read faults them back in from the file. The loader calls it for
+// bytes the backend holds no reference to (a decoded copy, or a packed
+// re-layout that replaced them), so that RSS counts each weight once.
+func releasePages(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(&b[0]))
+	lo := (start + page - 1) &^ (page - 1)
+	hi := (start + uintptr(len(b))) &^ (page - 1)
+	if hi <= lo {
+		return
+	}
+	off := int(lo - start)
+	// Advisory: an error only means the pages stay resident.
+	_ = syscall.Madvise(b[off:off+int(hi-lo)], syscall.MADV_DONTNEED)
+}
+
+// referencesData reports whether a weight the backend made may still read
+// the bytes it was made from (host tensors that dropped them after a
+// re-layout do not; other backends' tensors are assumed to).
+func referencesData(t kernels.Tensor) bool {
+	h, ok := t.(*kernels.Host)
+	if !ok {
+		return true
+	}
+	return h.F != nil || h.Q != nil || h.H != nil
 }
 
 // build uploads every weight the config calls for.
 func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	m := &Model{Cfg: *c, be: be, src: src}
 	var err error
+	// the file bytes each matrix was made from, to release once the
+	// backend has re-laid the matrix without them
+	fileBytes := map[kernels.Tensor][]byte{}
 	get := func(name string, rows, cols int, optional bool) kernels.Tensor {
 		if err != nil {
 			return nil
 		}
-		var t kernels.Tensor
-		t, err = loadTensor(src, be, name, rows, cols, optional)
+		t, data, owned, lerr := loadTensor(src, be, name, rows, cols, optional)
+		if err = lerr; t == nil || err != nil {
+			return nil
+		}
+		m.weightBytes += int64(len(data))
+		if owned {
+			releasePages(data)
+		} else {
+			fileBytes[t] = data
+		}
 		return t
 	}
 	// A tied model may store its one matrix under either name
@@ -512,6 +559,9 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	for _, w := range mats {
 		if err := kernels.PrepareMatMul(be, w, w == m.Embed); err != nil {
 			return nil, fmt.Errorf("model: %s: prepare weights: %w", src.path(), err)
+		}
+		if w != nil && !referencesData(w) {
+			releasePages(fileBytes[w])
 		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
