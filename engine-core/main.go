@@ -222,6 +222,8 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		eng.exec = r
 		eng.close = func() { _ = r.Close() }
 		name, vocab, eos, maxLen, blocks = info.Name, info.VocabSize, info.EOS, info.MaxModelLen, info.NumBlocks
+		log.Info("model loaded", zap.Int64("weight_bytes", info.WeightBytes), zap.Int64("kv_cache_bytes", info.KVCacheBytes),
+			zap.String("kv_cache_dtype", info.KVDType), zap.Int("kv_blocks", info.NumBlocks), zap.String("kv_budget", info.KVBudget))
 		if cfg.MaxModelLen > 0 {
 			maxLen = min(maxLen, cfg.MaxModelLen)
 		}

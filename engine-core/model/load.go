@@ -570,3 +570,38 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	}
 	return m, nil
 }
+
+// WeightsF32 reports whether the model at path (as Load takes it) stores
+// its matrices as float32, judged by the first layer's query projection:
+// the engine's "auto" KV-cache type is float32 for such models and float16
+// for every narrower format (F16, BF16, quantized), as vLLM's auto follows
+// the model's dtype and llama.cpp defaults to an F16 cache.
+func WeightsF32(path string) (bool, error) {
+	format, err := DetectFormat(path)
+	if err != nil {
+		return false, err
+	}
+	var src source
+	switch format {
+	case FormatHF:
+		st, err := safetensors.OpenModel(path)
+		if err != nil {
+			return false, fmt.Errorf("model: %w", err)
+		}
+		src = &hfSource{m: st}
+	case FormatGGUF:
+		f, err := gguf.Open(path)
+		if err != nil {
+			return false, fmt.Errorf("model: %w", err)
+		}
+		src = &ggufSource{f: f}
+	default:
+		return true, nil // llama2.c checkpoints are float32
+	}
+	defer src.close()
+	t, ok, err := src.get("model.layers.0.self_attn.q_proj.weight")
+	if err != nil || !ok {
+		return false, fmt.Errorf("model: %s: no layer 0 query projection to judge the weights' type (%v)", path, err)
+	}
+	return t.enc == "F32", nil
+}

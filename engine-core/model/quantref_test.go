@@ -64,7 +64,8 @@ func logSoftmax(logits []float32) []float64 {
 // greedy run (fed the same tokens), the same chosen id (where llama.cpp's
 // own margin is not a near-tie) and every one of its top-10
 // log-probabilities within quantRefTolerance. Both the served CPU
-// configuration (8-bit activations for Q8_0 products, as llama.cpp) and the
+// configuration (8-bit activations for Q8_0 products and an F16 KV cache,
+// as llama.cpp; the runner's "auto" KV type for quantized models) and the
 // reference backend (exact F32 activations) are checked.
 func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 	dir := filepath.Join(testenv.SharedModels(t), "quant-ref")
@@ -93,7 +94,7 @@ func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 		new  func() kernels.Backend
 	}{
 		{"cpu-served", func() kernels.Backend {
-			return cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
+			return cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true, KVF16: true})
 		}},
 		{"ref", func() kernels.Backend { return kernels.NewRef() }},
 	}
