@@ -10,15 +10,16 @@ import (
 )
 
 // Host is a tensor in host memory, the storage of the CPU backends. F32
-// tensors keep their values in F; Q8_0 tensors keep their blocks in Q.
+// tensors keep their values in F; weights of every other type keep their
+// encoded bytes, exactly as stored in the model file, in Q.
 type Host struct {
 	R, C int
 	DT   DType
 	F    []float32
 	Q    []byte
-	// S holds, for Q8_0 tensors made by NewHostWeight, every block's scale
-	// decoded to float32 (R rows of C/32), so that kernels need not convert
-	// the float16 scales on every use. Nil means: read them from Q.
+	// S optionally holds a Q8_0 tensor's block scales decoded to float32 (R
+	// rows of C/32). NewHostWeight leaves it nil (no second copy of any
+	// weight): kernels read the float16 scales from Q.
 	S []float32
 	// P is an optional copy of an F32 weight re-laid by a backend for its
 	// MatMul (the CPU backend's 16-column panels; see kernels/cpu). Nil
@@ -42,33 +43,77 @@ func (h *Host) DType() DType { return h.DT }
 func (h *Host) Row(i int) []float32 { return h.F[i*h.C : (i+1)*h.C] }
 
 // NewHostWeight makes a Host tensor from encoded bytes. F32 data that is
-// 4-byte aligned is used in place (no copy); otherwise it is decoded.
+// 4-byte aligned is used in place (no copy); otherwise it is decoded. Every
+// other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) keeps data as given
+// in Q: it is never copied or written (it may be a read-only memory map).
 func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 	if rows <= 0 || cols <= 0 {
 		return nil, fmt.Errorf("kernels: bad weight shape %d×%d", rows, cols)
 	}
+	if blk := dt.BlockValues(); cols%blk != 0 {
+		return nil, fmt.Errorf("kernels: %v weight %d×%d: cols must be a multiple of %d", dt, rows, cols, blk)
+	}
 	want := rows * dt.RowBytes(cols)
+	if len(data) != want {
+		return nil, fmt.Errorf("kernels: %v weight %d×%d needs %d bytes, got %d", dt, rows, cols, want, len(data))
+	}
 	switch dt {
 	case F32:
-		if len(data) != want {
-			return nil, fmt.Errorf("kernels: F32 weight %d×%d needs %d bytes, got %d", rows, cols, want, len(data))
-		}
 		return &Host{R: rows, C: cols, DT: F32, F: BytesToF32(data)}, nil
-	case Q8_0:
-		if cols%Q8Block != 0 {
-			return nil, fmt.Errorf("kernels: Q8_0 weight %d×%d: cols must be a multiple of %d", rows, cols, Q8Block)
-		}
-		if len(data) != want {
-			return nil, fmt.Errorf("kernels: Q8_0 weight %d×%d needs %d bytes, got %d", rows, cols, want, len(data))
-		}
-		nb := cols / Q8Block
-		sc := make([]float32, rows*nb)
-		for i := range sc {
-			sc[i] = quant.F16ToF32(binary.LittleEndian.Uint16(data[i*Q8BlockBytes:]))
-		}
-		return &Host{R: rows, C: cols, DT: Q8_0, Q: data, S: sc}, nil
+	case Q8_0, F16, BF16, Q4_0, Q4_K, Q5_K, Q6_K:
+		return &Host{R: rows, C: cols, DT: dt, Q: data}, nil
 	}
 	return nil, fmt.Errorf("kernels: unsupported weight type %v", dt)
+}
+
+// BlockValues is the number of values in one block of the encoding (1 for
+// the float types): a row's length must be a multiple of it.
+func (d DType) BlockValues() int {
+	switch d {
+	case Q8_0, Q4_0:
+		return Q8Block
+	case Q4_K, Q5_K, Q6_K:
+		return quant.QKBlock
+	}
+	return 1
+}
+
+// DequantizeRow decodes one encoded row (dt.RowBytes(len(out)) bytes of
+// src) into out with the reference decoders of package quant. F32 rows are
+// read as little-endian floats.
+func DequantizeRow(dt DType, out []float32, src []byte) {
+	switch dt {
+	case F32:
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case F16:
+		quant.DequantizeF16(out, src)
+	case BF16:
+		quant.DequantizeBF16(out, src)
+	case Q8_0:
+		quant.DequantizeQ8_0(out, src)
+	case Q4_0:
+		quant.DequantizeQ4_0(out, src)
+	case Q4_K:
+		quant.DequantizeQ4K(out, src)
+	case Q5_K:
+		quant.DequantizeQ5K(out, src)
+	case Q6_K:
+		quant.DequantizeQ6K(out, src)
+	default:
+		panic(fmt.Sprintf("kernels: DequantizeRow: unsupported type %v", dt))
+	}
+}
+
+// RowF32 decodes row i of a weight of any type into out (C floats).
+func (h *Host) RowF32(out []float32, i int) {
+	if h.DT == F32 {
+		copy(out, h.F[i*h.C:(i+1)*h.C])
+		return
+	}
+	rb := h.DT.RowBytes(h.C)
+	DequantizeRow(h.DT, out[:h.C], h.Q[i*rb:(i+1)*rb])
 }
 
 // BytesToF32 views little-endian float32 bytes as []float32 without copying

@@ -33,19 +33,21 @@ func DotQ8_0(x []float32, q []byte) float32 {
 	return s
 }
 
-// MatMulRef sets out[:n] = x[:n] · wᵀ on host tensors (any weight type).
+// MatMulRef sets out[:n] = x[:n] · wᵀ on host tensors (any weight type):
+// each weight row is decoded with the reference decoders and the products
+// are summed in float64, the oracle for the fast kernels.
 func MatMulRef(out, x, w *Host, n int) {
 	in := w.C
-	for i := 0; i < n; i++ {
-		xr := x.F[i*x.C : i*x.C+in]
-		or := out.F[i*out.C : i*out.C+w.R]
-		for o := 0; o < w.R; o++ {
-			if w.DT == Q8_0 {
-				rb := w.DT.RowBytes(in)
-				or[o] = DotQ8_0(xr, w.Q[o*rb:(o+1)*rb])
-			} else {
-				or[o] = Dot(xr, w.F[o*in:(o+1)*in])
+	row := make([]float32, in)
+	for o := 0; o < w.R; o++ {
+		w.RowF32(row, o)
+		for i := 0; i < n; i++ {
+			xr := x.F[i*x.C : i*x.C+in]
+			var s float64
+			for j, v := range xr {
+				s += float64(v) * float64(row[j])
 			}
+			out.F[i*out.C+o] = float32(s)
 		}
 	}
 }
@@ -216,12 +218,7 @@ func (r *Ref) SiLUMul(out, gate, up Tensor, n int) {
 func (r *Ref) Embed(out, table Tensor, tokens []int32) {
 	oh, th := out.(*Host), table.(*Host)
 	for i, t := range tokens {
-		if th.DT == Q8_0 {
-			rb := th.DT.RowBytes(th.C)
-			quant.DequantizeQ8_0(oh.Row(i)[:th.C], th.Q[int(t)*rb:(int(t)+1)*rb])
-		} else {
-			copy(oh.Row(i), th.Row(int(t)))
-		}
+		th.RowF32(oh.Row(i)[:th.C], int(t))
 	}
 }
 

@@ -8,7 +8,6 @@ const (
 	Q8_0BlockBytes = 34  // f16 d, 32 int8
 	Q4_0BlockBytes = 18  // f16 d, 16 bytes of nibbles (32 values)
 	Q4KBlockBytes  = 144 // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles (256 values)
-	Q5KBlockBytes  = 176 // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 32 bytes of high bits, 128 bytes of nibbles
 	Q6KBlockBytes  = 210 // 128 bytes low nibbles, 64 bytes high bits, 16 int8 scales, f16 d (256 values)
 	QKBlock        = 256
 )
@@ -73,39 +72,6 @@ func DequantizeQ4K(out []float32, q []byte) {
 				y[j+32+l] = d2*float32(qs[l]>>4) - m2
 			}
 			qs = qs[32:]
-		}
-	}
-}
-
-// DequantizeQ5K decodes ggml Q5_K super-blocks (256 values each) into out,
-// as ggml's dequantize_row_q5_K: Q4_K's layout plus one high bit per value
-// (bit 2k and 2k+1 of qh[l] for the k-th pair of 32-value sub-blocks).
-func DequantizeQ5K(out []float32, q []byte) {
-	for b := 0; b < len(out)/QKBlock; b++ {
-		blk := q[b*Q5KBlockBytes : (b+1)*Q5KBlockBytes]
-		d := F16ToF32(binary.LittleEndian.Uint16(blk))
-		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
-		scales, qh, ql := blk[4:16], blk[16:48], blk[48:]
-		y := out[b*QKBlock:]
-		u1, u2 := byte(1), byte(2)
-		for j, is := 0, 0; j < QKBlock; j, is = j+64, is+2 {
-			sc, m := scaleMinK4(is, scales)
-			d1, m1 := d*float32(sc), dmin*float32(m)
-			sc, m = scaleMinK4(is+1, scales)
-			d2, m2 := d*float32(sc), dmin*float32(m)
-			for l := 0; l < 32; l++ {
-				h1, h2 := 0, 0
-				if qh[l]&u1 != 0 {
-					h1 = 16
-				}
-				if qh[l]&u2 != 0 {
-					h2 = 16
-				}
-				y[j+l] = d1*float32(int(ql[l]&0xf)+h1) - m1
-				y[j+32+l] = d2*float32(int(ql[l]>>4)+h2) - m2
-			}
-			ql = ql[32:]
-			u1, u2 = u1<<2, u2<<2
 		}
 	}
 }

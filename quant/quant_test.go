@@ -96,3 +96,61 @@ func TestQ6K(t *testing.T) {
 		t.Errorf("out[64] = %v, want %v", out[64], 0.5*-3*19)
 	}
 }
+
+func TestQ5K(t *testing.T) {
+	q := make([]byte, Q5KBlockBytes)
+	binary.LittleEndian.PutUint16(q, F32ToF16(0.5))
+	binary.LittleEndian.PutUint16(q[2:], F32ToF16(0.25))
+	s, qh, qs := q[4:16], q[16:48], q[48:]
+	// sub-block 0: scale 2, min 4; sub-block 1: scale 3, min 0
+	s[0], s[4] = 2, 4
+	s[1], s[5] = 3, 0
+	// sub-block 7: scale = s[11]&15 | (s[3]>>6)<<4, min = s[11]>>4 | (s[7]>>6)<<4
+	s[11] = 0x52 // scale low 2, min low 5
+	s[3] = 0xc0  // scale high 3 -> 50
+	s[7] = 0x40  // min high 1 -> 21
+	qs[0] = 0x9c // element 0 low nibble 12, element 32 high nibble 9
+	qh[0] = 0x03 // element 0 fifth bit (bit 0), element 32 fifth bit (bit 1)
+	qs[96+31] = 0xf0
+	qh[31] = 0x80 // element 255: group 3 high nibble 15, bit 7 -> 31
+	out := make([]float32, QKBlock)
+	DequantizeQ5K(out, q)
+	for _, c := range []struct {
+		i    int
+		want float32
+	}{
+		{0, 0.5*2*(12+16) - 0.25*4}, // 27
+		{32, 0.5*3*(9+16) - 0},      // 37.5
+		{1, 0.5*2*0 - 0.25*4},       // -1
+		{255, 0.5*50*31 - 0.25*21},  // 769.75
+		{224, 0.5*50*0 - 0.25*21},   // element 224: group 3 high half, l=0
+	} {
+		if out[c.i] != c.want {
+			t.Errorf("out[%d] = %v, want %v", c.i, out[c.i], c.want)
+		}
+	}
+}
+
+func TestHalfRows(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dec  func([]float32, []byte)
+		in   []uint16
+		want []float32
+	}{
+		{"f16", DequantizeF16, []uint16{0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000}, []float32{1, -2, 5.9604645e-8, 65504, 0}},
+		{"bf16", DequantizeBF16, []uint16{0x3f80, 0xc000, 0x4049, 0x0000}, []float32{1, -2, 3.140625, 0}},
+	} {
+		data := make([]byte, 2*len(c.in))
+		for i, h := range c.in {
+			binary.LittleEndian.PutUint16(data[2*i:], h)
+		}
+		out := make([]float32, len(c.in))
+		c.dec(out, data)
+		for i := range out {
+			if out[i] != c.want[i] {
+				t.Errorf("%s [%d] = %v, want %v", c.name, i, out[i], c.want[i])
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -356,8 +355,8 @@ var storedTypes = map[string]kernels.DType{
 // vectors (norms, biases) that the element-wise ops read as F32, and for
 // backends that cannot compute on a stored type (see loadTensor).
 var dequantizers = map[kernels.DType]func(out []float32, data []byte){
-	kernels.F16:  decodeHalf(quant.F16ToF32),
-	kernels.BF16: decodeHalf(quant.BF16ToF32),
+	kernels.F16:  quant.DequantizeF16,
+	kernels.BF16: quant.DequantizeBF16,
 	kernels.Q8_0: quant.DequantizeQ8_0,
 	kernels.Q4_0: quant.DequantizeQ4_0,
 	kernels.Q4_K: quant.DequantizeQ4K,
@@ -375,14 +374,6 @@ func blockValues(dt kernels.DType) int {
 		return quant.QKBlock
 	}
 	return 1
-}
-
-func decodeHalf(conv func(uint16) float32) func([]float32, []byte) {
-	return func(out []float32, data []byte) {
-		for i := range out {
-			out[i] = conv(binary.LittleEndian.Uint16(data[2*i:]))
-		}
-	}
 }
 
 // loadTensor fetches name, checks its shape and uploads it. Matrices are

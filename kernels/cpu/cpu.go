@@ -1,25 +1,31 @@
 // Package cpu is the fast CPU backend: kernels.Backend over host tensors,
-// with AVX-512 assembly for the dot-product kernels (dot_amd64.s, used when
-// golang.org/x/sys/cpu reports AVX512F/BW/VL) and plain-Go twins used
-// elsewhere. Work is split over a small persistent worker pool (one worker
-// per thread, woken per op through a channel; no goroutine per op), and the
-// steady state allocates nothing: per-worker scratch grows on first use.
+// with AVX-512 assembly for the F32 and Q8_0 dot-product kernels
+// (dot_amd64.s, used when golang.org/x/sys/cpu reports AVX512F/BW/VL), AVX2
+// assembly for the kernels on stored weight encodings (qdot_amd64.s; see
+// qmat.go for their numeric contract) and plain-Go twins used elsewhere and
+// under the purego build tag. Work is split over a small persistent worker
+// pool (one worker per thread, woken per op through a channel; no goroutine
+// per op), and the steady state allocates nothing: per-worker scratch grows
+// on first use.
 //
-// Matrix products are computed as dot products along the weights' rows
+// Weights of every stored encoding (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K) are used in place, as the model file holds them: MatMul on them
+// streams each weight row once and multiplies it, from L1, with every
+// activation row of the batch (qmat.go), with activations quantized to
+// int8 once per MatMul for the block-quantized types.
+//
+// F32 matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
 // weight rows for batches (prefill and batched decode), a 1×4 tile for a
-// single row, and for Q8_0 weights a dequantized 4-row weight tile fed to
-// the F32 tile for batches of 4 rows or more. Fewer rows against Q8_0
-// weights (decode) use, with Options.QuantizeActivations, activations
-// quantized to Q8_0 and integer dot products (AVX512_VNNI VPDPBUSD; see
-// q8act.go), else a fused dequantize-and-dot.
+// single row. Q8_0 weights without quantized activations use a dequantized
+// 4-row weight tile fed to the F32 tile for batches of 4 rows or more and
+// a fused dequantize-and-dot below that.
 package cpu
 
 import (
 	"math"
 
 	"github.com/sluice-llm/sluice/kernels"
-	"github.com/sluice-llm/sluice/quant"
 )
 
 // Options configure a Backend.
@@ -49,6 +55,7 @@ type Backend struct {
 	kvF16 bool
 
 	mm   matmulTask
+	qm   qmatTask
 	pt   panelTask
 	att  attnTask
 	norm normTask
@@ -60,7 +67,7 @@ var _ kernels.Backend = (*Backend)(nil)
 
 // New starts a CPU backend and its workers; Close stops them.
 func New(o Options) *Backend {
-	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain}}
+	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain, avx2: hasAVX2 && !o.Plain}}
 	b.mm.q8act = o.QuantizeActivations
 	b.kvF16 = o.KVF16
 	b.pool = newPool(o.Threads)
@@ -82,7 +89,9 @@ func (b *Backend) Name() string { return "cpu" }
 // Close stops the workers.
 func (b *Backend) Close() { b.pool.close() }
 
-// Weight makes a host tensor over data (F32 aligned data is not copied).
+// Weight makes a host tensor over data, which may be a read-only memory
+// map: every type (F32 when 4-byte aligned, F16, BF16, Q8_0, Q4_0, Q4_K,
+// Q5_K, Q6_K) is used in place, never copied or written.
 func (b *Backend) Weight(dt kernels.DType, rows, cols int, data []byte) (kernels.Tensor, error) {
 	return kernels.NewHostWeight(dt, rows, cols, data)
 }
@@ -109,6 +118,10 @@ func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
 		b.matmulPanels(out.(*kernels.Host), x.(*kernels.Host), wh, n)
 		return
 	}
+	if wh := w.(*kernels.Host); n > 0 && b.stored(wh, n) {
+		b.matmulStored(out.(*kernels.Host), x.(*kernels.Host), wh, n)
+		return
+	}
 	t := &b.mm
 	t.k, t.out, t.x, t.w, t.n = b.k, out.(*kernels.Host), x.(*kernels.Host), w.(*kernels.Host), n
 	t.xq = nil
@@ -122,6 +135,20 @@ func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
 		b.pool.parallel(t.w.R, 16, 0, t)
 	}
 	t.out, t.x, t.w = nil, nil, nil
+}
+
+// stored reports whether MatMul with w takes the stored-encoding path of
+// qmat.go: every type but F32 and Q8_0, and Q8_0 with quantized
+// activations for fewer than 4 rows (unless the weight carries decoded
+// scales for the AVX512_VNNI kernel).
+func (b *Backend) stored(w *kernels.Host, n int) bool {
+	switch w.DT {
+	case kernels.F32:
+		return false
+	case kernels.Q8_0:
+		return b.mm.q8act && n < 4 && !(w.S != nil && b.k.vnni)
+	}
+	return true
 }
 
 // matmulTask computes a range of output columns (weight rows).
@@ -339,13 +366,7 @@ func (t *ropeTask) run(lo, hi, _ int) {
 func (b *Backend) Embed(out, table kernels.Tensor, tokens []int32) {
 	oh, th := out.(*kernels.Host), table.(*kernels.Host)
 	for i, tok := range tokens {
-		dst := oh.F[i*oh.C : i*oh.C+th.C]
-		if th.DT == kernels.Q8_0 {
-			rb := th.DT.RowBytes(th.C)
-			quant.DequantizeQ8_0(dst, th.Q[int(tok)*rb:(int(tok)+1)*rb])
-		} else {
-			copy(dst, th.F[int(tok)*th.C:(int(tok)+1)*th.C])
-		}
+		th.RowF32(oh.F[i*oh.C:i*oh.C+th.C], int(tok))
 	}
 }
 

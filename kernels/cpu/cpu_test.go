@@ -39,11 +39,14 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 	wf := randF(r, out*in)
 	var w *kernels.Host
 	if q8 {
-		// every other shape goes through NewHostWeight (decoded scales)
+		// every other shape carries decoded block scales (S), which the
+		// AVX512_VNNI kernel uses where the CPU has it
+		w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, quant.QuantizeQ8_0(wf))
 		if (n+out)%2 == 0 {
-			w, _ = kernels.NewHostWeight(kernels.Q8_0, out, in, quant.QuantizeQ8_0(wf))
-		} else {
-			w = &kernels.Host{R: out, C: in, DT: kernels.Q8_0, Q: quant.QuantizeQ8_0(wf)}
+			w.S = make([]float32, out*in/kernels.Q8Block)
+			for i := range w.S {
+				w.S[i] = quant.F16ToF32(uint16(w.Q[i*kernels.Q8BlockBytes]) | uint16(w.Q[i*kernels.Q8BlockBytes+1])<<8)
+			}
 		}
 	} else {
 		w = &kernels.Host{R: out, C: in, F: wf}
@@ -53,7 +56,7 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 	// With quantized activations (Q8_0 weights with decoded scales, n < 4)
 	// the product must equal the reference on the dequantized activations,
 	// and stay within the activation-rounding bound of the exact product.
-	q8act := q8 && n < 4 && w.S != nil
+	q8act := q8 && n < 4
 	var wantQ *kernels.Host
 	var bound []float32
 	if q8act {

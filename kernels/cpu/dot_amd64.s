@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // AVX-512 kernels. Lengths (k) are multiples of 16; callers handle tails.

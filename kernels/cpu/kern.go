@@ -16,6 +16,8 @@ type kern struct {
 	simd bool
 	// vnni enables the AVX512_VNNI integer Q8_0 kernel.
 	vnni bool
+	// avx2 enables the AVX2 kernels on stored encodings (qdot_amd64.s).
+	avx2 bool
 }
 
 // dot returns a·b[:len(a)].

@@ -19,6 +19,12 @@ func checkDotQ8Q8(t *testing.T, x []float32, wf []float32, nb int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the VNNI kernel reads decoded block scales, which NewHostWeight no
+	// longer keeps (no second copy of a weight): decode them here
+	w.S = make([]float32, 4*nb)
+	for i := range w.S {
+		w.S[i] = quant.F16ToF32(uint16(w.Q[i*kernels.Q8BlockBytes]) | uint16(w.Q[i*kernels.Q8BlockBytes+1])<<8)
+	}
 	q, d := make([]int8, K), make([]float32, nb)
 	quantizeQ8Act(x, q, d)
 	xd := make([]float32, K)

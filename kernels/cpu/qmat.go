@@ -1,0 +1,307 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
+)
+
+// Matrix products on weights in their stored encodings (F16, BF16, Q8_0,
+// Q4_0, Q4_K, Q5_K, Q6_K), read in place: no widened or re-quantized copy.
+//
+// Numeric contract:
+//
+//   - F16 and BF16 weights are widened to float32 in registers and
+//     multiplied with the float32 activations (FMA, float32 accumulators):
+//     the result equals the reference product on the decoded weights to
+//     float32 rounding.
+//   - Block-quantized weights meet activations quantized to int8 once per
+//     MatMul, as llama.cpp does: for Q8_0 and Q4_0 in blocks of 32 (one
+//     float32 scale per block), for the k-quants Q4_K, Q5_K and Q6_K in
+//     blocks of 256 (one float32 scale) with the sums of every 16 quantized
+//     values. The scale is d = max|x|/127 and q = round-half-even(x/d).
+//     Every block product is an exact integer dot product; the rounding
+//     happens once per block (or per super-block), where the integer sum is
+//     converted to float32 and multiplied by the weight's scales (and the
+//     k-quants' mins) and d. The activation rounding adds at most d/2·|w_j|
+//     per element, i.e. |error| ≤ Σ_blocks d/2 · Σ_j |w_j| for one output,
+//     typically well below 1 % of the result (tests check that bound).
+//
+// Rows of weights are the unit of work: a weight row (at most a few KiB) is
+// read from memory once and, while it sits in L1, multiplied with every
+// activation row of the batch.
+
+// actQ holds one MatMul's activations quantized to int8.
+type actQ struct {
+	q   []int8
+	d   []float32
+	bs  []int16
+	blk int // values per scale: 32 or 256
+	k   int // values per row
+}
+
+// quantized reports whether dt is a block-quantized type (activations are
+// quantized for it) and the activation block size it uses.
+func quantized(dt kernels.DType) (bool, int) {
+	switch dt {
+	case kernels.Q8_0, kernels.Q4_0:
+		return true, kernels.Q8Block
+	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+		return true, quant.QKBlock
+	}
+	return false, 0
+}
+
+// quantize quantizes n rows of x (k values each, xs apart) in blocks of
+// blk, growing the buffers as needed.
+func (a *actQ) quantize(x []float32, xs, n, k, blk int) {
+	nb := k / blk
+	if cap(a.q) < n*k {
+		a.q = make([]int8, n*k)
+	}
+	if cap(a.d) < n*nb {
+		a.d = make([]float32, n*nb)
+	}
+	if cap(a.bs) < n*k/16 {
+		a.bs = make([]int16, n*k/16)
+	}
+	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
+	a.blk, a.k = blk, k
+	for m := 0; m < n; m++ {
+		quantizeActRow(x[m*xs:m*xs+k], a.q[m*k:(m+1)*k], a.d[m*nb:(m+1)*nb], a.bs[m*k/16:(m+1)*k/16], blk)
+	}
+}
+
+// quantizeActRow quantizes x in blocks of blk values into q, one scale per
+// block into d, and the sum of every 16 quantized values into bs.
+func quantizeActRow(x []float32, q []int8, d []float32, bs []int16, blk int) {
+	for b := 0; b < len(x)/blk; b++ {
+		xb := x[b*blk : (b+1)*blk]
+		qb := q[b*blk : (b+1)*blk]
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
+		}
+		s := amax / 127
+		d[b] = s
+		var inv float32
+		if s != 0 {
+			inv = 1 / s
+		}
+		for j, v := range xb {
+			qb[j] = int8(math.RoundToEven(float64(v * inv)))
+		}
+	}
+	for g := range bs {
+		var s int16
+		for _, v := range q[g*16 : (g+1)*16] {
+			s += int16(v)
+		}
+		bs[g] = s
+	}
+}
+
+// rowDot returns row m of the activations · one encoded weight row w (K
+// values). x is the float activation row (F16, BF16), a the quantized
+// activations (the other types).
+func (k kern) rowDot(dt kernels.DType, w []byte, x []float32, a *actQ, m int) float32 {
+	K := len(x)
+	switch dt {
+	case kernels.F16, kernels.BF16:
+		return k.dotHalf(dt, w, x)
+	}
+	xq := a.q[m*K : (m+1)*K]
+	xd := a.d[m*(K/a.blk) : (m+1)*(K/a.blk)]
+	bs := a.bs[m*(K/16) : (m+1)*(K/16)]
+	switch dt {
+	case kernels.Q8_0:
+		return k.dotQ8_0(w, xq, xd)
+	case kernels.Q4_0:
+		return k.dotQ4_0(w, xq, xd)
+	case kernels.Q4_K:
+		return k.dotQ4K(w, xq, xd, bs)
+	case kernels.Q5_K:
+		return k.dotQ5K(w, xq, xd, bs)
+	case kernels.Q6_K:
+		return k.dotQ6K(w, xq, xd, bs)
+	}
+	panic("cpu: rowDot: unsupported type " + dt.String())
+}
+
+// dotHalfGo is the plain dot product of x with an F16 or BF16 row.
+func dotHalfGo(dt kernels.DType, w []byte, x []float32) float32 {
+	w = w[:2*len(x)]
+	var s0, s1 float32
+	conv := quant.F16ToF32
+	if dt == kernels.BF16 {
+		conv = quant.BF16ToF32
+	}
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += x[i] * conv(binary.LittleEndian.Uint16(w[2*i:]))
+		s1 += x[i+1] * conv(binary.LittleEndian.Uint16(w[2*i+2:]))
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * conv(binary.LittleEndian.Uint16(w[2*i:]))
+	}
+	return s0 + s1
+}
+
+// dotQ4_0Go is the integer dot product of one Q4_0 row with Q8 activations
+// (blocks of 32).
+func dotQ4_0Go(w []byte, xq []int8, xd []float32) float32 {
+	var s float32
+	for b := range xd {
+		blk := w[b*quant.Q4_0BlockBytes : (b+1)*quant.Q4_0BlockBytes]
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		xb := xq[b*32 : (b+1)*32]
+		var acc int32
+		for j := 0; j < 16; j++ {
+			acc += (int32(blk[2+j]&0xf) - 8) * int32(xb[j])
+			acc += (int32(blk[2+j]>>4) - 8) * int32(xb[j+16])
+		}
+		s += d * xd[b] * float32(acc)
+	}
+	return s
+}
+
+// dotQ4KGo is the integer dot product of one Q4_K row with Q8_K
+// activations: per super-block d·Σ_j sc_j·(q·x)_j − dmin·Σ_j m_j·(Σx)_j,
+// times the activation scale.
+func dotQ4KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
+	var s float32
+	for b := range xd {
+		blk := w[b*quant.Q4KBlockBytes : (b+1)*quant.Q4KBlockBytes]
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		dmin := quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		scales, qs := blk[4:16], blk[16:]
+		xb := xq[b*256 : (b+1)*256]
+		bb := bs[b*16 : (b+1)*16]
+		var sumQ, sumM int32
+		for g := 0; g < 4; g++ {
+			sc1, m1 := scaleMinK4(2*g, scales)
+			sc2, m2 := scaleMinK4(2*g+1, scales)
+			var a1, a2 int32
+			for l := 0; l < 32; l++ {
+				a1 += int32(qs[32*g+l]&0xf) * int32(xb[64*g+l])
+				a2 += int32(qs[32*g+l]>>4) * int32(xb[64*g+32+l])
+			}
+			sumQ += a1*int32(sc1) + a2*int32(sc2)
+			sumM += int32(m1)*(int32(bb[4*g])+int32(bb[4*g+1])) + int32(m2)*(int32(bb[4*g+2])+int32(bb[4*g+3]))
+		}
+		s += xd[b] * (d*float32(sumQ) - dmin*float32(sumM))
+	}
+	return s
+}
+
+// dotQ5KGo is dotQ4KGo for Q5_K (the fifth bit from qh).
+func dotQ5KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
+	var s float32
+	for b := range xd {
+		blk := w[b*quant.Q5KBlockBytes : (b+1)*quant.Q5KBlockBytes]
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		dmin := quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		scales, qh, qs := blk[4:16], blk[16:48], blk[48:]
+		xb := xq[b*256 : (b+1)*256]
+		bb := bs[b*16 : (b+1)*16]
+		var sumQ, sumM int32
+		for g := 0; g < 4; g++ {
+			sc1, m1 := scaleMinK4(2*g, scales)
+			sc2, m2 := scaleMinK4(2*g+1, scales)
+			var a1, a2 int32
+			for l := 0; l < 32; l++ {
+				lo := int32(qs[32*g+l]&0xf) | int32(qh[l]>>(2*g)&1)<<4
+				hi := int32(qs[32*g+l]>>4) | int32(qh[l]>>(2*g+1)&1)<<4
+				a1 += lo * int32(xb[64*g+l])
+				a2 += hi * int32(xb[64*g+32+l])
+			}
+			sumQ += a1*int32(sc1) + a2*int32(sc2)
+			sumM += int32(m1)*(int32(bb[4*g])+int32(bb[4*g+1])) + int32(m2)*(int32(bb[4*g+2])+int32(bb[4*g+3]))
+		}
+		s += xd[b] * (d*float32(sumQ) - dmin*float32(sumM))
+	}
+	return s
+}
+
+// dotQ6KGo is the integer dot product of one Q6_K row with Q8_K
+// activations: per super-block d·Σ_i sc_i·((q·x)_i − 32·(Σx)_i) over the 16
+// groups of 16 values.
+func dotQ6KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
+	var s float32
+	for b := range xd {
+		blk := w[b*quant.Q6KBlockBytes : (b+1)*quant.Q6KBlockBytes]
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
+		xb := xq[b*256 : (b+1)*256]
+		bb := bs[b*16 : (b+1)*16]
+		var sum int32
+		for h := 0; h < 2; h++ {
+			ql, qh, sc := blk[64*h:], blk[128+32*h:], blk[192+8*h:]
+			x := xb[128*h:]
+			var g [8]int32 // per group of 16: Σ q·x
+			for l := 0; l < 32; l++ {
+				q1 := int32(ql[l]&0xf | (qh[l]&3)<<4)
+				q2 := int32(ql[l+32]&0xf | (qh[l]>>2&3)<<4)
+				q3 := int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
+				q4 := int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
+				is := l / 16
+				g[is] += q1 * int32(x[l])
+				g[is+2] += q2 * int32(x[l+32])
+				g[is+4] += q3 * int32(x[l+64])
+				g[is+6] += q4 * int32(x[l+96])
+			}
+			for i := 0; i < 8; i++ {
+				sum += int32(int8(sc[i])) * (g[i] - 32*int32(bb[8*h+i]))
+			}
+		}
+		s += xd[b] * d * float32(sum)
+	}
+	return s
+}
+
+// scaleMinK4 is ggml's get_scale_min_k4 (see quant): the 6-bit scale and
+// min of sub-block j from the 12 packed bytes of a Q4_K or Q5_K block.
+func scaleMinK4(j int, s []byte) (uint8, uint8) {
+	if j < 4 {
+		return s[j] & 63, s[j+4] & 63
+	}
+	return (s[j+4] & 0xf) | ((s[j-4] >> 6) << 4), (s[j+4] >> 4) | ((s[j] >> 6) << 4)
+}
+
+// qmatTask computes a range of output columns (weight rows) of a MatMul on
+// a weight in its stored encoding.
+type qmatTask struct {
+	k         kern
+	out, x, w *kernels.Host
+	n         int
+	act       actQ
+}
+
+func (t *qmatTask) run(lo, hi, _ int) {
+	w, x, out := t.w, t.x, t.out
+	K := w.C
+	rb := w.DT.RowBytes(K)
+	for o := lo; o < hi; o++ {
+		wr := w.Q[o*rb : (o+1)*rb]
+		for m := 0; m < t.n; m++ {
+			out.F[m*out.C+o] = t.k.rowDot(w.DT, wr, x.F[m*x.C:m*x.C+K], &t.act, m)
+		}
+	}
+}
+
+// matmulStored sets out[:n] = x[:n] · wᵀ for a weight in its stored
+// encoding (see the numeric contract above).
+func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
+	t := &b.qm
+	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
+	if q, blk := quantized(w.DT); q {
+		t.act.quantize(x.F, x.C, n, w.C, blk)
+	}
+	if n*w.R*w.C < 1<<15 {
+		t.run(0, w.R, 0)
+	} else {
+		b.pool.parallel(w.R, 4, 0, t)
+	}
+	t.out, t.x, t.w = nil, nil, nil
+}

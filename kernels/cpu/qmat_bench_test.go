@@ -1,0 +1,139 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// llama1B are the matrix shapes [out × in] of Llama-3.2-1B's layers (and a
+// 32000-token output projection).
+var llama1B = []struct {
+	name    string
+	out, in int
+}{{"2048x2048", 2048, 2048}, {"512x2048", 512, 2048}, {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}, {"32000x2048", 32000, 2048}}
+
+// streamBytes is how many bytes of distinct weight copies a batch-1
+// benchmark cycles through, so that weights come from memory, not the
+// 32 MiB L3.
+const streamBytes = 256 << 20
+
+// BenchmarkStoredMatMul times MatMul on each stored encoding at the 1B
+// shapes for batches of 1, 16 and 128 rows. GB/s counts weight bytes
+// (compare batch 1 with the machine's memory bandwidth); GMAC/s counts
+// multiply-adds.
+func BenchmarkStoredMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(17, 17))
+	for _, dt := range storedTypes {
+		for _, s := range llama1B {
+			for _, n := range []int{1, 16, 128} {
+				b.Run(fmt.Sprintf("%v/%s/n%d", dt, s.name, n), func(b *testing.B) {
+					one := randBlocks(r, dt, s.out, s.in)
+					copies := 1
+					if n == 1 {
+						copies = max(1, streamBytes/len(one))
+					}
+					ws := make([]kernels.Tensor, copies)
+					for i := range ws {
+						data := one
+						if i > 0 {
+							data = append([]byte(nil), one...)
+						}
+						w, err := kernels.NewHostWeight(dt, s.out, s.in, data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						ws[i] = w
+					}
+					be := New(Options{QuantizeActivations: true})
+					defer be.Close()
+					x := &kernels.Host{R: n, C: s.in, F: randF(r, n*s.in)}
+					o := be.Alloc(n, s.out)
+					b.SetBytes(int64(len(one)))
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						be.MatMul(o, x, ws[i%copies], n)
+					}
+					sec := b.Elapsed().Seconds()
+					b.ReportMetric(float64(len(one))*float64(b.N)/sec/1e9, "GB/s")
+					b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/sec/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
+
+// useMoreBits is llama.cpp's choice of the layers whose attn_v and
+// ffn_down weights a Q4_K_M or Q5_K_M file stores as Q6_K.
+func useMoreBits(l, layers int) bool {
+	return l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2
+}
+
+// BenchmarkDecodeStep1B runs, per iteration, every matrix product of one
+// step of a Llama-3.2-1B-shaped model (16 layers of q, k, v, o, gate, up,
+// down, and a 32000-row output projection) on distinct weights in one
+// file format, for 1 and 16 sequences: the weight-streaming part of a
+// decode step. tok/s is n / step time; GB/s counts weight bytes.
+func BenchmarkDecodeStep1B(b *testing.B) {
+	const layers, dim, kv, ffn, vocab = 16, 2048, 512, 8192, 32000
+	type format struct {
+		name            string
+		main, more, out kernels.DType
+	}
+	for _, f := range []format{
+		{"Q4_K_M", kernels.Q4_K, kernels.Q6_K, kernels.Q6_K},
+		{"Q5_K_M", kernels.Q5_K, kernels.Q6_K, kernels.Q6_K},
+		{"Q6_K", kernels.Q6_K, kernels.Q6_K, kernels.Q6_K},
+		{"Q8_0", kernels.Q8_0, kernels.Q8_0, kernels.Q8_0},
+		{"Q4_0", kernels.Q4_0, kernels.Q4_0, kernels.Q6_K},
+		{"F16", kernels.F16, kernels.F16, kernels.F16},
+		{"BF16", kernels.BF16, kernels.BF16, kernels.BF16},
+	} {
+		for _, n := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/n%d", f.name, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(17, 18))
+				be := New(Options{QuantizeActivations: true})
+				defer be.Close()
+				type mm struct{ w, x, o kernels.Tensor }
+				var ops []mm
+				var bytes int
+				add := func(dt kernels.DType, out, in int) {
+					data := randBlocks(r, dt, out, in)
+					w, err := kernels.NewHostWeight(dt, out, in, data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ops = append(ops, mm{w, &kernels.Host{R: n, C: in, F: randF(r, n*in)}, be.Alloc(n, out)})
+					bytes += len(data)
+				}
+				for l := 0; l < layers; l++ {
+					more := f.main
+					if useMoreBits(l, layers) {
+						more = f.more
+					}
+					add(f.main, dim, dim) // q
+					add(f.main, kv, dim)  // k
+					add(more, kv, dim)    // v
+					add(f.main, dim, dim) // o
+					add(f.main, ffn, dim) // gate
+					add(f.main, ffn, dim) // up
+					add(more, dim, ffn)   // down
+				}
+				add(f.out, vocab, dim)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for _, op := range ops {
+						be.MatMul(op.o, op.x, op.w, n)
+					}
+				}
+				sec := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(sec*1e3, "ms/step")
+				b.ReportMetric(float64(n)/sec, "tok/s")
+				b.ReportMetric(float64(bytes)/sec/1e9, "GB/s")
+				b.ReportMetric(float64(bytes)/1e6, "MB")
+			})
+		}
+	}
+}
