@@ -196,10 +196,24 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 		r.rend = api.newRenderer(r.id, model, r.arrival.Unix())
 		idGen = func() string { return api.toolPrefix + newID() }
 	}
+	hm := s.harmonyOutput()
+	if hm {
+		chat.SkipSpecial = false // the harmony parser reads the markup
+	}
 	for i := 0; i < chat.N; i++ {
 		po := outputproc.Options{ToolID: idGen}
 		if chat.Echo && chat.LastRole == "assistant" {
 			po.Echo = chat.LastContent
+		}
+		if hm {
+			if e := s.setHarmonyOutput(&po, chat, tools, idGen); e != nil {
+				writeError(c, e)
+				return
+			}
+			// The engine's constraint gate waits for a </think>, which
+			// harmony never writes: constraints apply from the start.
+			r.choices = append(r.choices, r.newChoice(i, ids, po))
+			continue
 		}
 		if s.deps.NewReasoning != nil {
 			rp, err := s.deps.NewReasoning(chat, text)
