@@ -41,6 +41,9 @@ func harmonyCases() []agentCase {
 // the developer message (harmony's TypeScript-like namespace); the script
 // answers templateAnswer only when the prompt holds it.
 const (
+	harmonyToolTurn = "<|start|>user<|message|>Please do HCALL now.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"days\": 3}<|call|>" +
+		"<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"21C\"<|end|><|start|>assistant"
+	toolTurnAnswer       = "It is 21C in Paris."
 	harmonyTemplateMatch = "<|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n// Get the weather\ntype get_weather = (_: {\ncity: string,\ndays?: number,\n}) => any;\n\n} // namespace functions<|end|>"
 	templateAnswer       = "Rendered as harmony."
 )
@@ -57,11 +60,14 @@ func startHarmonyServer(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	var script strings.Builder
+	// The tool-result turn also holds HCALL, so it is matched first.
+	line, _ := json.Marshal(map[string]string{"match": harmonyToolTurn, "output": "<|channel|>final<|message|>" + toolTurnAnswer + "<|return|>"})
+	script.Write(append(line, '\n'))
 	for _, c := range harmonyCases() {
 		line, _ := json.Marshal(map[string]string{"match": c.name, "output": c.output})
 		script.Write(append(line, '\n'))
 	}
-	line, _ := json.Marshal(map[string]string{"match": harmonyTemplateMatch, "output": "<|channel|>final<|message|>" + templateAnswer + "<|return|>"})
+	line, _ = json.Marshal(map[string]string{"match": harmonyTemplateMatch, "output": "<|channel|>final<|message|>" + templateAnswer + "<|return|>"})
 	script.Write(append(line, '\n'))
 	path := filepath.Join(dir, "harmony.jsonl")
 	if err := os.WriteFile(path, []byte(script.String()), 0o644); err != nil {
@@ -253,6 +259,27 @@ func TestHarmonyChatSDK(t *testing.T) {
 		}
 		if got := resp.Choices[0].Message.Content; got != templateAnswer {
 			t.Fatalf("content %q: the prompt did not hold the harmony rendering of the tools %q", got, harmonyTemplateMatch)
+		}
+	})
+
+	t.Run("tool result turn", func(t *testing.T) {
+		call := openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: `{"city": "Paris", "days": 3}`}}}
+		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "gpt-oss",
+			Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.UserMessage("Please do HCALL now."),
+				{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{call}}},
+				openai.ToolMessage("21C", "call_1"),
+			},
+			Tools:     harmonyChatTools(),
+			MaxTokens: openai.Int(100),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Choices[0].Message.Content; got != toolTurnAnswer {
+			t.Fatalf("content %q: the prompt did not render the call and its result as harmony's %q", got, harmonyToolTurn)
 		}
 	})
 
