@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluice-llm/sluice/internal/testenv"
 )
 
 // writeRanks writes a tiny tiktoken encoding (the 256 bytes, then "ab" and
@@ -135,4 +137,31 @@ func FuzzSniffTiktokenJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		_, _ = sniffTiktokenJSON(strings.NewReader(in))
 	})
+}
+
+// TestLoadSharedO200k routes the real o200k_base rank file (tiktoken's npm
+// JSON) through Load, as o200k_base and as o200k_harmony from its
+// directory, and checks both against LoadTiktoken/LoadO200kHarmony.
+func TestLoadSharedO200k(t *testing.T) {
+	path := testenv.SharedFile(t, o200kFile)
+	text := "Hello, world! <|channel|>final<|message|>日本語 1234"
+	for _, tc := range []struct {
+		name, model, tokenizer string
+		harmony                bool
+	}{
+		{"npm json", "", path, false},
+		{"harmony from dir", filepath.Dir(path), HarmonyName, true},
+		{"harmony named", "", HarmonyName + ":" + path, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load(tc.model, tc.tokenizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := loadO200k(t, tc.harmony).Encode(text, false)
+			if got := m.Encode(text, false); !slices.Equal(got, want) {
+				t.Errorf("encode %v, want %v", got, want)
+			}
+		})
+	}
 }
