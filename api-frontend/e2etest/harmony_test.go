@@ -44,6 +44,7 @@ const (
 	harmonyToolTurn = "<|start|>user<|message|>Please do HCALL now.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"days\": 3}<|call|>" +
 		"<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"21C\"<|end|><|start|>assistant"
 	toolTurnAnswer       = "It is 21C in Paris."
+	effortAnswer         = "Thinking hard."
 	harmonyTemplateMatch = "<|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n// Get the weather\ntype get_weather = (_: {\ncity: string,\ndays?: number,\n}) => any;\n\n} // namespace functions<|end|>"
 	templateAnswer       = "Rendered as harmony."
 )
@@ -67,6 +68,8 @@ func startHarmonyServer(t *testing.T) string {
 		line, _ := json.Marshal(map[string]string{"match": c.name, "output": c.output})
 		script.Write(append(line, '\n'))
 	}
+	line, _ = json.Marshal(map[string]string{"match": "Reasoning: high\n\n# Valid channels", "output": "<|channel|>final<|message|>" + effortAnswer + "<|return|>"})
+	script.Write(append(line, '\n'))
 	line, _ = json.Marshal(map[string]string{"match": harmonyTemplateMatch, "output": "<|channel|>final<|message|>" + templateAnswer + "<|return|>"})
 	script.Write(append(line, '\n'))
 	path := filepath.Join(dir, "harmony.jsonl")
@@ -280,6 +283,38 @@ func TestHarmonyChatSDK(t *testing.T) {
 		}
 		if got := resp.Choices[0].Message.Content; got != toolTurnAnswer {
 			t.Fatalf("content %q: the prompt did not render the call and its result as harmony's %q", got, harmonyToolTurn)
+		}
+	})
+
+	t.Run("reasoning_effort reaches the template", func(t *testing.T) {
+		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model:           "gpt-oss",
+			Messages:        []openai.ChatCompletionMessageParamUnion{openai.UserMessage("How hard do you think?")},
+			ReasoningEffort: shared.ReasoningEffortHigh,
+			MaxTokens:       openai.Int(100),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Choices[0].Message.Content; got != effortAnswer {
+			t.Fatalf("content %q: the system message did not say \"Reasoning: high\"", got)
+		}
+	})
+
+	t.Run("completions constraint applies from the start", func(t *testing.T) {
+		// A reasoning parser makes completions wait for the reasoning end
+		// before constraining; harmony has no </think>, so it must not.
+		resp, err := client.Completions.New(ctx, openai.CompletionNewParams{
+			Model:     openai.CompletionNewParamsModel("gpt-oss"),
+			Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String("Please do HFINAL now.")},
+			MaxTokens: openai.Int(30),
+		}, option.WithJSONSet("response_format", map[string]any{"type": "json_object"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Unconstrained, the script would give "finalJust the answer…".
+		if got := resp.Choices[0].Text; !strings.HasPrefix(got, "{") || (resp.Choices[0].FinishReason == "stop" && !json.Valid([]byte(got))) {
+			t.Errorf("text %q (finish %s) is not constrained JSON", got, resp.Choices[0].FinishReason)
 		}
 	})
 

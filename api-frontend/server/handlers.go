@@ -121,7 +121,9 @@ func (s *Server) completions(c *gin.Context) {
 		}
 		r.promptTokens += len(p.IDs)
 		after := false
-		if cr.Params.Constraint != nil && s.cfg.ReasoningParser != "" {
+		// Harmony output has no </think> for the engine to wait for: a
+		// constraint applies from the first token.
+		if cr.Params.Constraint != nil && s.cfg.ReasoningParser != "" && !s.harmonyOutput() {
 			text := p.Text
 			if !p.FromText {
 				text = tok.Decode(p.IDs, false)
