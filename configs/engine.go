@@ -10,7 +10,7 @@ import (
 // variables are SLUICE_ plus the flag name upper-cased with '-' → '_'.
 type Engine struct {
 	Model           string `flag:"model" yaml:"model" usage:"model: HF directory, .gguf, llama2.c .bin (with --tokenizer), or demo"`
-	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file or directory (for llama2.c checkpoints; overrides the model's)"`
+	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file or directory (for llama2.c checkpoints; overrides the model's; o200k_harmony[:RANKS] for gpt-oss)"`
 	ServedModelName string `flag:"served-model-name" yaml:"served_model_name" usage:"model name announced to frontends (default: --model)"`
 	Listen          string `flag:"listen" yaml:"listen" usage:"endpoint to bind: ipc:///path or tcp://host:port"`
 	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model), cuda (NVIDIA GPU; only in bin/engine-core-cuda, built with -tags cuda) or sim (simulated accelerator for capacity tests)"`

@@ -12,7 +12,7 @@ import (
 // variables are SLUICE_ plus the flag name upper-cased with '-' → '_'.
 type Frontend struct {
 	Model           string `flag:"model" yaml:"model" usage:"model: HF directory, .gguf, llama2.c .bin, or demo"`
-	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file (for llama2.c checkpoints)"`
+	Tokenizer       string `flag:"tokenizer" yaml:"tokenizer" usage:"tokenizer file or directory (overrides the model's; o200k_harmony[:RANKS] for gpt-oss)"`
 	Host            string `flag:"host" yaml:"host" usage:"address to listen on"`
 	Port            int    `flag:"port" yaml:"port" usage:"TCP port to listen on"`
 	Engine          string `flag:"engine" yaml:"engine" usage:"spawn (start engine-core as a child) or ADDR[,ADDR2…] of running engines"`
@@ -21,8 +21,8 @@ type Frontend struct {
 	APIKey          string `flag:"api-key" yaml:"api_key" usage:"require this Bearer key on /v1 endpoints (also SLUICE_API_KEY)"`
 
 	EnableAutoToolChoice bool   `flag:"enable-auto-tool-choice" yaml:"enable_auto_tool_choice" usage:"allow tool_choice auto (needs --tool-call-parser)"`
-	ToolCallParser       string `flag:"tool-call-parser" yaml:"tool_call_parser" usage:"tool call parser name (hermes, llama3_json, …)"`
-	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, …)"`
+	ToolCallParser       string `flag:"tool-call-parser" yaml:"tool_call_parser" usage:"tool call parser name (hermes, llama3_json, …, openai for gpt-oss harmony)"`
+	ReasoningParser      string `flag:"reasoning-parser" yaml:"reasoning_parser" usage:"reasoning parser name (deepseek_r1, qwen3, openai_gptoss)"`
 	ReasoningField       string `flag:"reasoning-field" yaml:"reasoning_field" usage:"name of the reasoning field in chat messages: reasoning or reasoning_content"`
 	// StructuredOutputsWhitespace is the JSON whitespace of json_schema and
 	// json_object constraints (constraint.Whitespace).

@@ -31,6 +31,7 @@ import (
 	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 	"github.com/sluice-llm/sluice/modelfile/modelref"
+	"github.com/sluice-llm/sluice/outputproc/harmony"
 	"github.com/sluice-llm/sluice/outputproc/reasoning"
 	"github.com/sluice-llm/sluice/outputproc/toolparse"
 	"github.com/sluice-llm/sluice/text/chattemplate"
@@ -310,14 +311,15 @@ func mountWebUI(srv *server.Server, client *engineclient.Client, metrics *server
 	r.HEAD("/ui/*path", ui)
 }
 
-// checkParsers fails at startup on unknown parser names.
+// checkParsers fails at startup on unknown parser names. Harmony's names
+// (openai, openai_gptoss) are served by outputproc/harmony.
 func checkParsers(toolParser, reasoningParser string) error {
-	if toolParser != "" {
+	if toolParser != "" && toolParser != harmony.ToolName {
 		if _, err := toolparse.New(toolParser, nil, func() string { return "" }); err != nil {
 			return fmt.Errorf("--tool-call-parser %s: %w", toolParser, err)
 		}
 	}
-	if reasoningParser != "" {
+	if reasoningParser != "" && reasoningParser != harmony.ReasoningName {
 		if _, err := reasoning.New(reasoningParser, reasoning.Options{}); err != nil {
 			return fmt.Errorf("--reasoning-parser %s: %w", reasoningParser, err)
 		}
@@ -329,6 +331,14 @@ func checkParsers(toolParser, reasoningParser string) error {
 func reasoningFactory(name string) func(*openai.Chat, string) (server.ReasoningParser, error) {
 	if name == "" {
 		return nil
+	}
+	if name == harmony.ReasoningName {
+		// The server pairs harmony's reasoning and tool halves itself;
+		// this stands for a choice that needs the reasoning half alone.
+		return func(*openai.Chat, string) (server.ReasoningParser, error) {
+			rp, _ := harmony.Pair(nil, func() string { return "" })
+			return rp, nil
+		}
 	}
 	return func(c *openai.Chat, prompt string) (server.ReasoningParser, error) {
 		if v, ok := c.Kwargs["enable_thinking"].(bool); ok && !v {

@@ -67,6 +67,10 @@ type ChatRequest struct {
 	ContinueFinalMessage bool              `json:"continue_final_message"`
 	IncludeReasoning     *bool             `json:"include_reasoning"`
 	ChatTemplate         *string           `json:"chat_template"`
+	// ReasoningEffort is passed to the chat template as reasoning_effort
+	// (gpt-oss renders it in its system message) unless
+	// chat_template_kwargs sets it.
+	ReasoningEffort *string `json:"reasoning_effort"`
 }
 
 // TokenizeRequest is the body of POST /tokenize: either prompt or messages.

@@ -556,6 +556,21 @@ func (r *ChatRequest) Validate(lim Limits, tc ToolConfig) (*Chat, *Error) {
 		return nil, BadRequest("continue_final_message", "continue_final_message needs a final assistant message")
 	}
 	c.Kwargs = r.ChatTemplateKwargs
+	if r.ReasoningEffort != nil {
+		switch *r.ReasoningEffort {
+		case "minimal", "low", "medium", "high":
+		default:
+			return nil, BadRequest("reasoning_effort", "reasoning_effort must be one of minimal, low, medium, high (got %q)", *r.ReasoningEffort)
+		}
+		if _, ok := c.Kwargs["reasoning_effort"]; !ok {
+			kw := make(map[string]any, len(c.Kwargs)+1)
+			for k, v := range c.Kwargs {
+				kw[k] = v
+			}
+			kw["reasoning_effort"] = *r.ReasoningEffort
+			c.Kwargs = kw
+		}
+	}
 	c.IncludeReasoning = r.IncludeReasoning == nil || *r.IncludeReasoning
 	if r.ChatTemplate != nil {
 		return nil, BadRequest("chat_template", "per-request chat_template is not allowed; start the server with --chat-template")

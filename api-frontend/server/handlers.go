@@ -121,7 +121,9 @@ func (s *Server) completions(c *gin.Context) {
 		}
 		r.promptTokens += len(p.IDs)
 		after := false
-		if cr.Params.Constraint != nil && s.cfg.ReasoningParser != "" {
+		// Harmony output has no </think> for the engine to wait for: a
+		// constraint applies from the first token.
+		if cr.Params.Constraint != nil && s.cfg.ReasoningParser != "" && !s.harmonyOutput() {
 			text := p.Text
 			if !p.FromText {
 				text = tok.Decode(p.IDs, false)
@@ -196,10 +198,24 @@ func (s *Server) serveChat(c *gin.Context, chat *openai.Chat, model string, api 
 		r.rend = api.newRenderer(r.id, model, r.arrival.Unix())
 		idGen = func() string { return api.toolPrefix + newID() }
 	}
+	hm := s.harmonyOutput()
+	if hm {
+		chat.SkipSpecial = false // the harmony parser reads the markup
+	}
 	for i := 0; i < chat.N; i++ {
 		po := outputproc.Options{ToolID: idGen}
 		if chat.Echo && chat.LastRole == "assistant" {
 			po.Echo = chat.LastContent
+		}
+		if hm {
+			if e := s.setHarmonyOutput(&po, chat, tools, idGen); e != nil {
+				writeError(c, e)
+				return
+			}
+			// The engine's constraint gate waits for a </think>, which
+			// harmony never writes: constraints apply from the start.
+			r.choices = append(r.choices, r.newChoice(i, ids, po))
+			continue
 		}
 		if s.deps.NewReasoning != nil {
 			rp, err := s.deps.NewReasoning(chat, text)

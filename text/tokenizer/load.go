@@ -49,10 +49,29 @@ var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
 }()
 
 // Load loads the tokenizer for a model. tokenizerPath, when set, wins: a
-// directory (Hugging Face layout), a tokenizer.json, a .gguf, or a llama2.c
-// tokenizer.bin. Otherwise modelPath is used: a directory or a .gguf (a
-// llama2.c checkpoint needs tokenizerPath).
+// directory (Hugging Face layout), a tokenizer.json, a tiktoken encoding
+// (a plain .tiktoken rank file, or the tiktoken npm package's JSON form),
+// a .gguf, or a llama2.c tokenizer.bin. Otherwise modelPath is used: a
+// directory or a .gguf (a llama2.c checkpoint needs tokenizerPath).
+//
+// tokenizerPath "o200k_harmony" names gpt-oss's tokenizer: o200k_base's
+// ranks (taken from modelPath) plus the harmony special tokens (see
+// LoadO200kHarmony); "o200k_harmony:PATH" takes the ranks from PATH. The
+// ranks are a tiktoken file (a plain one named o200k*.tiktoken gets
+// o200k's split pattern) or a directory holding o200k_base.tiktoken or
+// o200k_base.json.
 func Load(modelPath, tokenizerPath string) (*Model, error) {
+	if tokenizerPath == HarmonyName || strings.HasPrefix(tokenizerPath, HarmonyName+":") {
+		ranks := strings.TrimPrefix(strings.TrimPrefix(tokenizerPath, HarmonyName), ":")
+		if ranks == "" {
+			ranks = modelPath
+		}
+		path, err := o200kRanks(ranks)
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer %s: %w", HarmonyName, err)
+		}
+		return LoadO200kHarmony(path)
+	}
 	p := tokenizerPath
 	if p == "" {
 		p = modelPath
@@ -64,7 +83,20 @@ func Load(modelPath, tokenizerPath string) (*Model, error) {
 	switch {
 	case st.IsDir():
 		return LoadDir(p)
+	case strings.HasSuffix(p, ".tiktoken"):
+		var o TiktokenOptions
+		if strings.HasPrefix(filepath.Base(p), "o200k") {
+			o.Pattern = PatternO200k // plain rank files carry no pattern
+		}
+		return LoadTiktoken(p, o)
 	case strings.HasSuffix(p, ".json"):
+		tiktoken, err := isTiktokenJSON(p)
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer: %w", err)
+		}
+		if tiktoken {
+			return LoadTiktoken(p, TiktokenOptions{})
+		}
 		return LoadTokenizerJSON(p)
 	case isGGUF(p):
 		return LoadGGUF(p)

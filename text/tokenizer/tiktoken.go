@@ -49,6 +49,9 @@ type TiktokenOptions struct {
 	// EOS lists the ids that end generation, the first being EOS(); empty
 	// means <|endoftext|> when the encoding has it.
 	EOS []int32
+	// Pattern is the split regex used when the file gives none (a plain
+	// .tiktoken file has no pat_str).
+	Pattern string
 }
 
 // LoadTiktoken loads a tiktoken encoding file (see tokfile.ReadTiktoken).
@@ -73,6 +76,7 @@ func LoadO200kHarmony(path string) (*Model, error) {
 		Special:   HarmonySpecialTokens(),
 		VocabSize: HarmonyVocabSize,
 		EOS:       []int32{200002, 199999, 200012},
+		Pattern:   PatternO200k,
 	})
 }
 
@@ -86,6 +90,9 @@ func LoadO200kHarmony(path string) (*Model, error) {
 // machinery runs it exactly. Token texts are kept in the byte-level
 // alphabet, as in the same vocabulary's tokenizer.json.
 func FromTiktoken(tk *tokfile.Tiktoken, o TiktokenOptions) (*Model, error) {
+	if tk.Pattern == "" {
+		tk.Pattern = o.Pattern
+	}
 	if tk.Pattern == "" {
 		return nil, fmt.Errorf("field pat_str: missing (a plain .tiktoken file needs the encoding's pattern)")
 	}
