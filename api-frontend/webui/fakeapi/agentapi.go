@@ -164,17 +164,22 @@ type agentEmitter struct {
 	items    []any
 }
 
+// event writes one named event whose data starts, as the real servers' do,
+// with its type (and, for Responses, its sequence number).
 func (a *agentEmitter) event(name string, data map[string]any) bool {
-	if !a.anthropic {
-		data["sequence_number"] = a.seq
-		a.seq++
-	}
-	data["type"] = name
-	b, err := json.Marshal(data)
+	rest, err := json.Marshal(data)
 	if err != nil {
 		return false
 	}
-	n, err := fmt.Fprintf(a.w, "event: %s\ndata: %s\n\n", name, b)
+	head := fmt.Sprintf(`{"type":%q`, name)
+	if !a.anthropic {
+		head += fmt.Sprintf(`,"sequence_number":%d`, a.seq)
+		a.seq++
+	}
+	if len(rest) > 2 {
+		head += ","
+	}
+	n, err := fmt.Fprintf(a.w, "event: %s\ndata: %s%s\n\n", name, head, rest[1:])
 	if err != nil {
 		return false
 	}

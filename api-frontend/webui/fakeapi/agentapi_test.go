@@ -47,6 +47,9 @@ func namedEvents(t *testing.T, hs *httptest.Server, path, body string, hdr map[s
 		if err := json.Unmarshal([]byte(d), &ev); err != nil {
 			t.Fatalf("event %q: bad data %q: %v", name, d, err)
 		}
+		if !strings.HasPrefix(d, `{"type":"`+name+`"`) {
+			t.Errorf("event %q: data does not start with its type: %s", name, d)
+		}
 		if ev.Type != name {
 			t.Errorf("event %q carries type %q", name, ev.Type)
 		}
