@@ -429,7 +429,7 @@ describe("web UI", { skip: skipAll || false }, () => {
         await send("Please fail in the middle.");
         await waitFor("the stream error", async () => (await lastState()) === "error", 30000);
         assert.match(await page.textContent("#error"), /Error during the stream: /);
-        assert.equal((await rawNames()).at(-1), "error");
+        assert.equal((await rawNames()).at(-1), api === "messages" ? "error" : "response.failed");
       }
       await setNumber("max_tokens", 48);
       await selectAPI("chat");

@@ -336,11 +336,16 @@ func (a *agentEmitter) end(finish string) {
 	a.event("response.completed", map[string]any{"response": a.response("completed")})
 }
 
-// errorEvent ends the stream with an error event in the API's shape.
+// errorEvent ends the stream with an error in the API's shape: Anthropic's
+// error event; for Responses, as the real server does, the open item closed
+// and then response.failed carrying the error.
 func (a *agentEmitter) errorEvent(msg string) {
 	if a.anthropic {
 		a.event("error", map[string]any{"error": map[string]any{"type": "api_error", "message": msg}})
 		return
 	}
-	a.event("error", map[string]any{"code": "server_error", "message": msg, "param": nil})
+	a.closeBlock()
+	r := a.response("failed")
+	r["error"] = map[string]any{"code": "server_error", "message": msg}
+	a.event("response.failed", map[string]any{"response": r})
 }
