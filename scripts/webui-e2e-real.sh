@@ -13,6 +13,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 log=$(mktemp)
 script=$(mktemp)
 cat >"$script" <<'JSONL'
+{"match": "Think, then tell me the weather", "output": "<think>I will look the weather up.</think><tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"}
 {"match": "weather in Paris", "output": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"}
 {"match": "think before you answer", "output": "<think>Two and two: four.</think>Four."}
 JSONL

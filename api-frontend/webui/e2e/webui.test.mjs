@@ -330,6 +330,112 @@ describe("web UI", { skip: skipAll || false }, () => {
     await shot("playground-reasoning");
   });
 
+  /** rawNames returns the raw events panel's event names, consecutive repeats collapsed. */
+  async function rawNames() {
+    const names = await page.$$eval("#raw-events .ev-name", (es) => es.map((e) => e.textContent));
+    return names.filter((n, i) => i === 0 || names[i - 1] !== n);
+  }
+
+  /** selectAPI picks the playground's API. */
+  async function selectAPI(api) {
+    await page.selectOption("#api", api);
+  }
+
+  // The event names each API streams for a plain text reply, in order (repeats collapsed).
+  const textEvents = {
+    chat: [/^\(data\)$/],
+    responses: [/^response\.created$/, /^response\.in_progress$/, /^response\.output_item\.added$/, /^response\.content_part\.added$/,
+      /^response\.output_text\.delta$/, /^response\.output_text\.done$/, /^response\.content_part\.done$/, /^response\.output_item\.done$/,
+      /^response\.(completed|incomplete)$/],
+    messages: [/^message_start$/, /^content_block_start$/, /^content_block_delta$/, /^content_block_stop$/, /^message_delta$/, /^message_stop$/],
+  };
+
+  for (const api of ["chat", "responses", "messages"]) {
+    it(`sends a conversation through the ${api} API and shows its raw events`, async () => {
+      await page.goto(`${base}/ui/`);
+      await waitFor("the model list", () => page.$eval("#model", (s) => s.value));
+      if (apiKey && (await page.isVisible("#apikey"))) await page.fill("#apikey", apiKey);
+      await selectAPI(api);
+      await setNumber("max_tokens", 12);
+      await setNumber("temperature", 0);
+      await page.fill("#system", "You are brief.");
+      await watchGrowth("#transcript .msg.assistant .text");
+      await send("Hello there.");
+      await waitFor(`the ${api} reply to finish`, async () => (await lastState()) === "done", 30000);
+      assert.equal(await page.isVisible("#error"), false, `unexpected error: ${await page.textContent("#error")}`);
+      const text = await page.textContent("#transcript .msg.assistant:last-child .text");
+      assert.ok(text.length > 0, "the reply is empty");
+      if (!process.env.SLUICE_UI_BASE_URL) assert.match(text, /^Sluice streams tokens from the engine/);
+      const lengths = await growth();
+      assert.ok(lengths.filter((n) => n > 0).length >= 3, `text should arrive progressively; lengths seen: ${lengths}`);
+      assert.equal(await page.$eval("#raw-events", (e) => e.dataset.api), api);
+      const names = await rawNames();
+      const want = textEvents[api];
+      assert.equal(names.length, want.length, `raw event names: ${names.join(", ")}`);
+      names.forEach((n, i) => assert.match(n, want[i], `raw event ${i}: ${names.join(", ")}`));
+      const datas = await page.$$eval("#raw-events .ev-data", (es) => es.map((e) => e.textContent));
+      if (api === "chat") {
+        assert.equal(datas[datas.length - 1], "[DONE]");
+      } else {
+        // Each named event's data is JSON whose type is the event's name.
+        const all = await page.$$eval("#raw-events .ev-name", (es) => es.map((e) => e.textContent));
+        datas.forEach((d, i) => assert.equal(JSON.parse(d).type, all[i]));
+      }
+      assert.match(await page.textContent("#raw-count"), new RegExp(`\\(${datas.length} events\\)`));
+      const tokens = Number(await page.textContent("#m-tokens"));
+      assert.ok(tokens >= 1 && tokens <= 12, `completion tokens: ${await page.textContent("#m-tokens")}`);
+      assert.notEqual(await page.textContent("#m-finish"), "–");
+      // A second turn goes through the same API with the history.
+      await send("And again.");
+      await waitFor(`the second ${api} reply`, async () => (await page.$$eval("#transcript .msg.assistant", (m) => m.length)) === 2 && (await lastState()) === "done", 30000);
+      assert.equal(await page.isVisible("#error"), false, `unexpected error: ${await page.textContent("#error")}`);
+      await shot(`playground-api-${api}`);
+      await page.fill("#system", "");
+      // Switching the API starts a new conversation.
+      await selectAPI(api === "chat" ? "responses" : "chat");
+      assert.equal(await page.$$eval("#transcript .msg", (m) => m.length), 0, "switching the API kept the conversation");
+      assert.equal(await page.$$eval("#raw-events li", (m) => m.length), 0, "switching the API kept the raw events");
+      await selectAPI("chat");
+    });
+  }
+
+  for (const api of ["responses", "messages"]) {
+    it(`renders ${api} reasoning and a tool call, and its mid-stream error`, { skip: (skip.has("tools") || skip.has("reasoning")) && "SLUICE_UI_SKIP has tools or reasoning" }, async () => {
+      await selectAPI(api);
+      await page.$eval("#tools-box", (d) => (d.open = true));
+      await page.click("#tools-example");
+      await setNumber("max_tokens", 200);
+      await send("Think, then tell me the weather in Paris.");
+      await waitFor(`the ${api} tool call to finish`, async () => (await lastState()) === "done", 30000);
+      assert.equal(await page.isVisible("#error"), false, `unexpected error: ${await page.textContent("#error")}`);
+      assert.ok((await page.textContent("#transcript .msg.assistant .reasoning-text")).length > 10, "no reasoning shown");
+      assert.equal(await page.textContent("#transcript .tool-call .tool-name"), "get_weather");
+      const call = await page.$("#transcript .tool-call");
+      assert.equal(await call.getAttribute("data-valid"), "true", "the assembled arguments are not valid JSON");
+      assert.ok(Number(await call.getAttribute("data-fragments")) >= 2, "arguments came in one fragment");
+      assert.match(await page.textContent("#m-finish"), api === "messages" ? /^tool_use$/ : /^completed$/);
+      const names = await rawNames();
+      if (api === "responses") {
+        assert.ok(names.includes("response.reasoning_text.delta") && names.includes("response.function_call_arguments.delta"), names.join(", "));
+      } else {
+        const deltas = await page.$$eval("#raw-events .ev-data", (es) => es.map((e) => JSON.parse(e.textContent).delta?.type).filter(Boolean));
+        assert.ok(deltas.includes("thinking_delta") && deltas.includes("input_json_delta"), deltas.join(", "));
+      }
+      await shot(`playground-api-${api}-tools`);
+      await page.fill("#tools", "");
+      if (!skip.has("midstream-error")) {
+        await page.click("#clear");
+        await setNumber("max_tokens", 48);
+        await send("Please fail in the middle.");
+        await waitFor("the stream error", async () => (await lastState()) === "error", 30000);
+        assert.match(await page.textContent("#error"), /Error during the stream: /);
+        assert.equal((await rawNames()).at(-1), api === "messages" ? "error" : "response.failed");
+      }
+      await setNumber("max_tokens", 48);
+      await selectAPI("chat");
+    });
+  }
+
   it("shows HTTP errors and mid-stream error events", async () => {
     await page.click("#clear");
     await setNumber("temperature", -1);

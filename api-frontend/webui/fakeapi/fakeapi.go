@@ -3,7 +3,8 @@
 // streams /v1/chat/completions and /v1/completions in the real SSE shapes
 // (role chunk, content deltas at a fixed interval coalesced by
 // stream_interval, tool-call and reasoning deltas, usage chunks, mid-stream
-// error events), lists /v1/models, keeps the same Prometheus metrics as the
+// error events), /v1/responses and /v1/messages in their named-event shapes
+// (one delta event a token), lists /v1/models, keeps the same Prometheus metrics as the
 // real frontend and serves them as webui.Stats.
 //
 // What a request gets is chosen by words in its last message or prompt:
@@ -111,6 +112,8 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.generate(true)))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.generate(false)))
+	s.mux.HandleFunc("POST /v1/responses", s.auth(s.agentAPI(false)))
+	s.mux.HandleFunc("POST /v1/messages", s.auth(s.agentAPI(true)))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	ui := webui.Handler(webui.Options{Stats: func() any { return s.Stats() }, APIKeyRequired: cfg.APIKey != "", Dir: cfg.UIDir})

@@ -1,11 +1,18 @@
-// The playground page (/ui/): chat and raw completions streamed over the
-// server's own OpenAI endpoints, with live per-request figures.
+// The playground page (/ui/): chat (through Chat Completions, Responses or
+// Messages) and raw completions streamed over the server's own endpoints, with
+// live per-request figures and the raw event stream.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { Chart, el, fmtMs, fmtNum, make, type UIConfig } from "./common";
-import { APIError, errorFromBody, streamEvents } from "./sse";
+import { APIError, errorFromBody, streamEvents, type RawEvent } from "./sse";
 
 type Mode = "chat" | "completion";
+
+/** API is the endpoint a chat turn goes through. */
+type API = "chat" | "responses" | "messages";
+
+/** maxRawEvents bounds the raw events panel; later events are counted, not shown. */
+const maxRawEvents = 2000;
 
 interface ChatMessage {
   role: string;
@@ -91,6 +98,7 @@ class Figures {
 
 class Playground {
   private mode: Mode = "chat";
+  private api: API = "chat";
   private history: ChatMessage[] = [];
   private abort: AbortController | null = null;
   private toolsTimer = 0;
@@ -112,6 +120,10 @@ class Playground {
         ev.preventDefault();
         this.stop();
       }
+    });
+    el("api").addEventListener("change", () => {
+      this.api = el<HTMLSelectElement>("api").value as API;
+      this.clear();
     });
     el("abort").addEventListener("click", () => this.stop());
     el("clear").addEventListener("click", () => this.clear());
@@ -175,6 +187,8 @@ class Playground {
     if (this.abort) this.stop();
     this.history = [];
     el("transcript").replaceChildren();
+    el("raw-events").replaceChildren();
+    el("raw-count").textContent = "";
     this.hideError();
   }
 
@@ -216,21 +230,44 @@ class Playground {
     if (stops.length) b.stop = stops;
     if (this.mode === "completion") return { url: "/v1/completions", body: { ...b, prompt: input } };
 
-    const msgs: ChatMessage[] = [];
     const sys = el<HTMLTextAreaElement>("system").value.trim();
-    if (sys) msgs.push({ role: "system", content: sys });
-    msgs.push(...this.history, { role: "user", content: input });
-    b.messages = msgs;
     const tools = checkTools();
     if (tools === null) {
       (el("tools-box") as HTMLDetailsElement).open = true;
       throw new Error("fix the tools JSON first");
     }
+    const choice = el<HTMLSelectElement>("tool_choice").value;
+    if (this.api === "responses") return { url: "/v1/responses", body: responsesBody(b, sys, this.history, input, tools, choice) };
+    if (this.api === "messages") return { url: "/v1/messages", body: messagesBody(b, sys, this.history, input, tools, choice) };
+
+    const msgs: ChatMessage[] = [];
+    if (sys) msgs.push({ role: "system", content: sys });
+    msgs.push(...this.history, { role: "user", content: input });
+    b.messages = msgs;
     if (tools.length) {
       b.tools = tools;
-      b.tool_choice = el<HTMLSelectElement>("tool_choice").value;
+      b.tool_choice = choice;
     }
     return { url: "/v1/chat/completions", body: b };
+  }
+
+  /** headersFor adds what the chosen API needs to the auth headers. */
+  private headersFor(): Record<string, string> {
+    const h = this.headers();
+    if (this.mode === "chat" && this.api === "messages") h["anthropic-version"] = "2023-06-01";
+    return h;
+  }
+
+  /** raw appends one event to the raw events panel. */
+  private raw(ev: RawEvent): void {
+    const list = el("raw-events");
+    const n = Number(list.dataset.total ?? "0") + 1;
+    list.dataset.total = String(n);
+    el("raw-count").textContent = n > maxRawEvents ? `(${n} events, first ${maxRawEvents} shown)` : `(${n} events)`;
+    if (n > maxRawEvents) return;
+    const li = make("li", "raw-event");
+    li.append(make("code", "ev-name", ev.event === "" ? "(data)" : ev.event), make("pre", "ev-data", ev.data));
+    list.append(li);
   }
 
   async send(): Promise<void> {
@@ -273,8 +310,106 @@ class Playground {
     let reasoning = "";
     const calls = new Map<number, ToolCallView>();
     let state = "done";
+    const rawList = el("raw-events");
+    rawList.replaceChildren();
+    rawList.dataset.total = "0";
+    el("raw-count").textContent = "";
+    rawList.dataset.api = this.mode === "chat" ? this.api : "completions";
+    // The Responses and Messages renderers: they add to the same view as chat.
+    const addReasoning = (r: string) => {
+      reasoning += r;
+      view.reasoningText.textContent = reasoning;
+      if (view.reasoning.hidden) {
+        view.reasoning.hidden = false;
+        view.reasoning.open = true;
+      }
+    };
+    const addContent = (t: string) => {
+      content += t;
+      view.text.textContent = content;
+    };
+    const call = (idx: number): ToolCallView => {
+      let c = calls.get(idx);
+      if (!c) {
+        c = toolCallView(idx);
+        calls.set(idx, c);
+        view.tools.append(c.box);
+      }
+      return c;
+    };
+    const startCall = (idx: number, id: string, name: string) => {
+      const c = call(idx);
+      c.id = id;
+      c.name = name;
+      c.nameEl.textContent = name;
+    };
+    const addArgs = (idx: number, frag: string) => {
+      const c = call(idx);
+      c.args += frag;
+      c.argsEl.textContent = c.args;
+      c.box.dataset.fragments = String(Number(c.box.dataset.fragments ?? "0") + 1);
+    };
+    const api = this.mode === "chat" ? this.api : "chat";
     try {
-      for await (const ev of streamEvents(req.url, req.body, this.headers(), ctl.signal)) {
+      for await (const ev of streamEvents(req.url, req.body, this.headersFor(), ctl.signal, (r) => this.raw(r))) {
+        if (api === "responses") {
+          let out = false;
+          switch (ev.type) {
+            case "response.reasoning_text.delta":
+            case "response.reasoning_summary_text.delta":
+              addReasoning(String(ev.delta ?? ""));
+              out = true;
+              break;
+            case "response.output_text.delta":
+              addContent(String(ev.delta ?? ""));
+              out = true;
+              break;
+            case "response.output_item.added":
+              if (ev.item?.type === "function_call") {
+                startCall(Number(ev.output_index ?? 0), String(ev.item.call_id ?? ""), String(ev.item.name ?? ""));
+                out = true;
+              }
+              break;
+            case "response.function_call_arguments.delta":
+              addArgs(Number(ev.output_index ?? 0), String(ev.delta ?? ""));
+              out = true;
+              break;
+            case "response.completed":
+            case "response.incomplete": {
+              const r = ev.response ?? {};
+              if (typeof r.usage?.output_tokens === "number") fig.tokens = r.usage.output_tokens;
+              fig.finish = r.incomplete_details?.reason ?? r.status ?? null;
+              break;
+            }
+          }
+          fig.chunk(out);
+          continue;
+        }
+        if (api === "messages") {
+          let out = false;
+          switch (ev.type) {
+            case "content_block_start":
+              if (ev.content_block?.type === "tool_use") {
+                startCall(Number(ev.index ?? 0), String(ev.content_block.id ?? ""), String(ev.content_block.name ?? ""));
+                out = true;
+              }
+              break;
+            case "content_block_delta": {
+              const d = ev.delta ?? {};
+              if (d.type === "text_delta") addContent(String(d.text ?? ""));
+              else if (d.type === "thinking_delta") addReasoning(String(d.thinking ?? ""));
+              else if (d.type === "input_json_delta") addArgs(Number(ev.index ?? 0), String(d.partial_json ?? ""));
+              out = d.type !== "signature_delta";
+              break;
+            }
+            case "message_delta":
+              if (typeof ev.usage?.output_tokens === "number") fig.tokens = ev.usage.output_tokens;
+              if (ev.delta?.stop_reason) fig.finish = ev.delta.stop_reason;
+              break;
+          }
+          fig.chunk(out);
+          continue;
+        }
         if (ev.usage && typeof ev.usage.completion_tokens === "number") fig.tokens = ev.usage.completion_tokens;
         const choices = Array.isArray(ev.choices) ? ev.choices : [];
         if (choices.length === 0) continue; // the usage chunk
@@ -393,6 +528,62 @@ function checkTools(): unknown[] | null {
     if (typeof name !== "string" || name === "") return fail(`Tool ${i} has no function.name.`);
   }
   return tools;
+}
+
+/** ChatTool is the part of an OpenAI chat tool definition the other APIs need. */
+interface ChatTool {
+  function: { name: string; description?: string; parameters?: unknown };
+}
+
+/**
+ * responsesBody turns the chat request b into a Responses request: the system
+ * prompt as `instructions`, the conversation as `input` items (tool calls as
+ * function_call items), tools flattened, max_tokens as max_output_tokens.
+ */
+function responsesBody(b: Record<string, unknown>, sys: string, history: ChatMessage[], input: string, tools: unknown[], choice: string): Record<string, unknown> {
+  const { max_tokens, stream_options: _so, ...rest } = b;
+  const items: unknown[] = [];
+  for (const m of history) {
+    // A function_call needs a function_call_output the playground cannot supply: send the text only.
+    if (m.content) items.push({ role: m.role, content: m.content });
+  }
+  items.push({ role: "user", content: input });
+  const out: Record<string, unknown> = { ...rest, input: items, max_output_tokens: max_tokens, store: false };
+  if (sys) out.instructions = sys;
+  if (tools.length) {
+    out.tools = (tools as ChatTool[]).map((t) => ({ type: "function", name: t.function.name, description: t.function.description, parameters: t.function.parameters }));
+    out.tool_choice = choice;
+  }
+  return out;
+}
+
+/**
+ * messagesBody turns the chat request b into an Anthropic Messages request:
+ * `system`, the conversation's text as `messages`, the required
+ * `max_tokens`, stop as `stop_sequences`, tools with `input_schema`.
+ */
+function messagesBody(b: Record<string, unknown>, sys: string, history: ChatMessage[], input: string, tools: unknown[], choice: string): Record<string, unknown> {
+  const msgs: unknown[] = [];
+  for (const m of history) {
+    // A tool_use needs a tool_result the playground cannot supply: send the text only.
+    if (m.content) msgs.push({ role: m.role, content: m.content });
+  }
+  msgs.push({ role: "user", content: input });
+  const out: Record<string, unknown> = {
+    model: b.model,
+    max_tokens: b.max_tokens ?? 128,
+    stream: true,
+    messages: msgs,
+    temperature: b.temperature,
+    top_p: b.top_p,
+  };
+  if (sys) out.system = sys;
+  if (Array.isArray(b.stop)) out.stop_sequences = b.stop;
+  if (tools.length) {
+    out.tools = (tools as ChatTool[]).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters ?? { type: "object" } }));
+    out.tool_choice = { type: choice === "required" ? "any" : choice };
+  }
+  return out;
 }
 
 function apiErrorText(e: APIError): string {

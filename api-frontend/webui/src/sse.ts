@@ -2,15 +2,32 @@
 // which EventSource cannot make, so the playground reads the response body
 // and splits it into events here.
 
-/** SSEParser turns text fragments into the data of complete events. */
+/** RawEvent is one complete server-sent event: its name ("" when none) and data. */
+export interface RawEvent {
+  event: string;
+  data: string;
+}
+
+/** SSEParser turns text fragments into complete events. */
 export class SSEParser {
   private buf = "";
   private data: string[] = [];
+  private event = "";
 
   /** push adds a fragment and returns the data of the events it completed. */
   push(text: string): string[] {
+    return this.pushEvents(text).map((e) => e.data);
+  }
+
+  /** end flushes an event the stream ended without a blank line after. */
+  end(): string[] {
+    return this.endEvents().map((e) => e.data);
+  }
+
+  /** pushEvents adds a fragment and returns the events (name and data) it completed. */
+  pushEvents(text: string): RawEvent[] {
     this.buf += text;
-    const out: string[] = [];
+    const out: RawEvent[] = [];
     for (;;) {
       const nl = this.buf.search(/\r\n|\r|\n/);
       if (nl < 0) break;
@@ -24,19 +41,20 @@ export class SSEParser {
     return out;
   }
 
-  /** end flushes an event the stream ended without a blank line after. */
-  end(): string[] {
-    const out: string[] = [];
+  /** endEvents flushes an event the stream ended without a blank line after. */
+  endEvents(): RawEvent[] {
+    const out: RawEvent[] = [];
     if (this.buf !== "") this.line(this.buf, out);
     this.buf = "";
     this.line("", out);
     return out;
   }
 
-  private line(line: string, out: string[]): void {
+  private line(line: string, out: RawEvent[]): void {
     if (line === "") {
-      if (this.data.length > 0) out.push(this.data.join("\n"));
+      if (this.data.length > 0) out.push({ event: this.event, data: this.data.join("\n") });
       this.data = [];
+      this.event = "";
       return;
     }
     if (line.startsWith(":")) return; // comment
@@ -45,6 +63,7 @@ export class SSEParser {
     let value = colon < 0 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
     if (field === "data") this.data.push(value);
+    else if (field === "event") this.event = value;
   }
 }
 
@@ -80,15 +99,37 @@ export function errorFromBody(status: number, body: string, midStream: boolean):
 }
 
 /**
+ * streamError returns the APIError an event's JSON carries, or null: the
+ * OpenAI shape `{"error": {…}}`, the Anthropic shape `{"type": "error",
+ * "error": {…}}` and the Responses shapes `{"type": "error", "message"}` and
+ * `{"type": "response.failed", "response": {"error": {…}}}`.
+ */
+export function streamError(status: number, j: any, data: string): APIError | null {
+  if (!j || typeof j !== "object" || "choices" in j) return null;
+  if ("error" in j && j.error && typeof j.error === "object") return errorFromBody(status, JSON.stringify({ error: j.error }), true);
+  if ("error" in j && typeof j.error === "string") return errorFromBody(status, data, true);
+  if (j.type === "error" && typeof j.message === "string") {
+    return new APIError(j.message, status, String(j.code ?? ""), j.param ?? null, true);
+  }
+  if (j.type === "response.failed") {
+    const e = j.response?.error;
+    return new APIError(String(e?.message ?? "the response failed"), status, String(e?.code ?? ""), null, true);
+  }
+  return null;
+}
+
+/**
  * streamEvents POSTs body to url and yields each event's parsed JSON until
- * `data: [DONE]` or the end of the body. An HTTP error or an
- * `{"error": …}` event throws APIError; aborting signal closes the stream.
+ * `data: [DONE]` or the end of the body. An HTTP error or an error event
+ * (see streamError) throws APIError; aborting signal closes the stream.
+ * onRaw, when given, sees every event's name and data as they arrive.
  */
 export async function* streamEvents(
   url: string,
   body: unknown,
   headers: Record<string, string>,
   signal: AbortSignal,
+  onRaw?: (ev: RawEvent) => void,
 ): AsyncGenerator<any, void, void> {
   const resp = await fetch(url, {
     method: "POST",
@@ -103,8 +144,10 @@ export async function* streamEvents(
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      const events = done ? parser.end() : parser.push(value);
-      for (const data of events) {
+      const events = done ? parser.endEvents() : parser.pushEvents(value);
+      for (const ev of events) {
+        onRaw?.(ev);
+        const data = ev.data;
         if (data === "[DONE]") return;
         let j: any;
         try {
@@ -112,9 +155,8 @@ export async function* streamEvents(
         } catch {
           throw new APIError(`malformed event from the server: ${data.slice(0, 200)}`, resp.status, "", null, true);
         }
-        if (j && typeof j === "object" && "error" in j && !("choices" in j)) {
-          throw errorFromBody(resp.status, data, true);
-        }
+        const err = streamError(resp.status, j, data);
+        if (err) throw err;
         yield j;
       }
       if (done) return;

@@ -103,6 +103,49 @@ describe("SSEParser", () => {
   });
 });
 
+describe("SSEParser events", () => {
+  it("keeps each event's name with its data, across any split", () => {
+    const stream = 'event: response.created\ndata: {"type":"response.created"}\n\nevent: message_start\r\ndata: a\r\ndata: b\r\n\r\ndata: [DONE]\n\n';
+    const want = [
+      { event: "response.created", data: '{"type":"response.created"}' },
+      { event: "message_start", data: "a\nb" },
+      { event: "", data: "[DONE]" },
+    ];
+    for (const size of [1, 2, 3, 7, stream.length]) {
+      const p = new sse.SSEParser();
+      const got = [];
+      for (let i = 0; i < stream.length; i += size) got.push(...p.pushEvents(stream.slice(i, i + size)));
+      got.push(...p.endEvents());
+      assert.deepEqual(got, want, `fragments of ${size}`);
+    }
+  });
+  it("does not carry an event name into the next event", () => {
+    const p = new sse.SSEParser();
+    assert.deepEqual(p.pushEvents("event: ping\n\ndata: x\n\n"), [{ event: "", data: "x" }]);
+  });
+});
+
+describe("streamError", () => {
+  const cases = [
+    // [name, event JSON, want message or null]
+    ["OpenAI chat error", { error: { message: "boom", type: "internal_server_error", code: 500 } }, "boom"],
+    ["Anthropic error event", { type: "error", error: { type: "overloaded_error", message: "busy" } }, "busy"],
+    ["Responses error event", { type: "error", code: "server_error", message: "engine died", param: null }, "engine died"],
+    ["Responses failed", { type: "response.failed", response: { error: { code: "server_error", message: "failed here" } } }, "failed here"],
+    ["chat chunk", { choices: [{ delta: { content: "hi" } }] }, null],
+    ["Responses delta", { type: "response.output_text.delta", delta: "error" }, null],
+    ["Messages delta", { type: "content_block_delta", delta: { type: "text_delta", text: "error" } }, null],
+  ];
+  for (const [name, j, want] of cases) {
+    it(name, () => {
+      const e = sse.streamError(200, j, JSON.stringify(j));
+      if (want === null) return assert.equal(e, null);
+      assert.equal(e.message, want);
+      assert.equal(e.midStream, true);
+    });
+  }
+});
+
 describe("errorFromBody", () => {
   it("reads the OpenAI error document", () => {
     const e = sse.errorFromBody(400, '{"error":{"message":"bad temperature","type":"invalid_request_error","param":"temperature","code":400}}', false);
