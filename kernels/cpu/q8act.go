@@ -36,7 +36,7 @@ func quantizeQ8Act(x []float32, q []int8, d []float32) {
 			inv = 1 / s
 		}
 		for j, v := range xb {
-			qb[j] = int8(math.Round(float64(v * inv)))
+			qb[j] = int8(math.RoundToEven(float64(v * inv))) // as quantizeActRow and ggml (nearest, ties to even)
 		}
 	}
 }
