@@ -6,9 +6,8 @@ import "bytes"
 // Hermes and Qwen2.5/Qwen3 models write it.
 type hermes struct {
 	base
-	st     uint8
-	w      objWalker
-	region int // where the current <tool_call> starts
+	st uint8
+	w  objWalker
 }
 
 const (

@@ -8,9 +8,8 @@ import "bytes"
 // only <|python_tag|> starts calls.
 type llama3 struct {
 	base
-	st     uint8
-	w      objWalker
-	region int
+	st uint8
+	w  objWalker
 }
 
 const llamaTag = "<|python_tag|>"
