@@ -8,7 +8,8 @@
 //	    [--kv-cache-memory BYTES] [--num-kv-blocks N] [--sim-step-ms F]
 //	    [--sim-script FILE] [--tokenizer FILE] [--served-model-name NAME]
 //	    [--config FILE] [--log-format json|console] [--log-level LEVEL]
-//	engine-core gen-model --out DIR [--shape tiny|15m|110m] [--seed N] [--format hf|gguf|gguf-q8_0]
+//	engine-core gen-model --out DIR [--shape tiny|15m|110m|1b-v32k|llama3.2-1b|qwen3-0.6b|…] [--seed N]
+//	    [--format hf|gguf|gguf-f16|gguf-bf16|gguf-q8_0|gguf-q4_0|gguf-q4_k_m|gguf-q5_k_m|gguf-q6_k]
 //
 // Every flag can also come from a YAML file (--config) or the environment
 // (SLUICE_MAX_NUM_SEQS, …); see configs.Engine. On SIGTERM or SIGINT the
@@ -223,6 +224,8 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		eng.exec = r
 		eng.close = func() { _ = r.Close() }
 		name, vocab, eos, maxLen, blocks = info.Name, info.VocabSize, info.EOS, info.MaxModelLen, info.NumBlocks
+		log.Info("model loaded", zap.Int64("weight_bytes", info.WeightBytes), zap.Int64("kv_cache_bytes", info.KVCacheBytes),
+			zap.String("kv_cache_dtype", info.KVDType), zap.Int("kv_blocks", info.NumBlocks), zap.String("kv_budget", info.KVBudget))
 		if cfg.MaxModelLen > 0 {
 			maxLen = min(maxLen, cfg.MaxModelLen)
 		}

@@ -91,3 +91,60 @@ func TestDemoFormatsAgree(t *testing.T) {
 		t.Errorf("GGUF Q8_0 vs safetensors: max diff %g (max |logit| %g)", dQ8, maxAbs)
 	}
 }
+
+// TestGeneratedFormatsAgree writes one random model in every GGUF format
+// gen-model knows (mixed-type _M files included) for each architecture,
+// loads each and compares its logits with the F32 file's: the stored
+// encodings decode to what was quantized, within each format's error.
+func TestGeneratedFormatsAgree(t *testing.T) {
+	base := demo.RealShape{Name: "test", Dim: 256, Hidden: 768, Layers: 4, Heads: 4, KVHeads: 2,
+		HeadDim: 64, Vocab: 600, MaxPos: 256, Tied: true, RopeTheta: 10000}
+	// ‖Δ logits‖ / ‖logits‖ (a wrong block layout gives about 1.4): each
+	// format's figure measured on this test, with a margin of about 1.5×
+	tol := map[string]float64{
+		demo.FormatGGUFF16: 0.002, demo.FormatGGUFBF16: 0.01, demo.FormatGGUFQ8_0: 0.03,
+		demo.FormatGGUFQ6K: 0.1, demo.FormatGGUFQ5KM: 0.2, demo.FormatGGUFQ4KM: 0.4, demo.FormatGGUFQ4_0: 0.4,
+	}
+	toks := []int32{596, 10, 300, 301, 44, 7, 99, 200, 1, 2, 3, 4}
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			s := base
+			s.Arch, s.QKVBias, s.QKNorm = arch, arch == "qwen2", arch == "qwen3"
+			be := cpu.New(cpu.Options{Threads: 2})
+			defer be.Close()
+			logits := func(format string) [][]float32 {
+				path := filepath.Join(t.TempDir(), "m.gguf")
+				if err := demo.GenerateShape(path, s, 3, format); err != nil {
+					t.Fatal(err)
+				}
+				m, err := Load(path, be, LoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				if m.Cfg.Arch != arch || m.Cfg.Vocab != s.Vocab || m.Cfg.HeadDim != s.HeadDim || m.Cfg.QKVBias != s.QKVBias || m.Cfg.QKNorm != s.QKNorm {
+					t.Fatalf("%s: config %+v", format, m.Cfg)
+				}
+				return allLogits(t, m, toks, []int{8, 1, 3})
+			}
+			want := logits(demo.FormatGGUF)
+			for _, format := range []string{demo.FormatGGUFF16, demo.FormatGGUFBF16, demo.FormatGGUFQ8_0,
+				demo.FormatGGUFQ6K, demo.FormatGGUFQ5KM, demo.FormatGGUFQ4KM, demo.FormatGGUFQ4_0} {
+				got := logits(format)
+				var ssw, ssd float64
+				for p := range want {
+					for j, v := range want[p] {
+						ssw += float64(v) * float64(v)
+						d := float64(got[p][j] - v)
+						ssd += d * d
+					}
+				}
+				rel := math.Sqrt(ssd / ssw)
+				if rel > tol[format] || rel == 0 {
+					t.Errorf("%s vs F32: ‖Δ logits‖/‖logits‖ = %.4f, tolerance %g", format, rel, tol[format])
+				}
+				t.Logf("%s vs F32: ‖Δ logits‖/‖logits‖ = %.4f", format, rel)
+			}
+		})
+	}
+}

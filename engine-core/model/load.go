@@ -1,12 +1,13 @@
 package model
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/modelfile/gguf"
@@ -78,9 +79,9 @@ func DetectFormat(path string) (Format, error) {
 
 // Load reads a model (Hugging Face directory, .gguf file or llama2.c .bin)
 // and uploads its weights to be. F32 weights are used in place from the
-// file's memory map where the backend allows; F16 and BF16 are converted
-// to F32; Q8_0 stays quantized; Q4_0 becomes Q8_0 (losslessly); Q4_K and
-// Q6_K are dequantized and re-quantized to Q8_0.
+// file's memory map where the backend allows; every other matrix is
+// passed to the backend in its stored encoding (F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q5_K, Q6_K) straight from the memory map.
 func Load(path string, be kernels.Backend, opts LoadOptions) (*Model, error) {
 	format, err := DetectFormat(path)
 	if err != nil {
@@ -344,102 +345,166 @@ func (s *l2cSource) close() error { return s.f.Close() }
 
 var errMissing = errors.New("missing")
 
-// loadTensor fetches name, checks its shape and uploads it. Small vectors
-// (norms, biases) are always converted to F32.
-func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (kernels.Tensor, error) {
+// storedTypes maps a file's tensor encoding to the backend's DType.
+var storedTypes = map[string]kernels.DType{
+	"F32": kernels.F32, "F16": kernels.F16, "BF16": kernels.BF16, "Q8_0": kernels.Q8_0,
+	"Q4_0": kernels.Q4_0, "Q4_K": kernels.Q4_K, "Q5_K": kernels.Q5_K, "Q6_K": kernels.Q6_K,
+}
+
+// dequantizers decode each non-F32 stored type to float32, for the small
+// vectors (norms, biases) that the element-wise ops read as F32, and for
+// backends that cannot compute on a stored type (see loadTensor).
+var dequantizers = map[kernels.DType]func(out []float32, data []byte){
+	kernels.F16:  quant.DequantizeF16,
+	kernels.BF16: quant.DequantizeBF16,
+	kernels.Q8_0: quant.DequantizeQ8_0,
+	kernels.Q4_0: quant.DequantizeQ4_0,
+	kernels.Q4_K: quant.DequantizeQ4K,
+	kernels.Q5_K: quant.DequantizeQ5K,
+	kernels.Q6_K: quant.DequantizeQ6K,
+}
+
+// blockValues is the number of values per block of a stored type (1 for
+// the float types).
+func blockValues(dt kernels.DType) int {
+	switch dt {
+	case kernels.Q8_0, kernels.Q4_0:
+		return kernels.Q8Block
+	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+		return quant.QKBlock
+	}
+	return 1
+}
+
+// loadTensor fetches name, checks its shape and uploads it. Matrices are
+// passed to the backend as the file stores them (the bytes of the memory
+// map: no widened or re-quantized copy). Small vectors (norms, biases,
+// rows == 1) are decoded to F32.
+//
+// owned reports that the backend was given a decoded copy rather than the
+// file's bytes (data), so that the loader may drop data's pages from the
+// process (see releasePages).
+func loadTensor(src source, be kernels.Backend, name string, rows, cols int, optional bool) (out kernels.Tensor, data []byte, owned bool, err error) {
 	t, ok, err := src.get(name)
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, err)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, err)
 	}
 	if !ok {
 		if optional {
-			return nil, nil
+			return nil, nil, false, nil
 		}
-		return nil, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
 	}
 	if t.rows != rows || t.cols != cols {
-		return nil, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
 	}
 	wrap := func(err error) error {
 		return fmt.Errorf("model: %s: tensor %s [%d × %d] %s: %w", src.path(), name, rows, cols, t.enc, err)
 	}
-	var out kernels.Tensor
-	switch t.enc {
-	case "F32":
-		out, err = be.Weight(kernels.F32, rows, cols, t.data)
-	case "F16", "BF16":
-		if len(t.data) != 2*rows*cols {
-			return nil, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), 2*rows*cols))
-		}
-		f := make([]float32, rows*cols)
-		for i := range f {
-			h := binary.LittleEndian.Uint16(t.data[2*i:])
-			if t.enc == "F16" {
-				f[i] = quant.F16ToF32(h)
-			} else {
-				f[i] = quant.BF16ToF32(h)
-			}
-		}
-		out, err = be.WeightF32(rows, cols, f)
-	case "Q8_0":
-		if rows == 1 {
-			f := make([]float32, cols)
-			quant.DequantizeQ8_0(f, t.data)
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			out, err = be.Weight(kernels.Q8_0, rows, cols, t.data)
-		}
-	case "Q4_0":
-		if len(t.data) != rows*cols/kernels.Q8Block*quant.Q4_0BlockBytes || cols%kernels.Q8Block != 0 {
-			return nil, wrap(fmt.Errorf("%d bytes do not hold Q4_0 blocks of this shape", len(t.data)))
-		}
-		if rows == 1 {
-			f := make([]float32, cols)
-			quant.DequantizeQ4_0(f, t.data)
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			// lossless: same scale per 32 values, integers -8..7
-			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.Q4_0ToQ8_0(t.data))
-		}
-	case "Q4_K", "Q6_K":
-		bb, dq := quant.Q4KBlockBytes, quant.DequantizeQ4K
-		if t.enc == "Q6_K" {
-			bb, dq = quant.Q6KBlockBytes, quant.DequantizeQ6K
-		}
-		if cols%quant.QKBlock != 0 || len(t.data) != rows*cols/quant.QKBlock*bb {
-			return nil, wrap(fmt.Errorf("%d bytes do not hold %s super-blocks of this shape", len(t.data), t.enc))
-		}
-		f := make([]float32, rows*cols)
-		dq(f, t.data)
-		if rows == 1 {
-			out, err = be.WeightF32(rows, cols, f)
-		} else {
-			// re-quantized to Q8_0 for the matmul kernels: per 32 values
-			// the error is at most half a step of max|x|/127
-			out, err = be.Weight(kernels.Q8_0, rows, cols, quant.QuantizeQ8_0(f))
-		}
-	default:
-		return nil, wrap(fmt.Errorf("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"))
+	dt, ok := storedTypes[t.enc]
+	if !ok {
+		return nil, nil, false, wrap(errors.New("unsupported encoding (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)"))
 	}
-	if err != nil {
-		return nil, wrap(err)
+	if bv := blockValues(dt); cols%bv != 0 {
+		return nil, nil, false, wrap(fmt.Errorf("%d columns are not a multiple of the %s block (%d values)", cols, dt, bv))
 	}
-	return out, nil
+	if want := rows * dt.RowBytes(cols); len(t.data) != want {
+		return nil, nil, false, wrap(fmt.Errorf("%d bytes, want %d", len(t.data), want))
+	}
+	if dt == kernels.F32 {
+		if out, err = be.Weight(dt, rows, cols, t.data); err != nil {
+			return nil, nil, false, wrap(err)
+		}
+		return out, t.data, false, nil
+	}
+	if rows == 1 {
+		f := make([]float32, cols)
+		dequantizers[dt](f, t.data)
+		if out, err = be.WeightF32(rows, cols, f); err != nil {
+			return nil, nil, false, wrap(err)
+		}
+		return out, t.data, true, nil
+	}
+	if out, err = be.Weight(dt, rows, cols, t.data); err == nil {
+		return out, t.data, false, nil
+	}
+	// A backend without kernels for this type gets the exact values as F32
+	// (a decoded copy, 2-8× the file's bytes; no second rounding).
+	f := make([]float32, rows*cols)
+	dequantizers[dt](f, t.data)
+	out, err2 := be.WeightF32(rows, cols, f)
+	if err2 != nil {
+		return nil, nil, false, wrap(errors.Join(err, err2))
+	}
+	return out, t.data, true, nil
+}
+
+// releasePages tells the kernel that the process no longer needs the
+// memory-mapped file pages wholly inside b (madvise MADV_DONTNEED): they
+// leave the process's resident set (the page cache may keep them), and a
+// later read faults them back in from the file. The loader calls it for
+// bytes the backend holds no reference to (a decoded copy, or a packed
+// re-layout that replaced them), so that RSS counts each weight once.
+func releasePages(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(&b[0]))
+	lo := (start + page - 1) &^ (page - 1)
+	hi := (start + uintptr(len(b))) &^ (page - 1)
+	if hi <= lo {
+		return
+	}
+	off := int(lo - start)
+	// Advisory: an error only means the pages stay resident.
+	_ = syscall.Madvise(b[off:off+int(hi-lo)], syscall.MADV_DONTNEED)
+}
+
+// referencesData reports whether a weight the backend made may still read
+// the bytes it was made from (host tensors that dropped them after a
+// re-layout do not; other backends' tensors are assumed to).
+func referencesData(t kernels.Tensor) bool {
+	h, ok := t.(*kernels.Host)
+	if !ok {
+		return true
+	}
+	return h.F != nil || h.Q != nil || h.H != nil
 }
 
 // build uploads every weight the config calls for.
 func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	m := &Model{Cfg: *c, be: be, src: src}
 	var err error
+	// the file bytes each matrix was made from, to release once the
+	// backend has re-laid the matrix without them
+	fileBytes := map[kernels.Tensor][]byte{}
 	get := func(name string, rows, cols int, optional bool) kernels.Tensor {
 		if err != nil {
 			return nil
 		}
-		var t kernels.Tensor
-		t, err = loadTensor(src, be, name, rows, cols, optional)
+		t, data, owned, lerr := loadTensor(src, be, name, rows, cols, optional)
+		if err = lerr; t == nil || err != nil {
+			return nil
+		}
+		m.weightBytes += int64(len(data))
+		if owned {
+			releasePages(data)
+		} else {
+			fileBytes[t] = data
+		}
 		return t
 	}
-	m.Embed = get("model.embed_tokens.weight", c.Vocab, c.Dim, false)
+	// A tied model may store its one matrix under either name
+	// (transformers loads both): the embedding table or lm_head.weight.
+	m.Embed = get("model.embed_tokens.weight", c.Vocab, c.Dim, c.Tied)
+	if c.Tied && m.Embed == nil && err == nil {
+		m.Embed = get("lm_head.weight", c.Vocab, c.Dim, true)
+		if m.Embed == nil && err == nil {
+			err = fmt.Errorf("model: %s: tied embeddings: neither model.embed_tokens.weight nor lm_head.weight (want [%d × %d]): %w",
+				src.path(), c.Vocab, c.Dim, errMissing)
+		}
+	}
 	m.Norm = get("model.norm.weight", 1, c.Dim, false)
 	if c.Tied {
 		m.LMHead = m.Embed
@@ -486,10 +551,48 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		if err := kernels.PrepareMatMul(be, w, w == m.Embed); err != nil {
 			return nil, fmt.Errorf("model: %s: prepare weights: %w", src.path(), err)
 		}
+		if w != nil && !referencesData(w) {
+			releasePages(fileBytes[w])
+		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
 	if m.rope, err = be.WeightF32(c.MaxPos, c.HeadDim, table); err != nil {
 		return nil, fmt.Errorf("model: rope table: %w", err)
 	}
 	return m, nil
+}
+
+// WeightsF32 reports whether the model at path (as Load takes it) stores
+// its matrices as float32, judged by the first layer's query projection:
+// the engine's "auto" KV-cache type is float32 for such models and float16
+// for every narrower format (F16, BF16, quantized), as vLLM's auto follows
+// the model's dtype and llama.cpp defaults to an F16 cache.
+func WeightsF32(path string) (bool, error) {
+	format, err := DetectFormat(path)
+	if err != nil {
+		return false, err
+	}
+	var src source
+	switch format {
+	case FormatHF:
+		st, err := safetensors.OpenModel(path)
+		if err != nil {
+			return false, fmt.Errorf("model: %w", err)
+		}
+		src = &hfSource{m: st}
+	case FormatGGUF:
+		f, err := gguf.Open(path)
+		if err != nil {
+			return false, fmt.Errorf("model: %w", err)
+		}
+		src = &ggufSource{f: f}
+	default:
+		return true, nil // llama2.c checkpoints are float32
+	}
+	defer src.close()
+	t, ok, err := src.get("model.layers.0.self_attn.q_proj.weight")
+	if err != nil || !ok {
+		return false, fmt.Errorf("model: %s: no layer 0 query projection to judge the weights' type (%v)", path, err)
+	}
+	return t.enc == "F32", nil
 }

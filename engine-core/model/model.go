@@ -29,7 +29,13 @@ type Model struct {
 	be   kernels.Backend
 	rope kernels.Tensor // [maxPos × headDim]: cos | sin
 	src  source
+	// weightBytes is the size of the weights as the file stores them.
+	weightBytes int64
 }
+
+// WeightBytes is the size of the model's weights as its file stores them
+// (every tensor loaded, tied ones once).
+func (m *Model) WeightBytes() int64 { return m.weightBytes }
 
 // Backend returns the backend the weights live on.
 func (m *Model) Backend() kernels.Backend { return m.be }

@@ -44,15 +44,20 @@ type Config struct {
 	// or a Hugging Face Hub id "org/name" (downloaded; see ResolveModel).
 	Model string
 	// NumBlocks is the number of KV blocks. When 0, KVCacheBytes decides
-	// (KVCacheBytes / KVBytesPerBlock); when both are 0, enough blocks for
-	// 8 sequences of MaxModelLen.
+	// (KVCacheBytes / KVBytesPerBlock); when both are 0, DefaultKVBudget
+	// does.
 	NumBlocks    int
 	KVCacheBytes int64
-	// KVCacheDType is "auto" or "float32" (the default) or "float16"
-	// ("fp16", "half"): the CPU backend the runner makes then holds the KV
-	// cache as float16 (cpu.Options.KVF16). A Backend given in Backend
-	// decides for itself.
+	// KVCacheDType is "auto" (the default), "float32" or "float16"
+	// ("fp16", "half"). Auto is float32 for a model stored in float32 and
+	// float16 for any narrower format (F16, BF16, quantized). With float16
+	// the CPU backend the runner makes holds the KV cache as float16
+	// (cpu.Options.KVF16). A Backend given in Backend decides for itself.
 	KVCacheDType string
+	// MemAvailable reports the memory the system can give (default: the
+	// MemAvailable line of /proc/meminfo); the default KV budget is taken
+	// from it.
+	MemAvailable func() (int64, error)
 	// BlockSize is the number of positions per KV block (default 16).
 	BlockSize int
 	// Threads is the number of compute threads (default GOMAXPROCS).
@@ -90,6 +95,15 @@ type Info struct {
 	MaxModelLen int
 	NumBlocks   int
 	BlockSize   int
+	// KVCacheBytes is the memory of the KV cache (NumBlocks blocks) and
+	// KVDType its element type ("float32" or "float16").
+	KVCacheBytes int64
+	KVDType      string
+	// WeightBytes is the size of the weights as the model file stores them.
+	WeightBytes int64
+	// KVBudget says how the number of blocks was chosen ("num-kv-blocks",
+	// "kv-cache-memory", or the default's reasoning).
+	KVBudget string
 }
 
 // Runner executes scheduled batches on a real model.
@@ -160,17 +174,29 @@ func New(cfg Config) (*Runner, error) {
 		cfg.MaxSeqs = 64
 	}
 	r := &Runner{be: cfg.Backend}
+	kvDType := "float32"
 	if r.be == nil {
 		half := false
 		switch cfg.KVCacheDType {
-		case "", "auto", "float32", "fp32":
+		case "", "auto":
+			f32, err := model.WeightsF32(path)
+			if err != nil {
+				return nil, fmt.Errorf("runner: kv cache dtype auto: %w", err)
+			}
+			half = !f32
+		case "float32", "fp32":
 		case "float16", "fp16", "half":
 			half = true
 		default:
 			return nil, fmt.Errorf("runner: kv cache dtype %q: want auto, float32 or float16", cfg.KVCacheDType)
 		}
+		if half {
+			kvDType = "float16"
+		}
 		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half})
 		r.ownBE = true
+	} else if kernels.KVElemBytes(r.be) == 2 {
+		kvDType = "float16"
 	}
 	r.m, err = model.Load(path, r.be, model.LoadOptions{MaxPos: cfg.MaxModelLen})
 	if err != nil {
@@ -178,12 +204,24 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	c := &r.m.Cfg
-	nb := cfg.NumBlocks
+	perBlock := r.m.KVBytesPerBlock(cfg.BlockSize)
+	nb, why := cfg.NumBlocks, "num-kv-blocks"
 	if nb <= 0 && cfg.KVCacheBytes > 0 {
-		nb = int(cfg.KVCacheBytes / r.m.KVBytesPerBlock(cfg.BlockSize))
+		nb, why = int(cfg.KVCacheBytes/perBlock), "kv-cache-memory"
 	}
 	if nb <= 0 {
-		nb = 8 * ((c.MaxPos + cfg.BlockSize - 1) / cfg.BlockSize)
+		memAvail := cfg.MemAvailable
+		if memAvail == nil {
+			memAvail = MemAvailable
+		}
+		avail, err := memAvail()
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("runner: default KV-cache budget (give --kv-cache-memory or --num-kv-blocks): %w", err)
+		}
+		var budget int64
+		budget, why = DefaultKVBudget(avail, r.m.WeightBytes(), perBlock, cfg.BlockSize, c.MaxPos, cfg.MaxSeqs)
+		nb = int(budget / perBlock)
 	}
 	r.kv = r.m.NewKVCache(nb, cfg.BlockSize)
 	r.scratch = r.m.NewScratch(cfg.MaxBatchTokens, cfg.MaxSeqs)
@@ -195,7 +233,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	r.info = Info{Name: c.Name, Arch: c.Arch, VocabSize: c.Vocab, BOS: c.BOS, EOS: c.EOS,
-		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize}
+		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize,
+		KVCacheBytes: int64(nb) * perBlock, KVDType: kvDType, WeightBytes: r.m.WeightBytes(), KVBudget: why}
 	return r, nil
 }
 

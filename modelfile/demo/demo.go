@@ -263,21 +263,33 @@ func Resolve(model string) (dir string, ok bool, err error) {
 	return dir, true, err
 }
 
-// Main implements `engine-core gen-model --out DIR --shape tiny|15m|110m
-// --seed N [--format hf|gguf|gguf-q8_0]`.
+// Main implements `engine-core gen-model --out DIR --shape SHAPE --seed N
+// [--format FORMAT]`. The small shapes (tiny, 15m, 110m) take hf, gguf or
+// gguf-q8_0 as Generate does; every shape takes the GGUF formats of
+// GenerateReal, written as DIR/model.gguf.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output directory (required)")
-	shape := fs.String("shape", "tiny", "model shape: tiny, 15m, 110m or 1b")
+	shape := fs.String("shape", "tiny", "model shape: "+strings.Join(ShapeNames(), ", "))
 	seed := fs.Int64("seed", 0, "random seed of the weights")
-	format := fs.String("format", FormatHF, "hf, gguf or gguf-q8_0")
+	format := fs.String("format", FormatHF, "hf (small shapes only), or a GGUF format: "+ggufFormatsList)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return errors.New("gen-model: --out is required")
 	}
-	return Generate(*out, *shape, *seed, *format)
+	_, small := Shapes[*shape]
+	if small && (*format == FormatHF || *format == FormatGGUF || *format == FormatGGUFQ8_0) {
+		return Generate(*out, *shape, *seed, *format)
+	}
+	if *format == FormatHF {
+		return fmt.Errorf("gen-model: shape %s is written as GGUF only (--format %s)", *shape, ggufFormatsList)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	return GenerateReal(filepath.Join(*out, GGUFFile), *shape, *seed, *format)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -56,17 +56,6 @@ func writeGGUF(path, name string, s Shape, ts []tensor, tok *bpeTokenizer, q8 bo
 	if q8 {
 		fileType = 7 // MOSTLY_Q8_0
 	}
-	types := make([]int32, len(tok.tokens))
-	for i := range types {
-		types[i] = 1 // normal
-		if i >= len(tok.tokens)-len(specialTokens) {
-			types[i] = 3 // control
-		}
-	}
-	merges := make([]string, len(tok.merges))
-	for i, m := range tok.merges {
-		merges[i] = m[0] + " " + m[1]
-	}
 	meta := []gguf.KV{
 		{Key: "general.architecture", Value: "llama"},
 		{Key: "general.name", Value: name},
@@ -81,17 +70,8 @@ func writeGGUF(path, name string, s Shape, ts []tensor, tok *bpeTokenizer, q8 bo
 		{Key: "llama.attention.layer_norm_rms_epsilon", Value: float32(normEps)},
 		{Key: "llama.rope.freq_base", Value: float32(10000)},
 		{Key: "llama.vocab_size", Value: uint32(s.Vocab)},
-		{Key: "tokenizer.ggml.model", Value: "gpt2"},
-		{Key: "tokenizer.ggml.pre", Value: "gpt-2"},
-		{Key: "tokenizer.ggml.tokens", Value: tok.tokens},
-		{Key: "tokenizer.ggml.token_type", Value: types},
-		{Key: "tokenizer.ggml.merges", Value: merges},
-		{Key: "tokenizer.ggml.bos_token_id", Value: uint32(s.Vocab - 4)},
-		{Key: "tokenizer.ggml.eos_token_id", Value: uint32(s.Vocab - 3)},
-		{Key: "tokenizer.ggml.eot_token_id", Value: uint32(s.Vocab - 1)},
-		{Key: "tokenizer.ggml.add_bos_token", Value: false},
-		{Key: "tokenizer.chat_template", Value: chatTemplate},
 	}
+	meta = append(meta, tokenizerMeta(tok, s.Vocab)...)
 	var out []gguf.Tensor
 	for _, t := range ts {
 		gname := t.name
@@ -127,4 +107,32 @@ func writeGGUF(path, name string, s Shape, ts []tensor, tok *bpeTokenizer, q8 bo
 		out = append(out, gt)
 	}
 	return writeFile(path, func(f *os.File) error { return gguf.Write(f, meta, out) })
+}
+
+// tokenizerMeta is the GGUF metadata of the built-in tokenizer for a
+// vocabulary of the given size.
+func tokenizerMeta(tok *bpeTokenizer, vocab int) []gguf.KV {
+	types := make([]int32, len(tok.tokens))
+	for i := range types {
+		types[i] = 1 // normal
+		if i >= len(tok.tokens)-len(specialTokens) {
+			types[i] = 3 // control
+		}
+	}
+	merges := make([]string, len(tok.merges))
+	for i, m := range tok.merges {
+		merges[i] = m[0] + " " + m[1]
+	}
+	return []gguf.KV{
+		{Key: "tokenizer.ggml.model", Value: "gpt2"},
+		{Key: "tokenizer.ggml.pre", Value: "gpt-2"},
+		{Key: "tokenizer.ggml.tokens", Value: tok.tokens},
+		{Key: "tokenizer.ggml.token_type", Value: types},
+		{Key: "tokenizer.ggml.merges", Value: merges},
+		{Key: "tokenizer.ggml.bos_token_id", Value: uint32(vocab - 4)},
+		{Key: "tokenizer.ggml.eos_token_id", Value: uint32(vocab - 3)},
+		{Key: "tokenizer.ggml.eot_token_id", Value: uint32(vocab - 1)},
+		{Key: "tokenizer.ggml.add_bos_token", Value: false},
+		{Key: "tokenizer.chat_template", Value: chatTemplate},
+	}
 }

@@ -36,6 +36,22 @@ type Tensor struct {
 // tensors. The data alignment is meta's general.alignment when present,
 // else DefaultAlignment.
 func Write(w io.Writer, meta []KV, tensors []Tensor) error {
+	for _, t := range tensors {
+		if err := checkTensor(t.Name, t.Dims, t.Type, uint64(len(t.Data))); err != nil {
+			return err
+		}
+	}
+	return WriteStream(w, meta, tensors, func(i int, w io.Writer) error {
+		_, err := w.Write(tensors[i].Data)
+		return err
+	})
+}
+
+// WriteStream is Write for files too large to hold in memory: tensors give
+// only names, dims and types (their Data is ignored), and data(i, w) is
+// called once per tensor, in order, to write its encoded bytes to w (in as
+// many pieces as it likes; the total must be the tensor's size).
+func WriteStream(w io.Writer, meta []KV, tensors []Tensor, data func(i int, w io.Writer) error) error {
 	align := uint64(DefaultAlignment)
 	for _, kv := range meta {
 		if kv.Key == "general.alignment" {
@@ -67,36 +83,35 @@ func Write(w io.Writer, meta []KV, tensors []Tensor) error {
 		}
 	}
 	offset := uint64(0)
-	offsets := make([]uint64, len(tensors))
+	sizes := make([]uint64, len(tensors))
 	for i, t := range tensors {
-		if len(t.Dims) == 0 || len(t.Dims) > maxDims {
-			return fmt.Errorf("gguf write: tensor %s: %d dims (want 1..%d)", t.Name, len(t.Dims), maxDims)
-		}
-		n := uint64(1)
-		for _, d := range t.Dims {
-			n *= d
-		}
-		size, err := t.Type.RowBytes(n)
+		size, err := tensorSize(t.Name, t.Dims, t.Type)
 		if err != nil {
-			return fmt.Errorf("gguf write: tensor %s: %w", t.Name, err)
+			return err
 		}
-		if size != uint64(len(t.Data)) {
-			return fmt.Errorf("gguf write: tensor %s: %s %v needs %d bytes, got %d", t.Name, t.Type, t.Dims, size, len(t.Data))
-		}
-		offsets[i] = offset
-		offset = alignUp(offset+size, align)
+		sizes[i] = size
 		bw.str(t.Name)
 		bw.u32(uint32(len(t.Dims)))
 		for _, d := range t.Dims {
 			bw.u64(d)
 		}
 		bw.u32(uint32(t.Type))
-		bw.u64(offsets[i])
+		bw.u64(offset)
+		offset = alignUp(offset+size, align)
 	}
 	bw.pad(align)
-	for _, t := range tensors {
-		bw.bytes(t.Data)
+	for i, t := range tensors {
+		start := bw.n
+		if err := data(i, bw); err != nil {
+			return fmt.Errorf("gguf write: tensor %s: %w", t.Name, err)
+		}
+		if bw.err == nil && bw.n-start != sizes[i] {
+			return fmt.Errorf("gguf write: tensor %s: %s %v needs %d bytes, got %d", t.Name, t.Type, t.Dims, sizes[i], bw.n-start)
+		}
 		bw.pad(align)
+		if bw.err != nil {
+			break
+		}
 	}
 	if bw.err != nil {
 		return fmt.Errorf("gguf write: %w", bw.err)
@@ -107,11 +122,48 @@ func Write(w io.Writer, meta []KV, tensors []Tensor) error {
 	return nil
 }
 
+// tensorSize is the byte size of a tensor of the given dims and type.
+func tensorSize(name string, dims []uint64, typ GGMLType) (uint64, error) {
+	if len(dims) == 0 || len(dims) > maxDims {
+		return 0, fmt.Errorf("gguf write: tensor %s: %d dims (want 1..%d)", name, len(dims), maxDims)
+	}
+	n := uint64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	size, err := typ.RowBytes(n)
+	if err != nil {
+		return 0, fmt.Errorf("gguf write: tensor %s: %w", name, err)
+	}
+	return size, nil
+}
+
+// checkTensor checks that have bytes hold a tensor of dims and typ.
+func checkTensor(name string, dims []uint64, typ GGMLType, have uint64) error {
+	size, err := tensorSize(name, dims, typ)
+	if err != nil {
+		return err
+	}
+	if size != have {
+		return fmt.Errorf("gguf write: tensor %s: %s %v needs %d bytes, got %d", name, typ, dims, size, have)
+	}
+	return nil
+}
+
 type countingWriter struct {
 	w   io.Writer
 	n   uint64
 	err error
 	buf [8]byte
+}
+
+// Write implements io.Writer for WriteStream's data callbacks.
+func (c *countingWriter) Write(b []byte) (int, error) {
+	c.bytes(b)
+	if c.err != nil {
+		return 0, c.err
+	}
+	return len(b), nil
 }
 
 func (c *countingWriter) bytes(b []byte) {

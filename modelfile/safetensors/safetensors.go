@@ -258,6 +258,16 @@ func (m *Model) Tensor(name string) (TensorInfo, bool) {
 	return f.Tensor(name)
 }
 
+// Names returns the names of every tensor of every shard, sorted.
+func (m *Model) Names() []string {
+	names := make([]string, 0, len(m.byName))
+	for n := range m.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // TensorData returns the named tensor's bytes and the file holding them.
 func (m *Model) TensorData(name string) ([]byte, TensorInfo, string, error) {
 	f, ok := m.byName[name]

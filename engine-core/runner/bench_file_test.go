@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluice-llm/sluice/engine-core/sample"
+	"github.com/sluice-llm/sluice/engine-core/sched"
+)
+
+// BenchmarkModelFile measures the runner's step on the model files listed
+// in $SLUICE_BENCH_MODELS (colon-separated paths, e.g. files written by
+// `engine-core gen-model --shape 1b-v32k --format gguf-q4_k_m`): decode of
+// 1 and 16 sequences with 128-token prompts in the cache, and a 128-token
+// prefill. The KV cache type is the runner's default (auto).
+func BenchmarkModelFile(b *testing.B) {
+	env := os.Getenv("SLUICE_BENCH_MODELS")
+	if env == "" {
+		b.Skip("SKIP: set SLUICE_BENCH_MODELS to model files (engine-core gen-model writes them)")
+	}
+	for _, path := range strings.Split(env, ":") {
+		name := filepath.Base(filepath.Dir(path)) + "-" + strings.TrimSuffix(filepath.Base(path), ".gguf")
+		for _, nseq := range []int{1, 16} {
+			b.Run(name+"/decode-seqs"+strconv.Itoa(nseq), func(b *testing.B) {
+				const prompt, maxLen = 128, 256
+				r, err := New(Config{Model: path, NumBlocks: nseq * maxLen / 16, BlockSize: 16, MaxBatchTokens: 128 * nseq, MaxSeqs: nseq, MaxModelLen: maxLen})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				out := make([]sample.Result, nseq)
+				batch := &sched.Batch{}
+				ss := benchBatch(r, nseq, prompt, maxLen)
+				step(b, r, ss, batch, out) // prefill
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					if len(ss[0].toks) >= maxLen {
+						b.StopTimer()
+						for _, s := range ss {
+							s.toks, s.done = s.toks[:prompt+1], prompt
+						}
+						b.StartTimer()
+					}
+					step(b, r, ss, batch, out)
+				}
+				report(b, b.N*nseq, cpu0)
+			})
+		}
+		b.Run(name+"/prefill128", func(b *testing.B) {
+			const prompt = 128
+			r, err := New(Config{Model: path, NumBlocks: 16, BlockSize: 16, MaxBatchTokens: prompt, MaxSeqs: 1, MaxModelLen: 256})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			out := make([]sample.Result, 1)
+			batch := &sched.Batch{}
+			ss := benchBatch(r, 1, prompt, 256)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				ss[0].toks, ss[0].done = ss[0].toks[:prompt], 0
+				step(b, r, ss, batch, out)
+			}
+			report(b, b.N*prompt, cpu0)
+		})
+	}
+}

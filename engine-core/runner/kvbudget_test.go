@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-llm/sluice/modelfile/demo"
+)
+
+func TestDefaultKVBudget(t *testing.T) {
+	const MiB = 1 << 20
+	cases := []struct {
+		name                     string
+		avail, weights, perBlock int64
+		blockSize, maxLen, seqs  int
+		want                     int64
+		why                      string
+	}{
+		// 4 seqs × 2048/16 blocks × 1 MiB = 512 MiB fits half of 8 GiB − 1 GiB
+		{"need fits", 8192 * MiB, 1024 * MiB, MiB, 16, 2048, 4, 512 * MiB, "needs 512 MiB"},
+		// 256 × 8192/16 × 1 MiB = 128 GiB: capped at (8 − 1) / 2 GiB
+		{"capped by memory", 8192 * MiB, 1024 * MiB, MiB, 16, 8192, 256, 3584 * MiB, "50% of MemAvailable 8192 MiB after 1024 MiB of weights"},
+		// weights larger than what is available: still one block
+		{"no memory", 1024 * MiB, 4096 * MiB, MiB, 16, 2048, 4, MiB, "50% of MemAvailable"},
+		{"ragged max len", 8192 * MiB, 0, MiB, 16, 17, 1, 2 * MiB, "needs 2 MiB"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := DefaultKVBudget(c.avail, c.weights, c.perBlock, c.blockSize, c.maxLen, c.seqs)
+			if got != c.want || !strings.Contains(why, c.why) {
+				t.Errorf("got %d MiB (%q), want %d MiB (%q)", got/MiB, why, c.want/MiB, c.why)
+			}
+		})
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "meminfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseMemAvailable(b)
+	if err != nil || got != 19723404<<10 {
+		t.Errorf("testdata/meminfo: %d, %v; want %d", got, err, int64(19723404)<<10)
+	}
+	for name, in := range map[string]string{
+		"missing": "MemTotal: 1 kB\n", "bad number": "MemAvailable: x kB\n", "negative": "MemAvailable: -5 kB\n", "empty": "",
+	} {
+		if _, err := parseMemAvailable([]byte(in)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func FuzzParseMemAvailable(f *testing.F) {
+	f.Add([]byte("MemTotal:       24000000 kB\nMemAvailable:   19723404 kB\n"))
+	f.Add([]byte("MemAvailable:"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, err := parseMemAvailable(b); err == nil && v < 0 {
+			t.Fatalf("negative %d", v)
+		}
+	})
+}
+
+// TestKVCacheDefaults checks --kv-cache-dtype auto (float32 for an F32
+// model, float16 for a quantized one) and the default budget: what the
+// sequences need when memory allows, capped by memory otherwise.
+func TestKVCacheDefaults(t *testing.T) {
+	const MiB = 1 << 20
+	dir := t.TempDir()
+	for _, f := range []string{demo.FormatGGUF, demo.FormatGGUFQ8_0} {
+		if err := demo.Generate(filepath.Join(dir, f), "tiny", 1, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		format  string
+		avail   int64
+		dtype   string
+		blocks  int
+		memErr  bool
+		wantErr bool
+	}{
+		// tiny: 2 layers × 2 × 32 kv floats × 16 positions = 8 KiB (F32)
+		// per block; 2 seqs × 2048/16 blocks
+		{demo.FormatGGUF, 64 << 30, "float32", 256, false, false},
+		{demo.FormatGGUFQ8_0, 64 << 30, "float16", 256, false, false},
+		// 2 MiB available: half of what is left after the weights
+		{demo.FormatGGUF, 2 * MiB, "float32", -1, false, false},
+		{demo.FormatGGUF, 0, "", 0, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			mem := func() (int64, error) {
+				if c.memErr {
+					return 0, errors.New("no meminfo")
+				}
+				return c.avail, nil
+			}
+			r, err := New(Config{Model: filepath.Join(dir, c.format, demo.GGUFFile), MaxSeqs: 2, Threads: 1, MemAvailable: mem})
+			if c.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "--kv-cache-memory") {
+					r.Close()
+					t.Fatalf("want an error naming --kv-cache-memory, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			info := r.Info()
+			want := c.blocks
+			if want < 0 {
+				want = int((c.avail - info.WeightBytes) / 2 / r.KVBytesPerBlock())
+			}
+			if info.KVDType != c.dtype || info.NumBlocks != want || info.KVCacheBytes != int64(want)*r.KVBytesPerBlock() {
+				t.Errorf("info %+v; want %s, %d blocks", info, c.dtype, want)
+			}
+		})
+	}
+}

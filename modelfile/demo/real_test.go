@@ -1,0 +1,107 @@
+package demo
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-llm/sluice/modelfile/gguf"
+)
+
+// testShape is a small geometry whose rows are multiples of 256, so that
+// every k-quant applies (Dim 256) except where a row is not (HeadDim 64 q
+// of 4 heads = 256, ffn 768).
+var testShape = RealShape{Name: "test", Arch: "llama", Dim: 256, Hidden: 768, Layers: 8, Heads: 4, KVHeads: 2,
+	HeadDim: 64, Vocab: 600, MaxPos: 512, Tied: true, RopeTheta: 10000}
+
+// TestTensorTypes checks the type of every tensor in each format against
+// llama-quantize's rules: norms F32; the classifier (tied: token_embd) at
+// Q6_K in Q4_0 and k-quant files; attn_v and ffn_down of the use_more_bits
+// layers at Q6_K in _M files.
+func TestTensorTypes(t *testing.T) {
+	q6Layers := map[int]bool{0: true, 3: true, 6: true, 7: true} // use_more_bits for 8 layers
+	for l := range 8 {
+		if useMoreBits(l, 8) != q6Layers[l] {
+			t.Fatalf("useMoreBits(%d, 8) = %v", l, !q6Layers[l])
+		}
+	}
+	cases := []struct {
+		format               string
+		base, embd, moreBits gguf.GGMLType
+		wantFileType         uint32
+	}{
+		{FormatGGUF, gguf.TypeF32, gguf.TypeF32, gguf.TypeF32, 0},
+		{FormatGGUFF16, gguf.TypeF16, gguf.TypeF16, gguf.TypeF16, 1},
+		{FormatGGUFBF16, gguf.TypeBF16, gguf.TypeBF16, gguf.TypeBF16, 32},
+		{FormatGGUFQ8_0, gguf.TypeQ8_0, gguf.TypeQ8_0, gguf.TypeQ8_0, 7},
+		{FormatGGUFQ4_0, gguf.TypeQ4_0, gguf.TypeQ6_K, gguf.TypeQ4_0, 2},
+		{FormatGGUFQ4KM, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ6_K, 15},
+		{FormatGGUFQ5KM, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ6_K, 17},
+		{FormatGGUFQ6K, gguf.TypeQ6_K, gguf.TypeQ6_K, gguf.TypeQ6_K, 18},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := GenerateShape(path, testShape, 1, c.format); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if ft, _ := f.Meta.Uint("general.file_type"); uint32(ft) != c.wantFileType {
+				t.Errorf("general.file_type %d, want %d", ft, c.wantFileType)
+			}
+			if toks, _ := f.Meta.Strings("tokenizer.ggml.tokens"); len(toks) != testShape.Vocab {
+				t.Errorf("%d vocabulary tokens, want %d", len(toks), testShape.Vocab)
+			}
+			for _, ti := range f.Tensors() {
+				want := c.base
+				var layer int
+				var rest string
+				fmt.Sscanf(ti.Name, "blk.%d.%s", &layer, &rest)
+				switch {
+				case len(ti.Dims) == 1:
+					want = gguf.TypeF32
+				case ti.Name == "token_embd.weight":
+					want = c.embd
+				case (rest == "attn_v.weight" || rest == "ffn_down.weight") && q6Layers[layer]:
+					want = c.moreBits
+				}
+				if ti.Type != want {
+					t.Errorf("%s: %s, want %s", ti.Name, ti.Type, want)
+				}
+				if _, _, err := f.TensorData(ti.Name); err != nil {
+					t.Errorf("%s: %v", ti.Name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRealShapes checks the published geometries (the GGUF writer is
+// exercised on testShape; these are multi-GB files).
+func TestRealShapes(t *testing.T) {
+	cases := []struct {
+		name   string
+		params float64 // billions, as published (tied counted once)
+	}{
+		{"llama3.2-1b", 1.24}, {"llama3.2-3b", 3.21}, {"llama3.1-8b", 8.03},
+		{"qwen2.5-0.5b", 0.49}, {"qwen2.5-1.5b", 1.54}, {"qwen3-0.6b", 0.60}, {"qwen3-1.7b", 1.72},
+	}
+	for _, c := range cases {
+		s := RealShapes[c.name]
+		var n float64
+		for _, ti := range realTensors(s, FormatGGUF) {
+			n += float64(ti.rows) * float64(ti.cols)
+		}
+		if d := n/1e9 - c.params; d > 0.02 || d < -0.02 {
+			t.Errorf("%s: %.3f B parameters, want %.2f B", c.name, n/1e9, c.params)
+		}
+	}
+	if !strings.Contains(strings.Join(ShapeNames(), ","), "qwen3-1.7b") {
+		t.Errorf("ShapeNames %v", ShapeNames())
+	}
+}
