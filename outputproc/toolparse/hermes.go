@@ -54,9 +54,8 @@ func (p *hermes) run(final bool) {
 		case hObj:
 			switch p.w.step(&p.base) {
 			case walkMore:
-				if final && !p.w.committed {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
+				if !p.w.committed {
+					p.truncated(final)
 				}
 				return
 			case walkDone:

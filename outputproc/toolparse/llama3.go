@@ -73,10 +73,7 @@ func (p *llama3) run(final bool) {
 			p.st = lTag
 		case lTag:
 			if !p.skipWS() {
-				if final {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
-				}
+				p.truncated(final)
 				return
 			}
 			if p.buf[p.pos] != '{' {
@@ -89,9 +86,8 @@ func (p *llama3) run(final bool) {
 		case lObj:
 			switch p.w.step(&p.base) {
 			case walkMore:
-				if final && !p.w.committed {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
+				if !p.w.committed {
+					p.truncated(final)
 				}
 				return
 			case walkDone:
