@@ -100,3 +100,41 @@ func (b *base) finishCall(final bool) {
 		b.pos = len(b.buf)
 	}
 }
+
+// family is one tool-call syntax's state machine over the shared base:
+// run advances it over the text added so far (final at the end of output).
+type family interface {
+	run(final bool)
+	core() *base
+}
+
+// core returns the shared state; every family gets it by embedding base.
+func (b *base) core() *base { return b }
+
+// parser is the Parser of every family F: Add and Finish drive F's
+// machine around the shared accumulation and delta building.
+type parser[F any, P interface {
+	*F
+	family
+}] struct {
+	f F
+}
+
+// Add implements Parser.
+func (p *parser[F, P]) Add(text string) Delta {
+	f := P(&p.f)
+	b := f.core()
+	b.add(text)
+	f.run(false)
+	return b.take()
+}
+
+// Finish implements Parser.
+func (p *parser[F, P]) Finish() Delta {
+	f := P(&p.f)
+	f.run(true)
+	return f.core().end()
+}
+
+// Called implements Parser.
+func (p *parser[F, P]) Called() bool { return P(&p.f).core().Called() }

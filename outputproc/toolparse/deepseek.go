@@ -42,17 +42,6 @@ const (
 	dAfterRawCE // after a raw call end: like dBetween
 )
 
-func (p *deepseek) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *deepseek) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *deepseek) run(final bool) {
 	for {
 		switch p.st {

@@ -23,17 +23,6 @@ const (
 	hRawAfter  // malformed after commit: raw text up to </tool_call>
 )
 
-func (p *hermes) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *hermes) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *hermes) run(final bool) {
 	for {
 		switch p.st {

@@ -23,17 +23,6 @@ const (
 	lSemi // after ';': '{', a tag, or prose
 )
 
-func (p *llama3) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *llama3) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *llama3) run(final bool) {
 	for {
 		switch p.st {

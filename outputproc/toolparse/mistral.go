@@ -33,17 +33,6 @@ const (
 	mArgs     // streaming the arguments value
 )
 
-func (p *mistral) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *mistral) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *mistral) run(final bool) {
 	for {
 		switch p.st {

@@ -34,17 +34,6 @@ const (
 	pProse            // everything else is content
 )
 
-func (p *pythonic) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *pythonic) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *pythonic) run(final bool) {
 	for {
 		switch p.st {

@@ -57,17 +57,6 @@ const (
 	qRawAfter  // malformed after commit
 )
 
-func (p *qwen3Coder) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *qwen3Coder) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
-
 func (p *qwen3Coder) run(final bool) {
 	for {
 		switch p.st {
