@@ -144,7 +144,7 @@ func benchOnce(b *testing.B, streams, interval, stepMS int, window time.Duration
 	}
 	time.Sleep(time.Second) // settle
 	chunks0 := scrape(b, base, "sluice_frontend_sse_chunks_total")
-	user0, sys0, err := procCPUSplit(fe.cmd.Process.Pid)
+	user0, sys0, err := procCPUSplit(fe.Cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func benchOnce(b *testing.B, streams, interval, stepMS int, window time.Duration
 		}()
 	}
 	time.Sleep(window)
-	user1, sys1, _ := procCPUSplit(fe.cmd.Process.Pid)
+	user1, sys1, _ := procCPUSplit(fe.Cmd.Process.Pid)
 	_, gen1 := statsOf()
 	el := time.Since(t0)
 	chunks1 := scrape(b, base, "sluice_frontend_sse_chunks_total")

@@ -47,8 +47,8 @@ func TestCurveTCP(t *testing.T) {
 	p := start(t, "api-frontend", "--model", "demo", "--engine", addr, "--host", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--engine-curve-public-key-file", write("engine2.pub", srvPub), "--curve-secret-key-file", write("other.key", otherSec),
 		"--engine-startup-timeout", "2s")
-	<-p.exited // an unauthorised frontend never gets READY and gives up
-	if code := p.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(p.output(), "engine") {
-		t.Fatalf("unauthorised frontend exited %d: %s", code, tail(p.output(), 2000))
+	<-p.Exited() // an unauthorised frontend never gets READY and gives up
+	if code := p.Cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(p.Output(), "engine") {
+		t.Fatalf("unauthorised frontend exited %d: %s", code, tail(p.Output(), 2000))
 	}
 }

@@ -147,7 +147,7 @@ func TestDP200(t *testing.T) {
 		t.Fatalf("open streams not spread: engine A runs %d, engine B %d", ra, rb)
 	}
 	aBefore := engineStats(t, obsA).FinishedRequests
-	engB.kill()
+	engB.Kill()
 	killed := time.Now()
 	res = <-done
 	failed, ok := 0, 0

@@ -61,7 +61,7 @@ func TestDataParallel(t *testing.T) {
 	if ra+rb != n || ra < 2 || rb < 2 {
 		t.Fatalf("requests not spread: engine A runs %d, engine B %d", ra, rb)
 	}
-	engB.kill()
+	engB.Kill()
 	wg.Wait()
 	failed, ok := 0, 0
 	for _, r := range results {

@@ -290,7 +290,7 @@ func TestEngineKilledAndRestarted(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	killed := time.Now()
-	eng.kill()
+	eng.Kill()
 	evs := sse(t, br)
 	took := time.Since(killed)
 	if took > 3*time.Second {
@@ -326,7 +326,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := fe.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := fe.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -345,7 +345,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("want tokens, error, [DONE]; got the tail %q", evs[max(0, len(evs)-3):])
 	}
 	select {
-	case <-fe.exited:
+	case <-fe.Exited():
 	case <-time.After(10 * time.Second):
 		t.Fatal("frontend did not exit after SIGTERM")
 	}
@@ -363,16 +363,16 @@ func TestSpawnEngine(t *testing.T) {
 	if _, _, _, finish, _ := collect(t, evs); finish != "length" {
 		t.Fatalf("finish %q", finish)
 	}
-	m := regexp.MustCompile(`spawned engine-core\s+\{"pid": (\d+)`).FindStringSubmatch(fe.output())
+	m := regexp.MustCompile(`spawned engine-core\s+\{"pid": (\d+)`).FindStringSubmatch(fe.Output())
 	if m == nil {
-		t.Fatalf("no spawn log line in:\n%s", fe.output())
+		t.Fatalf("no spawn log line in:\n%s", fe.Output())
 	}
 	enginePID, _ := strconv.Atoi(m[1])
-	if err := fe.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := fe.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-fe.exited:
+	case <-fe.Exited():
 	case <-time.After(15 * time.Second):
 		t.Fatal("frontend did not exit")
 	}

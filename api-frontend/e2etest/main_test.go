@@ -7,16 +7,14 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-llm/sluice/internal/testproc"
 )
 
 var binDir string
@@ -32,21 +30,9 @@ func TestMain(m *testing.M) {
 		binDir = dir
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "sluice-e2e-bin-")
+	dir, err := testproc.Build("sluice-e2e-bin-", "./engine-core", "./api-frontend")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	root, err := repoRoot()
-	if err == nil {
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./engine-core", "./api-frontend")
-		cmd.Dir = root
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		err = cmd.Run()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	binDir = dir
@@ -55,78 +41,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
 // proc is a started child process with its combined output kept.
-type proc struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder
-	exited chan struct{}
-}
+type proc = testproc.Proc
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
+// start runs binDir/name with args until the test ends.
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{exited: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, tail(p.output(), 4000))
-		}
-	})
-	return p
+	return testproc.Start(t, filepath.Join(binDir, name), testproc.Options{}, args...)
 }
 
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
+func tail(s string, n int) string { return testproc.Tail(s, n) }
 
 // engineAddr returns a fresh ipc:// address in a private directory.
 func engineAddr(t testing.TB) string {
@@ -144,15 +68,7 @@ func startEngine(t testing.TB, addr string, extra ...string) *proc {
 	return start(t, "engine-core", args...)
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testproc.FreePort(t) }
 
 // startFrontend starts api-frontend against addr and waits for /health.
 func startFrontend(t *testing.T, addr string, extra ...string) (string, *proc) {
@@ -167,20 +83,7 @@ func startFrontend(t *testing.T, addr string, extra ...string) (string, *proc) {
 
 func waitHealth(t *testing.T, base string, want int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/health did not become %d within %s (last err %v)", base, want, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testproc.WaitHealth(t, base, want, timeout)
 }
 
 // sse reads an SSE body into data payloads.

@@ -63,7 +63,7 @@ func BenchmarkStructuredThroughput(b *testing.B) {
 	constrained := fmt.Sprintf(`{"messages":[{"role":"user","content":"List things."}],"max_tokens":%d,"temperature":1,"response_format":{"type":"json_schema","json_schema":{"name":"list","schema":%s}}}`, benchMaxTokens, longSchema)
 	for i := 0; i < b.N; i++ {
 		var tps, per, cpu, engCPU [2]float64
-		pids := []int{eng.cmd.Process.Pid, fe.cmd.Process.Pid}
+		pids := []int{eng.Cmd.Process.Pid, fe.Cmd.Process.Pid}
 		for r := 0; r < rounds; r++ {
 			for m, body := range []string{plain, constrained} {
 				l := runLoad(b, client, base, body, streams, window, pids)

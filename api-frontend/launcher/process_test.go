@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-llm/sluice/internal/testproc"
 )
 
 var (
@@ -38,18 +40,10 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run()) // process tests skip themselves
 	}
-	dir, err := os.MkdirTemp("", "sluice-launcher-bin-")
+	dir, err := testproc.Build("sluice-launcher-bin-",
+		"./engine-core", "./api-frontend", "./api-frontend/launcher/testdata/launch")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"./engine-core", "./api-frontend", "./api-frontend/launcher/testdata/launch")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	binDir = dir
@@ -72,24 +66,7 @@ func needBinaries(t *testing.T) {
 }
 
 // launcherProc is a running testdata/launch with its output kept.
-type launcherProc struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder
-	exited chan struct{}
-}
-
-func (p *launcherProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *launcherProc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
+type launcherProc struct{ *testproc.Proc }
 
 // startLauncher runs the launcher with the demo model on the simulated
 // executor plus extra flags, and returns it with its base URL.
@@ -98,77 +75,41 @@ func startLauncher(t *testing.T, extra ...string) (*launcherProc, string) {
 	needBinaries(t)
 	port := freePort(t)
 	args := append([]string{"--model", "demo", "--executor", "sim", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
-	p := &launcherProc{exited: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, launcherBin), args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start launcher: %v", err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			// SIGTERM lets it stop its children and remove its socket
-			// directory; SIGKILL if that hangs (the children die with
-			// it: Pdeathsig).
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p := testproc.Start(t, filepath.Join(binDir, launcherBin), testproc.Options{
+		NoDeathSig: true,
+		TailOnFail: 6000,
+		// SIGTERM lets it stop its children and remove its socket
+		// directory; SIGKILL if that hangs (the children die with it:
+		// Pdeathsig).
+		Stop: func(p *testproc.Proc) {
+			p.Signal(syscall.SIGTERM)
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 			case <-time.After(15 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.exited
+				p.Kill()
 			}
-		}
-		if t.Failed() {
-			out := p.output()
-			if len(out) > 6000 {
-				out = out[len(out)-6000:]
-			}
-			t.Logf("launcher output (tail):\n%s", out)
-		}
-	})
-	return p, fmt.Sprintf("http://127.0.0.1:%d", port)
+		},
+	}, args...)
+	return &launcherProc{p}, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
 // wait waits for the launcher to exit and returns its exit code.
 func (p *launcherProc) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
 	select {
-	case <-p.exited:
-		return p.cmd.ProcessState.ExitCode()
+	case <-p.Exited():
+		return p.Cmd.ProcessState.ExitCode()
 	case <-time.After(timeout):
 		t.Fatalf("launcher still running after %s", timeout)
 		return -1
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testproc.FreePort(t) }
 
 func waitHealth(t *testing.T, base string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/health not 200 within %s (last error %v)", base, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testproc.WaitHealth(t, base, http.StatusOK, timeout)
 }
 
 // waitFrontends waits until n distinct frontend processes have answered
@@ -368,7 +309,7 @@ func TestServesManyStreamsOnOnePort(t *testing.T) {
 	if len(perFrontend) != 2 {
 		t.Fatalf("streams per frontend pid: %v, want two frontends", perFrontend)
 	}
-	kids := childPIDs(t, p.cmd.Process.Pid)
+	kids := childPIDs(t, p.Cmd.Process.Pid)
 	for pid := range perFrontend {
 		if !kids[pid] {
 			t.Errorf("pid %d served streams but is not a child of the launcher (children %v)", pid, kids)
@@ -443,7 +384,7 @@ func TestKilledFrontendComesBack(t *testing.T) {
 			if !strings.HasSuffix(v.FrontendID, ".r1") {
 				t.Errorf("restarted frontend id %q, want the .r1 suffix", v.FrontendID)
 			}
-			if !childPIDs(t, p.cmd.Process.Pid)[v.PID] {
+			if !childPIDs(t, p.Cmd.Process.Pid)[v.PID] {
 				t.Errorf("new frontend pid %d is not a child of the launcher", v.PID)
 			}
 			break
@@ -463,7 +404,7 @@ func TestKilledEngineComesBack(t *testing.T) {
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "5", "--engine-liveness-timeout", "1s")
 	waitHealth(t, base, 60*time.Second)
 	waitFrontends(t, base, 2)
-	engine := childNamed(t, p.cmd.Process.Pid, "engine-core")
+	engine := childNamed(t, p.Cmd.Process.Pid, "engine-core")
 	if engine == 0 {
 		t.Fatal("no engine-core child")
 	}
@@ -471,17 +412,17 @@ func TestKilledEngineComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !reported(p.output(), "frontend-1 | ", "engine down") || !reported(p.output(), "frontend-2 | ", "engine down") {
+	for !reported(p.Output(), "frontend-1 | ", "engine down") || !reported(p.Output(), "frontend-2 | ", "engine down") {
 		if time.Now().After(deadline) {
 			t.Fatal("the frontends did not both report the engine down within 20s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	waitStatus(t, base, http.StatusOK, 30*time.Second)
-	if !strings.Contains(p.output(), "engine-core exited; restarting it") {
+	if !strings.Contains(p.Output(), "engine-core exited; restarting it") {
 		t.Error("the launcher did not log the engine restart")
 	}
-	if again := childNamed(t, p.cmd.Process.Pid, "engine-core"); again == 0 || again == engine {
+	if again := childNamed(t, p.Cmd.Process.Pid, "engine-core"); again == 0 || again == engine {
 		t.Fatalf("engine-core child after restart: %d (killed %d)", again, engine)
 	}
 	// Both frontends serve again (each reconnected by itself).
@@ -566,7 +507,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	p, base := startLauncher(t, "--api-server-count", "2", "--sim-step-ms", "20", "--shutdown-timeout", "20s")
 	waitHealth(t, base, 60*time.Second)
 	waitFrontends(t, base, 2)
-	kids := childPIDs(t, p.cmd.Process.Pid)
+	kids := childPIDs(t, p.Cmd.Process.Pid)
 	if len(kids) != 3 {
 		t.Fatalf("launcher children %v, want engine-core and two frontends", kids)
 	}
@@ -583,7 +524,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		streams = append(streams, s)
 	}
 	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	results := make([]result, len(streams))
@@ -610,7 +551,7 @@ func TestSIGTERMDrains(t *testing.T) {
 			t.Errorf("child %d still running after the launcher exited", pid)
 		}
 	}
-	out := p.output()
+	out := p.Output()
 	for _, want := range []string{"frontend stopped", "engine-core stopped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("launcher output lacks %q", want)
@@ -654,7 +595,7 @@ func TestStartupFailures(t *testing.T) {
 			if code := p.wait(t, 30*time.Second); code == 0 {
 				t.Fatal("launcher exited 0")
 			}
-			out := p.output()
+			out := p.Output()
 			for _, w := range tt.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("launcher output lacks %q:\n%s", w, out)

@@ -50,9 +50,9 @@ func TestFrontendSIGSTOPResumes(t *testing.T) {
 		}(i)
 	}
 	time.Sleep(100 * time.Millisecond)
-	fe.signal(syscall.SIGSTOP)
+	fe.Signal(syscall.SIGSTOP)
 	time.Sleep(4 * time.Second)
-	fe.signal(syscall.SIGCONT)
+	fe.Signal(syscall.SIGCONT)
 	wg.Wait()
 	for i := range evs {
 		if errs[i] != nil {

@@ -53,19 +53,19 @@ func TestGrammarBurstRSS(t *testing.T) {
 	// Warm both processes (tokenizer, guide vocabulary, first structured
 	// request) before the baseline.
 	complete(schemaReq(-1, 4))
-	engRSS0, feRSS0 := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	engRSS0, feRSS0 := rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 	engPeak, fePeak := engRSS0, feRSS0
 	start := time.Now()
 	for i := 0; i < grammarBurstCount; i++ {
 		complete(schemaReq(i, grammarBurstProps))
-		engPeak, fePeak = max(engPeak, rssMB(t, eng.pid())), max(fePeak, rssMB(t, fe.pid()))
+		engPeak, fePeak = max(engPeak, rssMB(t, eng.Pid())), max(fePeak, rssMB(t, fe.Pid()))
 	}
 	burst := time.Since(start)
 	bound := 2*grammarCacheMB + 64
 	var engRSS, feRSS int
 	idle := time.Now()
 	for {
-		engRSS, feRSS = rssMB(t, eng.pid()), rssMB(t, fe.pid())
+		engRSS, feRSS = rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 		if (engRSS-engRSS0 <= bound && feRSS-feRSS0 <= bound) || time.Since(idle) > 60*time.Second {
 			break
 		}

@@ -2,30 +2,25 @@ package reliability
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/sluice-llm/sluice/internal/testproc"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 )
@@ -43,21 +38,9 @@ func TestMain(m *testing.M) {
 		binDir = dir
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "sluice-rel-bin-")
+	dir, err := testproc.Build("sluice-rel-bin-", "./engine-core", "./api-frontend")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reliability:", err)
-		os.Exit(1)
-	}
-	root, err := repoRoot()
-	if err == nil {
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./engine-core", "./api-frontend")
-		cmd.Dir = root
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		err = cmd.Run()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reliability: build binaries:", err)
-		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	binDir = dir
@@ -66,108 +49,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getwd: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // proc is a started child process; its stdout and stderr are kept.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    bytes.Buffer
-	exited chan struct{}
-}
-
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-// output returns everything the process wrote so far.
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// signal sends sig unless the process has exited.
-func (p *proc) signal(sig syscall.Signal) {
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// kill SIGKILLs the process and waits for it.
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+type proc = testproc.Proc
 
 // start runs bin/name with args; the process is SIGKILLed at cleanup (and
 // when the test binary dies, through Pdeathsig).
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, exited: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", name, p.pid(), tail(p.output(), 3000))
-		}
-	})
-	return p
+	return testproc.Start(t, filepath.Join(binDir, name), testproc.Options{Env: []string{"GOMAXPROCS=2"}, TailOnFail: 3000}, args...)
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
+func tail(s string, n int) string { return testproc.Tail(s, n) }
 
 // sockDir returns a fresh private directory for ipc:// sockets (short
 // paths: a unix socket path must fit in 107 bytes).
@@ -199,8 +91,8 @@ func startEngine(t testing.TB, addr string, extra ...string) *proc {
 	t.Helper()
 	p := start(t, "engine-core", engineArgs(addr, extra...)...)
 	waitFor(t, 30*time.Second, "engine socket "+addr, func() (bool, string) {
-		if !p.alive() {
-			t.Fatalf("engine-core exited: %s", tail(p.output(), 2000))
+		if !p.Alive() {
+			t.Fatalf("engine-core exited: %s", tail(p.Output(), 2000))
 		}
 		_, err := os.Stat(sockPath(addr))
 		return err == nil, fmt.Sprint(err)
@@ -208,15 +100,7 @@ func startEngine(t testing.TB, addr string, extra ...string) *proc {
 	return p
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testproc.FreePort(t) }
 
 // frontend is a started api-frontend.
 type frontend struct {
@@ -232,8 +116,8 @@ func startFrontend(t testing.TB, addr string, extra ...string) *frontend {
 	args := append([]string{"--model", "demo", "--engine", addr, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
 	f := &frontend{proc: start(t, "api-frontend", args...), base: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	waitFor(t, 60*time.Second, "frontend /health 200", func() (bool, string) {
-		if !f.alive() {
-			t.Fatalf("api-frontend exited: %s", tail(f.output(), 2000))
+		if !f.Alive() {
+			t.Fatalf("api-frontend exited: %s", tail(f.Output(), 2000))
 		}
 		code, err := healthCode(f.base)
 		return code == http.StatusOK, fmt.Sprintf("status %d err %v", code, err)
@@ -244,44 +128,18 @@ func startFrontend(t testing.TB, addr string, extra ...string) *frontend {
 // client is the HTTP client of the tests: no proxy, loopback only.
 var client = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 
-func healthCode(base string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
+func healthCode(base string) (int, error) { return testproc.HealthCode(base) }
 
 // waitFor polls cond every 20 ms until it holds or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s (last: %s)", what, timeout, detail)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitFor(t, timeout, what, cond)
 }
 
 // waitHealth waits until /health answers want.
 func waitHealth(t testing.TB, base string, want int, timeout time.Duration) time.Duration {
 	t.Helper()
-	t0 := time.Now()
-	waitFor(t, timeout, fmt.Sprintf("%s/health %d", base, want), func() (bool, string) {
-		code, err := healthCode(base)
-		return code == want, fmt.Sprintf("status %d err %v", code, err)
-	})
-	return time.Since(t0)
+	return testproc.WaitHealth(t, base, want, timeout)
 }
 
 // post sends a JSON body with optional headers (pairs) and returns the

@@ -245,14 +245,14 @@ func TestHostileHTTP(t *testing.T) {
 			t.Errorf("raw %s: status %d, want 4xx (or a closed connection)", rc.name, status)
 		}
 	}
-	if !fe.alive() {
+	if !fe.Alive() {
 		t.Fatal("frontend died")
 	}
 	if code, _ := healthCode(fe.base); code != http.StatusOK {
 		t.Fatalf("/health %d after the corpus", code)
 	}
 	checkServes(t, fe.base)
-	if out := fe.output(); strings.Contains(out, "panic") {
+	if out := fe.Output(); strings.Contains(out, "panic") {
 		t.Errorf("frontend logged a panic: %s", tail(out, 2000))
 	}
 	t.Logf("%d hostile HTTP requests, server up", tried)
@@ -452,7 +452,7 @@ func roguePeer(t *testing.T, executor string) {
 		eng = start(t, "engine-core", "--model", "demo", "--executor", "cpu", "--listen", addr, "--log-format", "console", "--served-model-name", "demo")
 		waitFor(t, 60*time.Second, "cpu engine socket", func() (bool, string) {
 			_, err := os.Stat(sockPath(addr))
-			return err == nil && eng.alive(), fmt.Sprint(err)
+			return err == nil && eng.Alive(), fmt.Sprint(err)
 		})
 	}
 	fe := startFrontend(t, addr)
@@ -483,8 +483,8 @@ func roguePeer(t *testing.T, executor string) {
 	attack := func(name string, f func()) {
 		f()
 		attacks++
-		if !eng.alive() {
-			t.Fatalf("engine died after %q: %s", name, tail(eng.output(), 2000))
+		if !eng.Alive() {
+			t.Fatalf("engine died after %q: %s", name, tail(eng.Output(), 2000))
 		}
 	}
 
@@ -598,8 +598,8 @@ func roguePeer(t *testing.T, executor string) {
 	})
 	// Give the engine a moment to chew, then check it is alive and serving.
 	time.Sleep(500 * time.Millisecond)
-	if !eng.alive() {
-		t.Fatalf("engine died: %s", tail(eng.output(), 3000))
+	if !eng.Alive() {
+		t.Fatalf("engine died: %s", tail(eng.Output(), 3000))
 	}
 	var res result
 	select {
@@ -621,7 +621,7 @@ func roguePeer(t *testing.T, executor string) {
 	if _, err := obs.stats(); err != nil {
 		t.Fatalf("engine stats after the attack: %v", err)
 	}
-	if out := eng.output(); strings.Contains(out, "panic") {
+	if out := eng.Output(); strings.Contains(out, "panic") {
 		t.Errorf("engine logged a panic: %s", tail(out, 3000))
 	}
 	t.Logf("%d rogue frames/attacks survived", attacks)

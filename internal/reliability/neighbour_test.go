@@ -109,7 +109,7 @@ func TestNoisyNeighbour(t *testing.T) {
 	addr := engineAddr(t)
 	eng := startEngine(t, addr, "--sim-step-ms", "4")
 	fe := startFrontend(t, addr)
-	engRSS0, feRSS0 := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	engRSS0, feRSS0 := rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 
 	const normals, normalTokens = 20, 1000
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -216,7 +216,7 @@ func TestNoisyNeighbour(t *testing.T) {
 			t.Errorf("normal stream %d: err %v, done %v, error %q, usage %d, finish %q", i, errs[i], r.done, r.errMsg, r.usage, r.finish)
 		}
 	}
-	engRSS, feRSS := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	engRSS, feRSS := rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 	record(t, "small request during attacks, worst", worst)
 	record(t, "engine RSS MB before/after", fmt.Sprintf("%d/%d", engRSS0, engRSS))
 	record(t, "frontend RSS MB before/after", fmt.Sprintf("%d/%d", feRSS0, feRSS))
@@ -237,7 +237,7 @@ func TestStopFloodRaisedLimits(t *testing.T) {
 	addr := engineAddr(t)
 	eng := startEngine(t, addr, "--sim-step-ms", "4")
 	fe := startFrontend(t, addr, "--max-stop-strings", "100000", "--max-stop-str-bytes", "4000000")
-	engRSS0, feRSS0 := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	engRSS0, feRSS0 := rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -308,7 +308,7 @@ func TestStopFloodRaisedLimits(t *testing.T) {
 			t.Errorf("stream %d: err %v, done %v, error %q, usage %d (want %d), finish %q", i, o.err, o.r.done, o.r.errMsg, o.r.usage, want, o.r.finish)
 		}
 	}
-	engRSS, feRSS := rssMB(t, eng.pid()), rssMB(t, fe.pid())
+	engRSS, feRSS := rssMB(t, eng.Pid()), rssMB(t, fe.Pid())
 	record(t, "small request during the stop flood, worst", worst)
 	record(t, "engine RSS MB before/after", fmt.Sprintf("%d/%d", engRSS0, engRSS))
 	record(t, "frontend RSS MB before/after", fmt.Sprintf("%d/%d", feRSS0, feRSS))

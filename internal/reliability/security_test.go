@@ -98,12 +98,12 @@ func TestAPIKey(t *testing.T) {
 		}
 	}
 	for _, p := range []*proc{feFlag.proc, feEnv.proc, eng} {
-		out := p.output()
+		out := p.Output()
 		if strings.Contains(out, key) || strings.Contains(out, wrong) {
-			t.Errorf("%s (pid %d) logged an API key: %s", p.name, p.pid(), tail(out, 1000))
+			t.Errorf("%s (pid %d) logged an API key: %s", p.Name, p.Pid(), tail(out, 1000))
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", feEnv.pid())); err != nil || strings.Contains(string(b), key) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", feEnv.Pid())); err != nil || strings.Contains(string(b), key) {
 		t.Errorf("SLUICE_API_KEY frontend: key in cmdline (%v)", err)
 	}
 	t.Logf("%d auth checks", checks)
@@ -124,7 +124,7 @@ func TestAPIKeySpawnedLogs(t *testing.T) {
 	if code, _ := do(t, http.MethodPost, fe.base+"/v1/completions", `{"model":"demo","prompt":"hi","max_tokens":2}`, "Bearer nope"); code != http.StatusUnauthorized {
 		t.Fatalf("without the key: %d", code)
 	}
-	out := fe.output()
+	out := fe.Output()
 	if strings.Contains(out, key) {
 		t.Errorf("spawn mode logged the API key: %s", tail(out, 1000))
 	}
@@ -161,7 +161,7 @@ func TestSocketPermissions(t *testing.T) {
 	eng := startEngine(t, addr, "--sim-step-ms", "1")
 	checkSocketPerms(t, sockPath(addr))
 	// A stale file (the engine was SIGKILLed) is replaced by the next one.
-	eng.kill()
+	eng.Kill()
 	if _, err := os.Stat(sockPath(addr)); err != nil {
 		t.Logf("socket file gone after SIGKILL (%v)", err)
 	}

@@ -123,7 +123,7 @@ func TestSlowloris(t *testing.T) {
 	if n := openAfter["slow headers"]; n != 0 {
 		t.Errorf("%d slow-header connections still open after %s (ReadHeaderTimeout is 30 s)", n, wait)
 	}
-	if !fe.alive() {
+	if !fe.Alive() {
 		t.Fatal("frontend died")
 	}
 	checkServes(t, fe.base)

@@ -121,8 +121,8 @@ func TestSoak(t *testing.T) {
 		latencies = nil
 		mu.Unlock()
 		s := soakSample{at: time.Since(t0), p99: percentile(lat, 0.99), p50: percentile(lat, 0.5), requests: requests.Load(), failures: failures.Load()}
-		s.feRSS, _ = procStatus(fe.pid(), "VmRSS")
-		s.engRSS, _ = procStatus(eng.pid(), "VmRSS")
+		s.feRSS, _ = procStatus(fe.Pid(), "VmRSS")
+		s.engRSS, _ = procStatus(eng.Pid(), "VmRSS")
 		r := frontendResources(t, fe)
 		s.goroutines, s.fds = r.goroutines, r.fds
 		samples = append(samples, s)

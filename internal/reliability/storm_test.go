@@ -27,7 +27,7 @@ func frontendResources(t testing.TB, fe *frontend) resources {
 	if !ok {
 		t.Fatal("/metrics has no go_goroutines")
 	}
-	fds, err := openFDs(fe.pid())
+	fds, err := openFDs(fe.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestDisconnectStorm(t *testing.T) {
 	if v, _ := metric(m, "sluice_frontend_streams_open"); v != 0 {
 		t.Errorf("sluice_frontend_streams_open = %v after the storm", v)
 	}
-	if !fe.alive() {
+	if !fe.Alive() {
 		t.Fatal("frontend died")
 	}
 	checkServes(t, fe.base)

@@ -13,14 +13,9 @@ import "bytes"
 // and a call block that starts at <｜tool▁call▁begin｜> without the outer tag.
 type deepseek struct {
 	base
-	st      uint8
-	scan    jsonScanner
-	region  int
-	fenced  bool
-	emitted int
-	name    string // the current call's function
-	argsAt  int    // where its arguments start
-	open    bool   // the current call was committed
+	st     uint8
+	args   jsonArgs
+	fenced bool
 }
 
 const (
@@ -38,7 +33,6 @@ const (
 	dType       // after call begin: "function" or the name, up to <｜tool▁sep｜>
 	dName       // V3: the name, up to a newline
 	dFence      // V3: ```json
-	dArgsWS     // before the arguments
 	dArgs       // streaming arguments
 	dFenceEnd   // V3: closing ```
 	dCallEnd    // expect <｜tool▁call▁end｜>
@@ -47,17 +41,6 @@ const (
 	dRawAfter   // malformed after commit: raw text up to the call's end tag
 	dAfterRawCE // after a raw call end: like dBetween
 )
-
-func (p *deepseek) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *deepseek) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *deepseek) run(final bool) {
 	for {
@@ -121,8 +104,9 @@ func (p *deepseek) run(final bool) {
 				p.broken(false)
 				continue
 			}
-			p.name, p.fenced = typ, false
-			p.st = dArgsWS
+			p.args.begin(typ)
+			p.fenced = false
+			p.st = dArgs
 		case dName:
 			i := bytes.IndexByte(p.buf[p.pos:], '\n')
 			if i > maxNameLen {
@@ -142,7 +126,8 @@ func (p *deepseek) run(final bool) {
 				p.broken(false)
 				continue
 			}
-			p.name, p.fenced = name, true
+			p.args.begin(name)
+			p.fenced = true
 			p.st = dFence
 		case dFence:
 			if !p.skipWS() {
@@ -157,38 +142,15 @@ func (p *deepseek) run(final bool) {
 				p.broken(false)
 				continue
 			}
-			p.st = dArgsWS
-		case dArgsWS:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			p.emitted, p.argsAt, p.open = p.pos, p.pos, false
-			p.scan.reset()
 			p.st = dArgs
 		case dArgs:
-			n, res := p.scan.feed(p.buf[p.pos:])
-			p.pos += n
-			if !p.open && (res == scanDone || p.pos-p.argsAt >= commitAfter) {
-				p.beginCall(p.name)
-				p.open = true
-			}
-			if !p.open {
-				if res == scanErr {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
+			switch p.args.step(&p.base, final) {
+			case argWait:
 				return
-			}
-			if p.pos > p.emitted {
-				p.addArgs(p.str(p.emitted, p.pos))
-				p.emitted = p.pos
-			}
-			switch res {
-			case scanMore:
-				return
-			case scanErr:
+			case argBroken:
+				p.broken(false)
+				continue
+			case argFault:
 				p.st = dRawAfter
 				continue
 			}
@@ -265,15 +227,6 @@ func (p *deepseek) run(final bool) {
 			p.afterCall = true
 			p.st = dBetween
 		}
-	}
-}
-
-// truncated handles the end of output inside uncommitted markup: its raw
-// text is content.
-func (p *deepseek) truncated(final bool) {
-	if final {
-		p.emitContent(p.region, len(p.buf))
-		p.pos = len(p.buf)
 	}
 }
 

@@ -6,9 +6,8 @@ import "bytes"
 // Hermes and Qwen2.5/Qwen3 models write it.
 type hermes struct {
 	base
-	st     uint8
-	w      objWalker
-	region int // where the current <tool_call> starts
+	st uint8
+	w  objWalker
 }
 
 const (
@@ -23,17 +22,6 @@ const (
 	hRawBefore // malformed, uncommitted: raw text up to and including </tool_call>
 	hRawAfter  // malformed after commit: raw text up to </tool_call>
 )
-
-func (p *hermes) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *hermes) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *hermes) run(final bool) {
 	for {
@@ -55,9 +43,8 @@ func (p *hermes) run(final bool) {
 		case hObj:
 			switch p.w.step(&p.base) {
 			case walkMore:
-				if final && !p.w.committed {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
+				if !p.w.committed {
+					p.truncated(final)
 				}
 				return
 			case walkDone:

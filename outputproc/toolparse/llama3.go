@@ -8,9 +8,8 @@ import "bytes"
 // only <|python_tag|> starts calls.
 type llama3 struct {
 	base
-	st     uint8
-	w      objWalker
-	region int
+	st uint8
+	w  objWalker
 }
 
 const llamaTag = "<|python_tag|>"
@@ -23,17 +22,6 @@ const (
 	lNext // after a call: ';' or anything else
 	lSemi // after ';': '{', a tag, or prose
 )
-
-func (p *llama3) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *llama3) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *llama3) run(final bool) {
 	for {
@@ -74,10 +62,7 @@ func (p *llama3) run(final bool) {
 			p.st = lTag
 		case lTag:
 			if !p.skipWS() {
-				if final {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
-				}
+				p.truncated(final)
 				return
 			}
 			if p.buf[p.pos] != '{' {
@@ -90,9 +75,8 @@ func (p *llama3) run(final bool) {
 		case lObj:
 			switch p.w.step(&p.base) {
 			case walkMore:
-				if final && !p.w.committed {
-					p.emitContent(p.region, len(p.buf))
-					p.pos = len(p.buf)
+				if !p.w.committed {
+					p.truncated(final)
 				}
 				return
 			case walkDone:

@@ -9,15 +9,10 @@ import "bytes"
 type mistral struct {
 	base
 	st       uint8
+	args     jsonArgs
 	w        objWalker
-	scan     jsonScanner
-	region   int
 	nameAt   int // start of the function name (name form)
-	emitted  int // arguments sent up to here (name form)
 	arrCalls int // calls read from the current array
-	name     string
-	argsAt   int  // where the name form's arguments start
-	open     bool // the name-form call was committed
 }
 
 const (
@@ -35,20 +30,8 @@ const (
 	mArrNext  // after an element: ',' or ']'
 	mName     // reading name up to [ARGS], [CALL_ID] or '{'
 	mCallID   // skipping a call id up to [ARGS]
-	mArgsWS   // before the arguments value
 	mArgs     // streaming the arguments value
 )
-
-func (p *mistral) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *mistral) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *mistral) run(final bool) {
 	for {
@@ -179,37 +162,14 @@ func (p *mistral) run(final bool) {
 			name := string(bytes.TrimSpace(p.buf[p.nameAt : bytes.IndexByte(p.buf[p.nameAt:], '[')+p.nameAt]))
 			p.pos += i + len(mistralArgs)
 			p.commitName(name)
-		case mArgsWS:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			p.emitted, p.argsAt, p.open = p.pos, p.pos, false
-			p.scan.reset()
-			p.st = mArgs
 		case mArgs:
-			n, res := p.scan.feed(p.buf[p.pos:])
-			p.pos += n
-			if !p.open && (res == scanDone || p.pos-p.argsAt >= commitAfter) {
-				p.beginCall(p.name)
-				p.open = true
-			}
-			if !p.open {
-				if res == scanErr {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
+			switch p.args.step(&p.base, final) {
+			case argWait:
 				return
-			}
-			if p.pos > p.emitted {
-				p.addArgs(p.str(p.emitted, p.pos))
-				p.emitted = p.pos
-			}
-			switch res {
-			case scanMore:
-				return
-			case scanErr:
+			case argBroken:
+				p.broken(false)
+				continue
+			case argFault:
 				p.st = mProse
 				continue
 			}
@@ -222,17 +182,8 @@ func (p *mistral) run(final bool) {
 // commitName records the call's name; the call is committed once its
 // arguments start well (see commitAfter).
 func (p *mistral) commitName(name string) {
-	p.name = name
-	p.st = mArgsWS
-}
-
-// truncated handles the end of output inside uncommitted markup: its raw
-// text is content.
-func (p *mistral) truncated(final bool) {
-	if final {
-		p.emitContent(p.region, len(p.buf))
-		p.pos = len(p.buf)
-	}
+	p.args.begin(name)
+	p.st = mArgs
 }
 
 // broken returns malformed markup to prose: uncommitted markup is content;

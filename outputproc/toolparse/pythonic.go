@@ -9,15 +9,13 @@ import "bytes"
 // Python literals to JSON and sent one at a time.
 type pythonic struct {
 	base
-	st      uint8
-	scan    pyScan
-	region  int
-	key     string
-	valAt   int
-	nkw     int
-	inList  int // calls committed in this list
-	argOpen bool
-	tmp     []byte
+	st     uint8
+	scan   pyScan
+	key    string
+	valAt  int
+	nkw    int
+	inList int // calls committed in this list
+	tmp    []byte
 }
 
 const (
@@ -35,17 +33,6 @@ const (
 	pEnd              // optional <|python_end|>
 	pProse            // everything else is content
 )
-
-func (p *pythonic) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *pythonic) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *pythonic) run(final bool) {
 	for {
@@ -110,8 +97,8 @@ func (p *pythonic) run(final bool) {
 			}
 			p.pos = j + 1
 			p.beginCall(name)
-			p.addArgs("{")
-			p.argOpen, p.nkw = true, 0
+			p.openArgs()
+			p.nkw = 0
 			p.inList++
 			p.st = pKw
 		case pKw:
@@ -243,30 +230,6 @@ func (p *pythonic) writeKw(raw []byte, partial bool) bool {
 	p.tmp = append(p.tmp, v...)
 	p.addArgs(string(p.tmp))
 	return true
-}
-
-func (p *pythonic) closeArgs() {
-	if p.argOpen {
-		p.addArgs("}")
-		p.argOpen = false
-	}
-}
-
-// finishCall closes a committed call cut off by the end of output.
-func (p *pythonic) finishCall(final bool) {
-	if final {
-		p.closeArgs()
-		p.pos = len(p.buf)
-	}
-}
-
-// truncated returns an uncommitted list cut off by the end of output as
-// content.
-func (p *pythonic) truncated(final bool) {
-	if final {
-		p.emitContent(p.region, len(p.buf))
-		p.pos = len(p.buf)
-	}
 }
 
 // broken ends the list at malformed text: before any call the list so far

@@ -28,10 +28,8 @@ import (
 type qwen3Coder struct {
 	base
 	st       uint8
-	region   int
 	fn       string // current function
 	nparams  int    // parameters written in the current call
-	argsOpen bool   // '{' sent, '}' not yet
 	typ      string // current parameter's type
 	valStart int    // current value's first byte
 	emitted  int    // string value sent up to here
@@ -58,17 +56,6 @@ const (
 	qRawBefore // malformed, uncommitted
 	qRawAfter  // malformed after commit
 )
-
-func (p *qwen3Coder) Add(text string) Delta {
-	p.add(text)
-	p.run(false)
-	return p.take()
-}
-
-func (p *qwen3Coder) Finish() Delta {
-	p.run(true)
-	return p.end()
-}
 
 func (p *qwen3Coder) run(final bool) {
 	for {
@@ -120,8 +107,8 @@ func (p *qwen3Coder) run(final bool) {
 			}
 			p.fn = name
 			p.beginCall(name)
-			p.addArgs("{")
-			p.argsOpen, p.nparams = true, 0
+			p.openArgs()
+			p.nparams = 0
 			p.st = qBody
 		case qBody:
 			if !p.skipWS() {
@@ -293,30 +280,6 @@ func (p *qwen3Coder) upTo(c byte) (string, bool) {
 	s := strings.TrimSpace(string(p.buf[p.pos : p.pos+i]))
 	p.pos += i + 1
 	return s, true
-}
-
-func (p *qwen3Coder) closeArgs() {
-	if p.argsOpen {
-		p.addArgs("}")
-		p.argsOpen = false
-	}
-}
-
-// finishCall closes a committed call cut off by the end of output.
-func (p *qwen3Coder) finishCall(final bool) {
-	if final {
-		p.closeArgs()
-		p.pos = len(p.buf)
-	}
-}
-
-// truncated returns uncommitted markup cut off by the end of output as
-// content.
-func (p *qwen3Coder) truncated(final bool) {
-	if final {
-		p.emitContent(p.region, len(p.buf))
-		p.pos = len(p.buf)
-	}
 }
 
 // broken returns uncommitted malformed markup as content.

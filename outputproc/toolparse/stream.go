@@ -122,6 +122,9 @@ type base struct {
 	tools  toolSet
 	ncalls int // calls begun so far
 
+	region   int  // where the current uncommitted markup starts
+	argsOpen bool // a built arguments object's '{' was sent, '}' not yet
+
 	afterCall bool // at the start or right after a call: whitespace is held
 	wsPend    bool // buf[wsStart:wsEnd] is whitespace after a call, not yet sent
 	wsStart   int

@@ -77,17 +77,17 @@ func New(name string, tools []Tool, idGen func() string) (Parser, error) {
 	b := base{idGen: idGen, tools: newToolSet(tools), afterCall: true}
 	switch name {
 	case "hermes":
-		return &hermes{base: b}, nil
+		return &parser[hermes, *hermes]{f: hermes{base: b}}, nil
 	case "llama3_json":
-		return &llama3{base: b}, nil
+		return &parser[llama3, *llama3]{f: llama3{base: b}}, nil
 	case "mistral":
-		return &mistral{base: b}, nil
+		return &parser[mistral, *mistral]{f: mistral{base: b}}, nil
 	case "qwen3_coder":
-		return &qwen3Coder{base: b}, nil
+		return &parser[qwen3Coder, *qwen3Coder]{f: qwen3Coder{base: b}}, nil
 	case "pythonic":
-		return &pythonic{base: b}, nil
+		return &parser[pythonic, *pythonic]{f: pythonic{base: b}}, nil
 	case "deepseek_v3":
-		return &deepseek{base: b}, nil
+		return &parser[deepseek, *deepseek]{f: deepseek{base: b}}, nil
 	}
 	return nil, fmt.Errorf("toolparse: unknown tool call parser %q (known: %s)", name, strings.Join(names, ", "))
 }
