@@ -108,7 +108,7 @@ func nfaSize(re *syntax.Regexp, memo map[*syntax.Regexp]int) int {
 func classSize(ranges []rune) int {
 	seqs, bytes := 0, 0
 	for i := 0; i+1 < len(ranges); i += 2 {
-		utf8Ranges(ranges[i], ranges[i+1], func(n int) { seqs++; bytes += n })
+		UTF8Split(ranges[i], ranges[i+1], func(lo, _ rune) { seqs++; bytes += utf8.RuneLen(lo) })
 	}
 	if seqs == 0 {
 		return 1 // a fail state
@@ -116,17 +116,21 @@ func classSize(ranges []rune) int {
 	return bytes + seqs - 1
 }
 
-// utf8Ranges calls emit with the length of each byte-range sequence that
-// engine-core/guide's utf8Sequences makes for the runes in [lo, hi] (the
-// same recursion, counting only).
-func utf8Ranges(lo, hi rune, emit func(n int)) {
+// UTF8Split splits the runes [lo, hi] (surrogates excluded) into the
+// sub-ranges whose UTF-8 encodings are each one sequence of byte ranges:
+// every rune of a sub-range [a, b] has the encoding length of a, and byte i
+// of its encoding lies between byte i of a's and of b's encodings — the
+// construction RE2 and regex-automata use. It calls emit once per
+// sub-range, in order. engine-core/guide builds its byte automaton from it
+// and EstimateNFA counts with it, so the two always agree.
+func UTF8Split(lo, hi rune, emit func(lo, hi rune)) {
 	if lo > hi || lo > utf8.MaxRune {
 		return
 	}
 	hi = min(hi, utf8.MaxRune)
 	if lo < 0xD800 && hi > 0xDFFF {
-		utf8Ranges(lo, 0xD7FF, emit)
-		utf8Ranges(0xE000, hi, emit)
+		UTF8Split(lo, 0xD7FF, emit)
+		UTF8Split(0xE000, hi, emit)
 		return
 	}
 	if lo >= 0xD800 && lo <= 0xDFFF {
@@ -140,31 +144,31 @@ func utf8Ranges(lo, hi rune, emit func(n int)) {
 	}
 	for _, m := range []rune{0x7F, 0x7FF, 0xFFFF} {
 		if lo <= m && hi > m {
-			utf8Ranges(lo, m, emit)
-			utf8Ranges(m+1, hi, emit)
+			UTF8Split(lo, m, emit)
+			UTF8Split(m+1, hi, emit)
 			return
 		}
 	}
 	if hi <= 0x7F {
-		emit(1)
+		emit(lo, hi)
 		return
 	}
 	for i := 1; i < 4; i++ {
 		m := rune(1)<<(6*i) - 1
 		if lo&^m != hi&^m {
 			if lo&m != 0 {
-				utf8Ranges(lo, lo|m, emit)
-				utf8Ranges((lo|m)+1, hi, emit)
+				UTF8Split(lo, lo|m, emit)
+				UTF8Split((lo|m)+1, hi, emit)
 				return
 			}
 			if hi&m != m {
-				utf8Ranges(lo, (hi&^m)-1, emit)
-				utf8Ranges(hi&^m, hi, emit)
+				UTF8Split(lo, (hi&^m)-1, emit)
+				UTF8Split(hi&^m, hi, emit)
 				return
 			}
 		}
 	}
-	emit(utf8.RuneLen(lo))
+	emit(lo, hi)
 }
 
 // MaxGrammarBytes is the default of the most memory one compiled grammar

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sluice-llm/sluice/constraint"
 )
 
 // byteRange is an inclusive range of byte values.
@@ -17,58 +19,16 @@ type byteRange struct{ lo, hi byte }
 
 // utf8Sequences calls emit with the byte-range sequences whose
 // concatenations are exactly the UTF-8 encodings of the runes in [lo, hi]
-// (surrogates excluded), the construction RE2 and regex-automata use.
+// (surrogates excluded): one per sub-range of constraint.UTF8Split.
 func utf8Sequences(lo, hi rune, emit func([]byteRange)) {
-	if lo > hi || lo > utf8.MaxRune {
-		return
-	}
-	hi = min(hi, utf8.MaxRune)
-	if lo < 0xD800 && hi > 0xDFFF {
-		utf8Sequences(lo, 0xD7FF, emit)
-		utf8Sequences(0xE000, hi, emit)
-		return
-	}
-	if lo >= 0xD800 && lo <= 0xDFFF {
-		lo = 0xE000
-	}
-	if hi >= 0xD800 && hi <= 0xDFFF {
-		hi = 0xD7FF
-	}
-	if lo > hi {
-		return
-	}
-	for _, m := range []rune{0x7F, 0x7FF, 0xFFFF} {
-		if lo <= m && hi > m {
-			utf8Sequences(lo, m, emit)
-			utf8Sequences(m+1, hi, emit)
-			return
+	constraint.UTF8Split(lo, hi, func(lo, hi rune) {
+		a, b := utf8.AppendRune(nil, lo), utf8.AppendRune(nil, hi)
+		seq := make([]byteRange, len(a))
+		for i := range a {
+			seq[i] = byteRange{a[i], b[i]}
 		}
-	}
-	if hi <= 0x7F {
-		emit([]byteRange{{byte(lo), byte(hi)}})
-		return
-	}
-	for i := 1; i < 4; i++ {
-		m := rune(1)<<(6*i) - 1
-		if lo&^m != hi&^m {
-			if lo&m != 0 {
-				utf8Sequences(lo, lo|m, emit)
-				utf8Sequences((lo|m)+1, hi, emit)
-				return
-			}
-			if hi&m != m {
-				utf8Sequences(lo, (hi&^m)-1, emit)
-				utf8Sequences(hi&^m, hi, emit)
-				return
-			}
-		}
-	}
-	a, b := utf8.AppendRune(nil, lo), utf8.AppendRune(nil, hi)
-	seq := make([]byteRange, len(a))
-	for i := range a {
-		seq[i] = byteRange{a[i], b[i]}
-	}
-	emit(seq)
+		emit(seq)
+	})
 }
 
 // NFA state kinds.
