@@ -18,8 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"syscall"
+
+	"github.com/sluice-llm/sluice/modelfile/mapfile"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -86,29 +86,13 @@ type File struct {
 // Open memory-maps path and parses its header, metadata and tensor
 // directory. Close releases the mapping.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	data, err := mapfile.Map(path, 24)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: open %s: %w", path, err)
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("gguf: stat %s: %w", path, err)
-	}
-	size := st.Size()
-	if size < 24 {
-		return nil, fmt.Errorf("gguf: %s: file is %d bytes, too short for a GGUF header", path, size)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("gguf: %s: file too large to map (%d bytes)", path, size)
-	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: mmap %s: %w", path, err)
+		return nil, fmt.Errorf("gguf: %w", err)
 	}
 	f, err := parse(path, data)
 	if err != nil {
-		_ = syscall.Munmap(data)
+		_ = mapfile.Unmap(data)
 		return nil, err
 	}
 	f.mapped = true
@@ -128,9 +112,8 @@ func (f *File) Close() error {
 	}
 	var err error
 	if f.mapped {
-		err = syscall.Munmap(f.data)
-		if err != nil {
-			err = fmt.Errorf("gguf: munmap %s: %w", f.Path, err)
+		if err = mapfile.Unmap(f.data); err != nil {
+			err = fmt.Errorf("gguf: %s: %w", f.Path, err)
 		}
 	}
 	f.data = nil
