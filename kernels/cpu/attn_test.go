@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -17,9 +18,11 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 }
 
 // checkAttentionKV is checkAttention with, when half, the CPU backend's
-// F16 KV cache: keys and values are drawn already rounded to float16, so
-// the reference (F32 cache) sees the same numbers and only float32
-// rounding may differ.
+// F16 KV cache: queries, keys and values are drawn already rounded to
+// float16, so the reference (F32 cache) sees the same numbers; the CPU
+// backend also rounds each probability to float16 (as ggml does), which
+// moves an output by at most 2⁻¹¹ of Σ p·|v|, so the tolerance is 1e-3
+// there (1e-4 otherwise).
 func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool) {
 	t.Helper()
 	heads := kvHeads * group
@@ -54,7 +57,7 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 	q0, k0, v0 := randF(r, n*heads*hd), randF(r, n*kvHeads*hd), randF(r, n*kvHeads*hd)
 	kc0, vc0 := randF(r, slots*kvHeads*hd), randF(r, slots*kvHeads*hd)
 	if half {
-		for _, xs := range [][]float32{k0, v0, kc0, vc0} {
+		for _, xs := range [][]float32{q0, k0, v0, kc0, vc0} {
 			for i, x := range xs {
 				xs[i] = quant.F16ToF32(quant.F32ToF16(x))
 			}
@@ -92,8 +95,12 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 		b := New(Options{Threads: 2, Plain: plain, KVF16: half})
 		got := run(b)
 		b.Close()
+		tol := float32(1e-4)
+		if half {
+			tol = 1e-3
+		}
 		for i := range want {
-			if !close32(got[i], want[i], 1e-4) {
+			if !close32(got[i], want[i], tol) {
 				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, i, got[i], want[i])
 			}
 		}
@@ -187,4 +194,99 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*4/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+}
+
+// TestSoftmaxF16 checks the F16-cache softmax: every probability is a
+// float16 value within one float16 step of the exact softmax, and
+// they sum to 1 within the float16 roundings.
+func TestSoftmaxF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 17))
+	for _, n := range []int{1, 2, 7, 32, 100} {
+		x := randF(r, n)
+		for i := range x {
+			x[i] *= 20
+		}
+		const scale = 0.125
+		mx := math.Inf(-1)
+		for _, v := range x {
+			mx = math.Max(mx, float64(v)*scale)
+		}
+		exact := make([]float64, n)
+		var sum float64
+		for i, v := range x {
+			exact[i] = math.Exp(float64(v)*scale - mx)
+			sum += exact[i]
+		}
+		p := append([]float32(nil), x...)
+		softmaxF16(p, scale)
+		var total float64
+		for i, v := range p {
+			if quant.F16ToF32(quant.F32ToF16(v)) != v {
+				t.Fatalf("n=%d p[%d] = %v is not a float16 value", n, i, v)
+			}
+			want := exact[i] / sum
+			if d := math.Abs(float64(v) - want); d > math.Max(want*(1.0/1024), 6e-8) {
+				t.Fatalf("n=%d p[%d] = %v, exact %v", n, i, v, want)
+			}
+			total += float64(v)
+		}
+		if math.Abs(total-1) > float64(n)/2048 {
+			t.Fatalf("n=%d: probabilities sum to %v", n, total)
+		}
+	}
+}
+
+// TestAttentionF16RoundsQuery checks that with an F16 cache the query is
+// rounded to float16 before its products with the keys (as ggml does): a
+// query and its float16 rounding give the same output bit for bit, while
+// with an F32 cache they do not.
+func TestAttentionF16RoundsQuery(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 4))
+	const heads, hd, ctx = 2, 16, 5
+	a := &kernels.AttnBatch{QStart: []int32{0, 1}, CtxLen: []int32{ctx}, Tables: []int32{0}, TableStart: []int32{0, 1}, BlockSize: 8, Slots: []int32{ctx - 1}}
+	k0, v0, kc0, vc0 := randF(r, heads*hd), randF(r, heads*hd), randF(r, 8*heads*hd), randF(r, 8*heads*hd)
+	q0 := randF(r, heads*hd)
+	q16 := make([]float32, len(q0))
+	for i, v := range q0 {
+		q0[i] = v + 1e-4 // not a float16 value
+		q16[i] = quant.F16ToF32(quant.F32ToF16(q0[i]))
+	}
+	sh := kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.25}
+	for _, half := range []bool{true, false} {
+		b := New(Options{Threads: 1, KVF16: half})
+		run := func(q []float32) []float32 {
+			mk := func(rows int, src []float32) kernels.Tensor {
+				tt := b.Alloc(rows, heads*hd)
+				copy(b.ToHost(tt, rows), src)
+				return tt
+			}
+			kc, vc := b.AllocKV(8, heads*hd), b.AllocKV(8, heads*hd)
+			for _, c := range []struct {
+				t   kernels.Tensor
+				src []float32
+			}{{kc, kc0}, {vc, vc0}} {
+				h := c.t.(*kernels.Host)
+				for i, x := range c.src {
+					if half {
+						h.H[i] = quant.F32ToF16(x)
+					} else {
+						h.F[i] = x
+					}
+				}
+			}
+			o := b.Alloc(1, heads*hd)
+			b.WriteKV(kc, vc, mk(1, k0), mk(1, v0), a)
+			b.Attention(o, mk(1, q), kc, vc, a, sh)
+			return append([]float32(nil), b.ToHost(o, 1)...)
+		}
+		g, w := run(q0), run(q16)
+		same := true
+		for i := range g {
+			same = same && g[i] == w[i]
+		}
+		b.Close()
+		if same != half {
+			t.Fatalf("half=%v: outputs of a query and its float16 rounding equal: %v", half, same)
+		}
+	}
 }
