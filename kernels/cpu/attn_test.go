@@ -157,11 +157,21 @@ func FuzzAttention(f *testing.F) {
 // the 110M shape (12 layers, 12 heads of 64) for 16 sequences of 200
 // cached positions, each layer with its own cache and block tables
 // scattered over it, so that keys and values stream from memory as in a
-// real step (236 MB of K and V).
+// real step (236 MB of K and V; half of it with an F16 cache).
 func BenchmarkAttentionDecode(b *testing.B) {
+	for _, half := range []bool{false, true} {
+		name := "kv=f32"
+		if half {
+			name = "kv=f16"
+		}
+		b.Run(name, func(b *testing.B) { benchAttentionDecode(b, half) })
+	}
+}
+
+func benchAttentionDecode(b *testing.B, half bool) {
 	const nseq, ctx, heads, hd, bs, layers = 16, 200, 12, 64, 16, 12
 	r := rand.New(rand.NewPCG(5, 5))
-	be := New(Options{})
+	be := New(Options{KVF16: half})
 	defer be.Close()
 	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
 	nb := (ctx + bs - 1) / bs
@@ -178,9 +188,17 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	type layer struct{ kc, vc kernels.Tensor }
 	var ls []layer
 	for l := 0; l < layers; l++ {
-		kc, vc := be.Alloc(slots, heads*hd), be.Alloc(slots, heads*hd)
-		copy(be.ToHost(kc, slots), randF(r, slots*heads*hd))
-		copy(be.ToHost(vc, slots), randF(r, slots*heads*hd))
+		kc, vc := be.AllocKV(slots, heads*hd), be.AllocKV(slots, heads*hd)
+		for _, c := range []kernels.Tensor{kc, vc} {
+			h, src := c.(*kernels.Host), randF(r, slots*heads*hd)
+			if half {
+				for i, x := range src {
+					h.H[i] = quant.F32ToF16(x)
+				}
+			} else {
+				copy(h.F, src)
+			}
+		}
 		ls = append(ls, layer{kc, vc})
 	}
 	q, o := be.Alloc(nseq, heads*hd), be.Alloc(nseq, heads*hd)
@@ -192,7 +210,11 @@ func BenchmarkAttentionDecode(b *testing.B) {
 			be.Attention(o, q, l.kc, l.vc, a, sh)
 		}
 	}
-	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*4/b.Elapsed().Seconds()/1e9, "GB/s")
+	eb := 4
+	if half {
+		eb = 2
+	}
+	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*float64(eb)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
 }
 
