@@ -22,8 +22,15 @@ import (
 // rounded to float16 before their products (see kernels/cpu's package
 // doc). The remaining differences come from float32 summation order, which
 // now and then moves an int8 or float16 rounding by one step; this random
-// model amplifies such a step to a few hundredths (measured: at most 0.06).
+// model amplifies such a step to a few hundredths (measured: at most 0.06
+// with the AVX2 kernels, whose reductions are not ggml's).
 const quantRefTolerance = 0.08
+
+// quantRefTolerancePlain is the bound with the plain-Go kernels, which
+// also sum in the order of ggml's AVX2 kernels (integer products, F16
+// attention, softmax): they reproduce llama.cpp's reference to 4 decimals
+// on all five files (measured 0.0000).
+const quantRefTolerancePlain = 0.01
 
 // quantRefToleranceRef is the bound for the reference backend (exact F32
 // activations and cache): llama.cpp's own rounding moves its
@@ -107,7 +114,7 @@ func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 		}, quantRefTolerance, 0},
 		{"cpu-served-plain", func() kernels.Backend {
 			return cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true, KVF16: true, Plain: true})
-		}, quantRefTolerance, 0},
+		}, quantRefTolerancePlain, 0},
 		{"ref", func() kernels.Backend { return kernels.NewRef() }, quantRefToleranceRef, quantRefMarginRef},
 	}
 	for _, file := range files {

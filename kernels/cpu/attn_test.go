@@ -312,3 +312,54 @@ func TestAttentionF16RoundsQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestF16OrderKernels checks the ggml-order F16 kernels (attn16.go)
+// against float64 products on every length class: whole 32-chunks, a
+// float64 tail, and the batched 8-lane order.
+func TestF16OrderKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 21))
+	for _, n := range []int{8, 32, 40, 64, 100, 128} {
+		q, kf := randF(r, n), randF(r, n)
+		k := make([]uint16, n)
+		var want float64
+		for i := range q {
+			q[i] = quant.F16ToF32(quant.F32ToF16(q[i]))
+			k[i] = quant.F32ToF16(kf[i])
+			want += float64(q[i]) * float64(quant.F16ToF32(k[i]))
+		}
+		for _, batched := range []bool{false, true} {
+			if got := dotF16Order(q, k, batched); math.Abs(float64(got)-want) > 1e-5*(1+math.Abs(want)) {
+				t.Fatalf("n=%d batched=%v: dot %v, want %v", n, batched, got, want)
+			}
+		}
+	}
+	// p·v over positions scattered in blocks of 4, 3 kv heads of 16
+	const hd, bs, heads = 16, 4, 3
+	for _, n := range []int{1, 7, 33, 70} {
+		p := randF(r, n)
+		nb := (n + bs - 1) / bs
+		table := make([]int32, nb)
+		for i, j := range r.Perm(nb + 2)[:nb] {
+			table[i] = int32(j)
+		}
+		v := make([]uint16, (nb+2)*bs*heads*hd)
+		for i := range v {
+			v[i] = quant.F32ToF16(float32(r.NormFloat64()))
+		}
+		off := hd // the second kv head
+		part := make([]float32, 32*hd)
+		for _, batched := range []bool{false, true} {
+			out := make([]float32, hd)
+			wsumF16Order(p, v, table, bs, heads*hd, off, out, part, batched)
+			for d := range out {
+				var want float64
+				for pos, w := range p {
+					want += float64(w) * float64(quant.F16ToF32(v[(int(table[pos/bs])*bs+pos%bs)*heads*hd+off+d]))
+				}
+				if math.Abs(float64(out[d])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("n=%d batched=%v d=%d: %v, want %v", n, batched, d, out[d], want)
+				}
+			}
+		}
+	}
+}

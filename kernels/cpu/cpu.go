@@ -24,8 +24,9 @@
 // unscaled RoPE); and with an F16 KV cache (Options.KVF16), attention
 // rounds each query to float16 before its products with the keys and each
 // probability to float16 before its products with the values, as ggml's
-// mul_mat does with F16 operands (softmaxF16). What remains different is
-// the float32 summation order of some kernels (see qmat.go).
+// mul_mat does with F16 operands (softmaxF16), and without AVX-512 sums
+// those products in ggml's order (attn16.go). What remains different is
+// the float32 summation order of the AVX2 integer kernels (see qmat.go).
 //
 // F32 matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
@@ -479,8 +480,8 @@ func (t *attnTask) run(lo, hi, wk int) {
 		q1 := int(a.QStart[sq+1])
 		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
 		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
-		if cap(t.scores[wk]) < ctx+hd {
-			t.scores[wk] = make([]float32, ctx+hd+256)
+		if cap(t.scores[wk]) < ctx+33*hd {
+			t.scores[wk] = make([]float32, ctx+33*hd+256)
 		}
 		sc := t.scores[wk][:ctx]
 		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
@@ -494,6 +495,19 @@ func (t *attnTask) run(lo, hi, wk int) {
 				q16[d] = quant.F16ToF32(quant.F32ToF16(v))
 			}
 			qh = q16
+			if !t.k.simd {
+				// ggml's summation order (attn16.go)
+				batched := len(t.rowSeq) > 1
+				for p := 0; p < ctx; p++ {
+					at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+					sc[p] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
+				}
+				softmaxF16(sc, s.Scale)
+				oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
+				part := t.scores[wk][ctx+hd : ctx+33*hd]
+				wsumF16Order(sc, t.vc.H, table, bs, kvDim, off, oh, part, batched)
+				continue
+			}
 		}
 		// scores block by block: a block's keys for this kv head are kvDim
 		// apart
@@ -553,7 +567,7 @@ func (t *attnTask) run(lo, hi, wk int) {
 
 // softmaxF16 sets x = softmax(x·scale) with the probabilities rounded to
 // float16, as ggml computes attention over an F16 cache: scale, subtract
-// the maximum, exponentiate, sum in float64, multiply by the float32
+// the maximum, exponentiate, sum (see below), multiply by the float32
 // reciprocal of the sum, and round each probability to float16 where it
 // meets the F16 values.
 func softmaxF16(x []float32, scale float32) {
@@ -562,11 +576,18 @@ func softmaxF16(x []float32, scale float32) {
 		x[i] *= scale
 		mx = max(mx, x[i])
 	}
+	// exponentials summed as ggml's AVX2 softmax: in float32 per group of
+	// 8 (positions 8g..8g+7, missing ones 0), the groups in float64
 	var sum float64
+	var g [8]float32
 	for i, v := range x {
 		e := float32(math.Exp(float64(v - mx)))
 		x[i] = e
-		sum += float64(e)
+		g[i%8] = e
+		if i%8 == 7 || i == len(x)-1 {
+			sum += float64(hsum8(&g))
+			g = [8]float32{}
+		}
 	}
 	inv := float32(1 / sum)
 	for i, v := range x {

@@ -50,8 +50,9 @@ import (
 // of ../shared/models/quant-ref, llama.cpp's own rounding moves
 // log-probabilities by up to 0.22 from the exact product, and an exact
 // reference, or llama.cpp itself with an F32 KV cache, disagrees with it by
-// ~0.1; computing as ggml does brings the served path within 0.06 (0.00 on
-// Q4_K_M and Q6_K with the plain kernels); see docs/bench/quant-exactness.md.
+// ~0.1; computing as ggml does brings the served path within 0.06 and the
+// plain kernels, which also sum in ggml's order, to llama.cpp's values to 4
+// decimals on all five files; see docs/bench/quant-exactness.md.
 
 // Rows of weights are the unit of work: a weight row (at most a few KiB) is
 // read from memory once and, while it sits in L1, multiplied with every
@@ -242,7 +243,8 @@ func dotHalfGo(dt kernels.DType, w []byte, x []float32) float32 {
 }
 
 // The plain-Go twins of the integer kernels below sum in the order of
-// ggml's AVX2 dot products (ggml_vec_dot_*_q8_0 / *_q8_K), so that their
+// ggml's AVX2 dot products (ggml_vec_dot_*_q8_0 / *_q8_K; Q4_0 see
+// dotQ4_0Go), so that their
 // float32 results equal llama.cpp's on x86 bit for bit: per block (32
 // values for Q8_0/Q4_0, a super-block of 256 for the k-quants) the exact
 // integer products fall into 8 lanes, lane i holding the values whose
@@ -275,21 +277,24 @@ func fma32(a, b, c float32) float32 {
 }
 
 // dotQ4_0Go is the integer dot product of one Q4_0 row with Q8 activations
-// (blocks of 32).
+// (blocks of 32). On x86 with AVX2 ggml repacks Q4_0 weights (rows a
+// multiple of 8) into interleaved blocks (q4_0_8x8) whose kernels add each
+// block's whole integer sum in one chain of fused multiply-adds,
+// acc = fma(Σ_block q·x, d_w·d_x, acc); this twin sums in that order.
 func dotQ4_0Go(w []byte, xq []int8, xd []float32) float32 {
-	var acc lanes8
+	var acc float32
 	for b := range xd {
 		blk := w[b*quant.Q4_0BlockBytes : (b+1)*quant.Q4_0BlockBytes]
 		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b]
 		xb := xq[b*32 : (b+1)*32]
-		var l [8]int32
+		var isum int32
 		for j := 0; j < 16; j++ {
-			l[j/4] += (int32(blk[2+j]&0xf) - 8) * int32(xb[j])
-			l[4+j/4] += (int32(blk[2+j]>>4) - 8) * int32(xb[j+16])
+			isum += (int32(blk[2+j]&0xf) - 8) * int32(xb[j])
+			isum += (int32(blk[2+j]>>4) - 8) * int32(xb[j+16])
 		}
-		acc.add(d, &l)
+		acc = fma32(float32(isum), d, acc)
 	}
-	return acc.sum()
+	return acc
 }
 
 // dotQ4KGo is the integer dot product of one Q4_K row with Q8_K
