@@ -556,6 +556,10 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
+	if c.RopeScaling == nil && len(c.RopeFreqFactors) == 0 {
+		// unscaled RoPE: llama.cpp's angles, for bit-exact rotations
+		table = kernels.RoPETableGGML(c.MaxPos, c.HeadDim, c.RopeTheta)
+	}
 	if m.rope, err = be.WeightF32(c.MaxPos, c.HeadDim, table); err != nil {
 		return nil, fmt.Errorf("model: rope table: %w", err)
 	}
