@@ -54,7 +54,7 @@ type actQ struct {
 // quantized for it) and the activation block size it uses.
 func quantized(dt kernels.DType) (bool, int) {
 	switch dt {
-	case kernels.Q8_0, kernels.Q4_0:
+	case kernels.Q8_0, kernels.Q4_0, kernels.MXFP4:
 		return true, kernels.Q8Block
 	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
 		return true, quant.QKBlock
@@ -168,6 +168,8 @@ func (k kern) rowDot(dt kernels.DType, w []byte, x []float32, a *actQ, m int) fl
 		return k.dotQ5K(w, xq, xd, bs)
 	case kernels.Q6_K:
 		return k.dotQ6K(w, xq, xd, bs)
+	case kernels.MXFP4:
+		return k.dotMXFP4(w, xq, xd)
 	}
 	panic("cpu: rowDot: unsupported type " + dt.String())
 }
@@ -330,7 +332,7 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
-	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K || w.DT == kernels.Q8_0) && t.n >= 4 && t.k.avx2 {
+	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K || w.DT == kernels.Q8_0 || w.DT == kernels.MXFP4) && t.n >= 4 && t.k.avx2 {
 		t.kTiles(lo, hi)
 		return
 	}
@@ -439,6 +441,8 @@ func (t *qmatTask) kTiles(lo, hi int) {
 				dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
 			case kernels.Q5_K:
 				dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
+			case kernels.MXFP4:
+				mxfp4x4(wr, a, m, K, &acc)
 			default:
 				dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
 			}
@@ -495,6 +499,8 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		default:
 			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		}
+	case kernels.MXFP4:
+		mxfp4Rows(wr, a, K/32, rows, out)
 	default:
 		return false
 	}

@@ -1,0 +1,201 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
+)
+
+// randMXFP4 returns rows random MXFP4 rows of cols values: random codes
+// (every nibble value) and scale bytes spread over [lo, lo+span), with
+// some all-zero blocks of scale 0 as quant.QuantizeMXFP4 writes them.
+func randMXFP4(r *rand.Rand, rows, cols int, lo, span int) []byte {
+	data := make([]byte, rows*quant.MXFP4RowBytes(cols))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(data); b += quant.MXFP4BlockBytes {
+		data[b] = byte(lo + r.IntN(span))
+		if r.IntN(16) == 0 {
+			clear(data[b : b+quant.MXFP4BlockBytes])
+		}
+	}
+	return data
+}
+
+// TestMXFP4MatMul checks MatMul on MXFP4 weights, with the AVX2 kernels
+// (batch-1 row loop, 4-row tile and the rows left over) and the Go twins,
+// against the float64 product of quant's decoded weights: equal to float32
+// rounding on the quantized activations and within the activation-rounding
+// bound of the exact product. Shapes include gpt-oss-20b's 2880.
+func TestMXFP4MatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 1))
+	for _, c := range []struct{ n, out, in int }{
+		{1, 1, 32}, {1, 3, 64}, {1, 64, 32}, {2, 7, 96}, {3, 13, 128}, {4, 5, 32}, {4, 17, 160},
+		{5, 33, 64}, {7, 9, 96}, {8, 64, 256}, {16, 31, 128}, {17, 4, 64}, {1, 301, 2880}, {6, 40, 2880},
+	} {
+		t.Run(fmt.Sprintf("%dx%dx%d", c.n, c.out, c.in), func(t *testing.T) {
+			checkStored(t, kernels.MXFP4, randMXFP4(r, c.out, c.in, 118, 18), randF(r, c.n*c.in), c.n, c.out, c.in, 2)
+		})
+	}
+}
+
+// TestMXFP4Scales sweeps the scale bytes over the whole finite range
+// whose products stay finite in float32, and feeds activation rows that
+// stress the quantizer.
+func TestMXFP4Scales(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 2))
+	for _, lo := range []int{0, 1, 2, 60, 127, 180, 200} {
+		in := 256
+		x := randF(r, 4*in)
+		clear(x[:in])
+		x[in+5] = 1e6
+		for j := 0; j < in; j++ {
+			x[2*in+j] = float32(j%7-3) * 127
+		}
+		checkStored(t, kernels.MXFP4, randMXFP4(r, 9, in, lo, 8), x, 4, 9, in, 1)
+		checkStored(t, kernels.MXFP4, randMXFP4(r, 9, in, lo, 8), x[in:2*in], 1, 9, in, 1)
+	}
+}
+
+// TestMXFP4Kernels compares the AVX2 kernels with the Go twin on the same
+// quantized activations: the row loop equals the single-row kernel bit for
+// bit, and both and the 4-row tile equal the twin to float32 rounding.
+func TestMXFP4Kernels(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 3))
+	fast, plain := kern{avx2: true}, kern{}
+	for _, nb := range []int{1, 2, 3, 8, 90} {
+		for _, rows := range []int{1, 2, 5} {
+			in := nb * 32
+			data := randMXFP4(r, rows, in, 120, 14)
+			x := randF(r, 4*in)
+			var a actQ
+			a.quantize(kern{}, x, in, 4, in, 32)
+			out := make([]float32, rows)
+			mxfp4Rows(data, &a, nb, rows, out)
+			rb := kernels.MXFP4.RowBytes(in)
+			for o := 0; o < rows; o++ {
+				wr := data[o*rb : (o+1)*rb]
+				g := fast.rowDot(kernels.MXFP4, wr, x[:in], &a, 0)
+				if math.Float32bits(g) != math.Float32bits(out[o]) {
+					t.Errorf("nb=%d rows=%d row %d: loop %v, row kernel %v", nb, rows, o, out[o], g)
+				}
+				var acc [4]float32
+				mxfp4x4(wr, &a, 0, in, &acc)
+				for m := 0; m < 4; m++ {
+					p := plain.rowDot(kernels.MXFP4, wr, x[m*in:(m+1)*in], &a, m)
+					if !close32(acc[m], p, 1e-4) {
+						t.Errorf("nb=%d row %d act %d: tile %v, go %v", nb, o, m, acc[m], p)
+					}
+					if m == 0 && !close32(g, p, 1e-4) {
+						t.Errorf("nb=%d row %d: avx2 %v, go %v", nb, o, g, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMXFP4Weight checks that both backends keep MXFP4 bytes in place,
+// reject bad shapes, and embed rows as quant's decoder does.
+func TestMXFP4Weight(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 4))
+	data := randMXFP4(r, 5, 64, 120, 14)
+	for _, be := range []kernels.Backend{New(Options{Threads: 2}), kernels.NewRef()} {
+		wt, err := be.Weight(kernels.MXFP4, 5, 64, data)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		if wh := wt.(*kernels.Host); &wh.Q[0] != &data[0] || len(wh.Q) != len(data) || wh.F != nil {
+			t.Errorf("%s: weight does not use the caller's bytes in place", be.Name())
+		}
+		if _, err := be.Weight(kernels.MXFP4, 5, 64, data[:len(data)-1]); err == nil {
+			t.Errorf("%s: short data accepted", be.Name())
+		}
+		if _, err := be.Weight(kernels.MXFP4, 1, 48, data[:quant.MXFP4RowBytes(64)]); err == nil {
+			t.Errorf("%s: 48 columns (not whole blocks) accepted", be.Name())
+		}
+		out := be.Alloc(2, 64)
+		be.Embed(out, wt, []int32{4, 1})
+		got := be.ToHost(out, 2)
+		want := make([]float32, 64)
+		for i, tok := range []int{4, 1} {
+			quant.DequantizeMXFP4(want, data[tok*34:(tok+1)*34])
+			for j, v := range want {
+				if got[i*64+j] != v {
+					t.Fatalf("%s: embed row %d [%d] = %v, want %v", be.Name(), tok, j, got[i*64+j], v)
+				}
+			}
+		}
+		be.Close()
+	}
+}
+
+// FuzzMXFP4MatMul checks MXFP4 MatMul on weight bytes from the fuzzer
+// (codes and scales; scales kept where float32 products stay finite)
+// against the float64 reference.
+func FuzzMXFP4MatMul(f *testing.F) {
+	f.Add(uint8(1), uint8(3), uint8(2), []byte{1, 2, 3})
+	f.Add(uint8(4), uint8(5), uint8(1), []byte{0xff, 0x7b, 0, 0x80})
+	f.Add(uint8(2), uint8(8), uint8(4), []byte{0x00, 0x88, 0x77})
+	f.Fuzz(func(t *testing.T, n8, rows8, nb8 uint8, seed []byte) {
+		n, rows, nb := int(n8%9)+1, int(rows8%9)+1, int(nb8%5)+1
+		in := 32 * nb
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
+		data := randMXFP4(r, rows, in, 120, 14)
+		for i, v := range seed {
+			data[i%len(data)] ^= v
+		}
+		for b := 0; b < len(data); b += quant.MXFP4BlockBytes {
+			data[b] = min(data[b], 200) // 2^73 · 12 · 127 · 32 stays finite
+		}
+		checkStored(t, kernels.MXFP4, data, randF(r, n*in), n, rows, in, 2)
+	})
+}
+
+// BenchmarkMXFP4MatVec measures batch-1 MatMul on MXFP4 weights at
+// gpt-oss-20b's expert shapes (2880 wide; gate and up 2880 rows each, or
+// fused 5760), reporting weight bytes per second of wall time and per CPU
+// second, against the plain-Go reference matvec it replaces (old).
+//
+//	go test ./kernels/cpu -run XXX -bench MXFP4MatVec -benchtime 50x
+func BenchmarkMXFP4MatVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(20, 5))
+	for _, sh := range []struct{ rows, cols int }{{2880, 2880}, {5760, 2880}} {
+		data := randMXFP4(r, sh.rows, sh.cols, 120, 14)
+		x := randF(r, 4*sh.cols)
+		for _, v := range []string{"new", "old"} {
+			b.Run(fmt.Sprintf("%dx%d/%s", sh.rows, sh.cols, v), func(b *testing.B) {
+				be := New(Options{Threads: 0, QuantizeActivations: true})
+				defer be.Close()
+				w, err := be.Weight(kernels.MXFP4, sh.rows, sh.cols, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				xh := &kernels.Host{R: 1, C: sh.cols, F: x}
+				out := be.Alloc(1, sh.rows)
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				c0 := processCPU()
+				for i := 0; b.Loop(); i++ {
+					if v == "old" {
+						kernels.MatVecMXFP4(out.(*kernels.Host).F, x, data, sh.rows, sh.cols)
+						continue
+					}
+					x[0] = float32(i) // new activations each step, as in decode
+					be.MatMul(out, xh, w, 1)
+				}
+				if cpu := (processCPU() - c0).Seconds(); cpu > 0 {
+					b.ReportMetric(float64(len(data))*float64(b.N)/cpu/1e9, "GB/cpu-s")
+				}
+			})
+		}
+	}
+}
