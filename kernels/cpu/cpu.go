@@ -56,6 +56,7 @@ type Backend struct {
 
 	mm   matmulTask
 	qm   qmatTask
+	ex   expertsTask
 	pt   panelTask
 	att  attnTask
 	norm normTask
@@ -63,7 +64,10 @@ type Backend struct {
 	rope ropeTask
 }
 
-var _ kernels.Backend = (*Backend)(nil)
+var (
+	_ kernels.Backend        = (*Backend)(nil)
+	_ kernels.ExpertMatMuler = (*Backend)(nil)
+)
 
 // New starts a CPU backend and its workers; Close stops them.
 func New(o Options) *Backend {
