@@ -1,0 +1,190 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/kernels/cpu"
+	"github.com/sluice-llm/sluice/quant"
+)
+
+// execBackends are the backends the bound MoE block is checked on, with
+// the tolerance (relative to the output's largest value) against the
+// float64 naive block for block-format experts: the reference backend
+// multiplies float activations in float64; the CPU backend quantizes
+// activations to int8 for block formats (half a step of each block's
+// largest value per element, compounded through gate/up, the activation
+// and down; measured 1–2 % here, with weights scaled up to reach the
+// clamps). F32 experts get 1e-4 on both, and the reference backend 1e-4 on
+// every format: the wiring (groups, activation, weighted sum) is exact;
+// the CPU kernels' own error bound is checked in kernels/cpu.
+func execBackends() []struct {
+	be  kernels.Backend
+	tol float64
+} {
+	return []struct {
+		be  kernels.Backend
+		tol float64
+	}{
+		{kernels.NewRef(), 1e-4},
+		{cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true}), 5e-2},
+	}
+}
+
+// randExpertMatrix is randMatrix for every expert format, Q4_K included
+// (Qwen3-MoE's GGUF experts).
+func randExpertMatrix(r *rand.Rand, dt kernels.DType, rows, cols int, scale float64) (Matrix, []float64) {
+	if dt != kernels.Q4_K {
+		return randMatrix(r, dt, rows, cols, scale)
+	}
+	f := make([]float32, rows*cols)
+	for i := range f {
+		f[i] = float32(scale * r.NormFloat64())
+	}
+	m := Matrix{DT: dt, Rows: rows, Cols: cols, Q: quant.AppendQ4K(nil, f)}
+	dec := make([]float32, len(f))
+	quant.DequantizeQ4K(dec, m.Q)
+	out := make([]float64, len(dec))
+	for i, v := range dec {
+		out[i] = float64(v)
+	}
+	return m, out
+}
+
+// TestMoEBackendAgainstNaive runs the block bound to each backend (experts
+// through MatMulExperts) against the float64 naive block for every family,
+// Qwen3-MoE with Q4_K experts too, at 1 to 24 tokens.
+func TestMoEBackendAgainstNaive(t *testing.T) {
+	fams := append(append([]moeFamily(nil), moeFamilies...), moeFamily{"qwen3moe_q4k", RouteSoftmaxTopK, true, ActSwiGLU, false, kernels.Q4_K})
+	for _, eb := range execBackends() {
+		defer eb.be.Close()
+		for _, fam := range fams {
+			tol := eb.tol
+			if fam.dt == kernels.F32 {
+				tol = 1e-4
+			}
+			hidden := 64 // a multiple of 256 for Q4_K (down's rows)
+			if fam.dt == kernels.Q4_K {
+				hidden = 256
+			}
+			for _, sh := range []struct{ dim, hidden, experts, topK, n int }{
+				{256, hidden, 8, 2, 1}, {256, hidden + hidden/2, 8, 2, 7}, {256, hidden, 16, 4, 24}, {512, hidden, 4, 4, 5},
+			} {
+				if sh.hidden%fam.dt.BlockValues() != 0 {
+					sh.hidden = hidden
+				}
+				name := fmt.Sprintf("%s/%s/d%d_h%d_e%d_k%d_n%d", eb.be.Name(), fam.name, sh.dim, sh.hidden, sh.experts, sh.topK, sh.n)
+				t.Run(name, func(t *testing.T) {
+					m, nv := newRandomMoEOf(fam, sh.dim, sh.hidden, sh.experts, sh.topK, uint64(sh.n*31+sh.experts))
+					if err := m.Bind(eb.be); err != nil {
+						t.Fatal(err)
+					}
+					r := rand.New(rand.NewPCG(uint64(sh.n), 5))
+					x, x64 := randVec(r, sh.n*sh.dim, 1)
+					s := m.NewScratch(sh.n)
+					out := make([]float32, sh.n*sh.dim)
+					if err := m.Forward(s, out, x, sh.n); err != nil {
+						t.Fatal(err)
+					}
+					for tok := 0; tok < sh.n; tok++ {
+						want := nv.forward(x64[tok*sh.dim : (tok+1)*sh.dim])
+						var norm float64
+						for _, v := range want {
+							norm = math.Max(norm, math.Abs(v))
+						}
+						for j, v := range want {
+							if d := math.Abs(float64(out[tok*sh.dim+j]) - v); d > tol*(1+norm) {
+								t.Fatalf("token %d [%d]: %v, want %v (max |out| %v)", tok, j, out[tok*sh.dim+j], v, norm)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// newRandomMoEOf is newRandomMoE for any expert format.
+func newRandomMoEOf(fam moeFamily, dim, hidden, experts, topK int, seed uint64) (*MoE, *naiveMoE) {
+	if fam.dt != kernels.Q4_K {
+		return newRandomMoE(fam, dim, hidden, experts, topK, seed)
+	}
+	f32 := fam
+	f32.dt = kernels.F32
+	m, nv := newRandomMoE(f32, dim, hidden, experts, topK, seed)
+	r := rand.New(rand.NewPCG(seed, 18))
+	for e := range m.Experts {
+		ex := &m.Experts[e]
+		ex.Gate, nv.gate[e] = randExpertMatrix(r, kernels.Q4_K, hidden, dim, 0.6)
+		ex.Up, nv.up[e] = randExpertMatrix(r, kernels.Q4_K, hidden, dim, 0.6)
+		ex.Down, nv.down[e] = randExpertMatrix(r, kernels.Q4_K, dim, hidden, 0.2)
+	}
+	return m, nv
+}
+
+// TestMoEBackendReadsActiveExpertsOnce checks the bound block's grouping
+// and that its steady state allocates nothing.
+func TestMoEBackendReadsActiveExpertsOnce(t *testing.T) {
+	const dim, hidden, experts = 256, 64, 8
+	m, _ := newRandomMoE(moeFamilies[2], dim, hidden, experts, 2, 11)
+	be := cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
+	defer be.Close()
+	if err := m.Bind(be); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 4, 16, 64} {
+		r := rand.New(rand.NewPCG(uint64(n), 2))
+		x, _ := randVec(r, n*dim, 1)
+		s := m.NewScratch(n)
+		choice, _ := m.Route(s, x, n)
+		active := map[int32]bool{}
+		for _, e := range choice {
+			active[e] = true
+		}
+		out := make([]float32, n*dim)
+		if err := m.Forward(s, out, x, n); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(len(active) * (2*hidden + dim)); s.RowsRead != want {
+			t.Errorf("n=%d: read %d rows, want %d (%d active experts once each)", n, s.RowsRead, want, len(active))
+		}
+		if a := testing.AllocsPerRun(10, func() { _ = m.Forward(s, out, x, n) }); a != 0 {
+			t.Errorf("n=%d: Forward allocates %v times per call", n, a)
+		}
+	}
+}
+
+// hiddenBackend hides the CPU backend's MatMulExperts.
+type hiddenBackend struct{ kernels.Backend }
+
+// TestMoEBindErrors lists what Bind and the bound Forward refuse.
+func TestMoEBindErrors(t *testing.T) {
+	be := cpu.New(cpu.Options{Threads: 1})
+	defer be.Close()
+	m, _ := newRandomMoE(moeFamilies[2], 64, 32, 4, 2, 1)
+	if err := m.Bind(hiddenBackend{be}); err == nil || !strings.Contains(err.Error(), "no MatMulExperts") {
+		t.Errorf("backend without MatMulExperts: %v", err)
+	}
+	m.Experts[1].Up.Q = m.Experts[1].Up.Q[:5]
+	if err := m.Bind(be); err == nil || !strings.Contains(err.Error(), "expert 1: up") {
+		t.Errorf("short expert: %v", err)
+	}
+	m, _ = newRandomMoE(moeFamilies[2], 64, 32, 4, 2, 1)
+	s := m.NewScratch(2)
+	m.Experts[3] = Expert{}
+	if err := m.Bind(be); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := randVec(rand.New(rand.NewPCG(1, 2)), 2*64, 1)
+	if err := m.Forward(s, make([]float32, 2*64), x, 2); err == nil || !strings.Contains(err.Error(), "before Bind") {
+		t.Errorf("scratch made before Bind: %v", err)
+	}
+	m.RouterBias[3] = 1e9 // everyone picks the expert with no weights
+	if err := m.Forward(m.NewScratch(2), make([]float32, 2*64), x, 2); err == nil || !strings.Contains(err.Error(), "expert 3 was chosen") {
+		t.Errorf("chosen expert without weights: %v", err)
+	}
+}
