@@ -260,11 +260,17 @@ func (m *MoE) NewScratch(maxTokens int) *MoEScratch {
 func (m *MoE) Route(s *MoEScratch, x []float32, n int) (experts []int32, weights []float32) {
 	c := &m.Cfg
 	k := c.TopK
+	bound := m.exec != nil && s.exec != nil
+	if bound {
+		m.routerLogits(s, x, n)
+	}
 	for t := 0; t < n; t++ {
 		xt := x[t*c.Dim : (t+1)*c.Dim]
 		lg := s.logits[t*c.Experts : (t+1)*c.Experts]
 		for e := range lg {
-			lg[e] = m.Router.dotRow(e, xt)
+			if !bound {
+				lg[e] = m.Router.dotRow(e, xt)
+			}
 			if m.RouterBias != nil {
 				lg[e] += m.RouterBias[e]
 			}

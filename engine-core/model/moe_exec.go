@@ -20,12 +20,14 @@ type moeExec struct {
 	be             kernels.Backend
 	mm             kernels.ExpertMatMuler
 	gate, up, down []kernels.Tensor // per expert; nil for an expert with no weights
+	router         kernels.Tensor
 }
 
 // moeExecScratch is the backend working memory of one scratch: host
 // tensors of MaxTokens·TopK rows, and the per-call expert lists.
 type moeExecScratch struct {
 	xg, gate, up, y *kernels.Host
+	x, logits       kernels.Host // views of Forward's input and s.logits
 	start           []int32          // [Experts+1] group starts
 	wg, wu, wd      []kernels.Tensor // [Experts] this step's weights per group
 }
@@ -65,8 +67,25 @@ func (m *MoE) Bind(be kernels.Backend) error {
 			*p.dst = t
 		}
 	}
+	rt, err := m.Router.tensor(be)
+	if err != nil {
+		return fmt.Errorf("moe: router: %w", err)
+	}
+	if err := kernels.PrepareMatMul(be, rt, false); err != nil {
+		return fmt.Errorf("moe: router: %w", err)
+	}
+	ex.router = rt
 	m.exec = ex
 	return nil
+}
+
+// routerLogits sets s.logits[:n×Experts] to the router's logits (bias not
+// added) for the n tokens of x with the backend's MatMul.
+func (m *MoE) routerLogits(s *MoEScratch, x []float32, n int) {
+	c, xs := &m.Cfg, s.exec
+	xs.x = kernels.Host{R: n, C: c.Dim, DT: kernels.F32, F: x[:n*c.Dim]}
+	xs.logits = kernels.Host{R: n, C: c.Experts, DT: kernels.F32, F: s.logits[:n*c.Experts]}
+	m.exec.be.MatMul(&xs.logits, &xs.x, m.exec.router, n)
 }
 
 // tensor makes the backend tensor of m over its memory.

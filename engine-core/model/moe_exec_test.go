@@ -188,3 +188,127 @@ func TestMoEBindErrors(t *testing.T) {
 		t.Errorf("chosen expert without weights: %v", err)
 	}
 }
+
+// randStoredMatrix is a rows×cols matrix of random bytes in a block format
+// with its scale fields set to modest values: quick to make at real
+// shapes (hundreds of MB), and every byte distinct, so that no expert
+// reads another's weights from cache.
+func randStoredMatrix(r *rand.Rand, dt kernels.DType, rows, cols int) Matrix {
+	q := make([]byte, rows*dt.RowBytes(cols))
+	for i := 0; i < len(q); i += 8 {
+		v := r.Uint64()
+		for j := i; j < min(i+8, len(q)); j++ {
+			q[j] = byte(v)
+			v >>= 8
+		}
+	}
+	h := func(b []byte, v float32) { b[0], b[1] = byte(quant.F32ToF16(v)), byte(quant.F32ToF16(v)>>8) }
+	switch dt {
+	case kernels.MXFP4:
+		for b := 0; b < len(q); b += quant.MXFP4BlockBytes {
+			q[b] = byte(118 + r.IntN(8))
+		}
+	case kernels.Q4_K:
+		for b := 0; b < len(q); b += quant.Q4KBlockBytes {
+			h(q[b:], 0.001)
+			h(q[b+2:], 0.001)
+		}
+	case kernels.Q6_K:
+		for b := 0; b < len(q); b += quant.Q6KBlockBytes {
+			h(q[b+208:], 0.0005)
+		}
+	default:
+		panic("randStoredMatrix: " + dt.String())
+	}
+	return Matrix{DT: dt, Rows: rows, Cols: cols, Q: q}
+}
+
+// moeBenchShapes are real MoE block shapes: gpt-oss-20b (hidden 2880, 32
+// experts of 2880, top-4, MXFP4 experts, router and expert biases) and
+// Qwen3-30B-A3B (hidden 2048, 128 experts of 768, top-8; Q4_K gate/up and
+// Q6_K down, llama-quantize's Q4_K_M choice for the expert tensors of
+// half its layers).
+var moeBenchShapes = []struct {
+	name                       string
+	dim, hidden, experts, topK int
+	gateDT, downDT             kernels.DType
+	routing                    Routing
+	act                        Activation
+	biases, norm               bool
+}{
+	{"gpt-oss-20b", 2880, 2880, 32, 4, kernels.MXFP4, kernels.MXFP4, RouteTopKSoftmax, ActClampedSwiGLU, true, false},
+	{"qwen3-30b-a3b", 2048, 768, 128, 8, kernels.Q4_K, kernels.Q6_K, RouteSoftmaxTopK, ActSwiGLU, false, true},
+}
+
+// BenchmarkMoEBlock measures one MoE block step at real shapes with
+// distinct random experts, at 1 and 16 tokens: bound to the CPU backend
+// (cpu: MatMulExperts on both cores) and, for gpt-oss-20b, the host
+// reference it replaces (host). It reports ms per token, the experts read
+// per step, their bytes per second (SetBytes: the active experts' bytes
+// per step) and per CPU-second.
+//
+//	go test ./engine-core/model -run XXX -bench MoEBlock -benchtime 20x
+func BenchmarkMoEBlock(b *testing.B) {
+	be := cpu.New(cpu.Options{QuantizeActivations: true})
+	defer be.Close()
+	for _, sh := range moeBenchShapes {
+		r := rand.New(rand.NewPCG(20, 9))
+		m := &MoE{Cfg: MoEConfig{Dim: sh.dim, Hidden: sh.hidden, Experts: sh.experts, TopK: sh.topK, Routing: sh.routing, NormTopK: sh.norm, Act: sh.act}}
+		if sh.act == ActClampedSwiGLU {
+			m.Cfg.Alpha, m.Cfg.Limit = GptOssSwiGLU()
+		}
+		m.Router, _ = randMatrix(r, kernels.F32, sh.experts, sh.dim, 0.05)
+		if sh.biases {
+			m.RouterBias, _ = randVec(r, sh.experts, 0.1)
+		}
+		for range sh.experts {
+			ex := Expert{
+				Gate: randStoredMatrix(r, sh.gateDT, sh.hidden, sh.dim),
+				Up:   randStoredMatrix(r, sh.gateDT, sh.hidden, sh.dim),
+				Down: randStoredMatrix(r, sh.downDT, sh.dim, sh.hidden),
+			}
+			if sh.biases {
+				ex.GateBias, _ = randVec(r, sh.hidden, 0.1)
+				ex.UpBias, _ = randVec(r, sh.hidden, 0.1)
+				ex.DownBias, _ = randVec(r, sh.dim, 0.1)
+			}
+			m.Experts = append(m.Experts, ex)
+		}
+		perExpert := int64(len(m.Experts[0].Gate.Q) + len(m.Experts[0].Up.Q) + len(m.Experts[0].Down.Q))
+		rowsPerExpert := int64(2*sh.hidden + sh.dim)
+		for _, v := range []string{"cpu", "host"} {
+			if v == "host" && sh.name != "gpt-oss-20b" {
+				continue
+			}
+			m.exec = nil
+			if v == "cpu" {
+				if err := m.Bind(be); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, n := range []int{1, 16} {
+				b.Run(fmt.Sprintf("%s/%s/tokens=%d", sh.name, v, n), func(b *testing.B) {
+					x, _ := randVec(r, n*sh.dim, 1)
+					s := m.NewScratch(n)
+					out := make([]float32, n*sh.dim)
+					c0 := processCPUSeconds()
+					for i := 0; b.Loop(); i++ {
+						x[0] = float32(i) // fresh activations each step
+						if err := m.Forward(s, out, x, n); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cpuS := processCPUSeconds() - c0
+					experts := float64(s.RowsRead) / float64(rowsPerExpert) / float64(b.N)
+					bytes := experts * float64(perExpert)
+					b.SetBytes(int64(bytes))
+					b.ReportMetric(experts, "experts/op")
+					b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/float64(n), "ms/token")
+					if cpuS > 0 {
+						b.ReportMetric(bytes*float64(b.N)/cpuS/1e9, "GB/cpu-s")
+					}
+				})
+			}
+		}
+	}
+}

@@ -79,12 +79,44 @@ func mxfp4Rows(wr []byte, a *actQ, nb, rows int, out []float32) {
 	dotMXFP4RowsAVX2(&wr[0], &a.q[0], &a.d[0], &e8m0Half[0], nb, rows, &out[0])
 }
 
-// mxfp4x4 computes one MXFP4 weight row against the 4 quantized
-// activation rows starting at row m of a.
-func mxfp4x4(wr []byte, a *actQ, m, K int, acc *[4]float32) {
+// mxfp4Tile computes one MXFP4 weight row against the R (2 to 4)
+// quantized activation rows starting at row m of a, into acc[:R].
+func mxfp4Tile(wr []byte, a *actQ, m, R, K int, acc *[4]float32) {
 	nb := K / 32
-	xq := a.q[m*K : (m+4)*K]
-	xd := a.d[m*nb : (m+4)*nb]
+	xq := a.q[m*K : (m+R)*K]
+	xd := a.d[m*nb : (m+R)*nb]
 	_ = wr[nb*quant.MXFP4BlockBytes-1]
-	dotMXFP4x4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &e8m0Half[0], nb, acc)
+	switch R {
+	case 4:
+		dotMXFP4x4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &e8m0Half[0], nb, acc)
+	case 3:
+		dotMXFP4x3AVX2(&wr[0], &xq[0], K, &xd[0], nb, &e8m0Half[0], nb, acc)
+	default:
+		dotMXFP4x2AVX2(&wr[0], &xq[0], K, &xd[0], nb, &e8m0Half[0], nb, acc)
+	}
+}
+
+// mxfp4Tiles computes MXFP4 weight rows [lo, hi) against all t.n (≥ 2)
+// activation rows: each weight row, read once, feeds tiles of 4 activation
+// rows and one tile of the 2 or 3 left over (a single one left over takes
+// the row kernel).
+func (t *qmatTask) mxfp4Tiles(lo, hi int) {
+	w, out, a := t.w, t.out, &t.act
+	K := w.C
+	rb := w.DT.RowBytes(K)
+	var acc [4]float32
+	for o := lo; o < hi; o++ {
+		wr := w.Q[o*rb : (o+1)*rb]
+		for m := 0; m < t.n; m += 4 {
+			R := min(4, t.n-m)
+			if R == 1 {
+				out.F[m*out.C+o] = t.k.dotMXFP4(wr, a.q[m*K:(m+1)*K], a.d[m*(K/32):(m+1)*(K/32)])
+				continue
+			}
+			mxfp4Tile(wr, a, m, R, K, &acc)
+			for r := 0; r < R; r++ {
+				out.F[(m+r)*out.C+o] = acc[r]
+			}
+		}
+	}
 }

@@ -64,7 +64,8 @@ func TestMXFP4Scales(t *testing.T) {
 
 // TestMXFP4Kernels compares the AVX2 kernels with the Go twin on the same
 // quantized activations: the row loop equals the single-row kernel bit for
-// bit, and both and the 4-row tile equal the twin to float32 rounding.
+// bit, and both and the 2-, 3- and 4-row tiles equal the twin to float32
+// rounding.
 func TestMXFP4Kernels(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
@@ -87,16 +88,24 @@ func TestMXFP4Kernels(t *testing.T) {
 				if math.Float32bits(g) != math.Float32bits(out[o]) {
 					t.Errorf("nb=%d rows=%d row %d: loop %v, row kernel %v", nb, rows, o, out[o], g)
 				}
-				var acc [4]float32
-				mxfp4x4(wr, &a, 0, in, &acc)
-				for m := 0; m < 4; m++ {
-					p := plain.rowDot(kernels.MXFP4, wr, x[m*in:(m+1)*in], &a, m)
-					if !close32(acc[m], p, 1e-4) {
-						t.Errorf("nb=%d row %d act %d: tile %v, go %v", nb, o, m, acc[m], p)
+				for R := 2; R <= 4; R++ {
+					acc := [4]float32{-1, -1, -1, -1}
+					mxfp4Tile(wr, &a, 4-R, R, in, &acc)
+					for m := 0; m < 4; m++ {
+						if m >= R {
+							if acc[m] != 0 {
+								t.Errorf("nb=%d R=%d: out[%d] = %v, want 0", nb, R, m, acc[m])
+							}
+							continue
+						}
+						p := plain.rowDot(kernels.MXFP4, wr, x[(4-R+m)*in:(5-R+m)*in], &a, 4-R+m)
+						if !close32(acc[m], p, 1e-4) {
+							t.Errorf("nb=%d row %d R=%d act %d: tile %v, go %v", nb, o, R, m, acc[m], p)
+						}
 					}
-					if m == 0 && !close32(g, p, 1e-4) {
-						t.Errorf("nb=%d row %d: avx2 %v, go %v", nb, o, g, p)
-					}
+				}
+				if p := plain.rowDot(kernels.MXFP4, wr, x[:in], &a, 0); !close32(g, p, 1e-4) {
+					t.Errorf("nb=%d row %d: avx2 %v, go %v", nb, o, g, p)
 				}
 			}
 		}

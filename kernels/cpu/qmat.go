@@ -329,10 +329,14 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if t.n == 1 && t.k.avx2 && t.rows1(lo, hi) {
 		return
 	}
+	if w.DT == kernels.MXFP4 && t.n >= 2 && t.k.avx2 {
+		t.mxfp4Tiles(lo, hi)
+		return
+	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
-	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K || w.DT == kernels.Q8_0 || w.DT == kernels.MXFP4) && t.n >= 4 && t.k.avx2 {
+	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K || w.DT == kernels.Q8_0) && t.n >= 4 && t.k.avx2 {
 		t.kTiles(lo, hi)
 		return
 	}
@@ -441,8 +445,6 @@ func (t *qmatTask) kTiles(lo, hi int) {
 				dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
 			case kernels.Q5_K:
 				dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
-			case kernels.MXFP4:
-				mxfp4x4(wr, a, m, K, &acc)
 			default:
 				dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
 			}

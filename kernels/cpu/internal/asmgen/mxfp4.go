@@ -29,8 +29,14 @@ func mxfp4File() string {
 // e = 255).`)
 	a.l(``)
 	a.mxfp4Rows()
-	a.l(``)
-	a.mxfp4x4()
+	a.lines(`
+// dotMXFP4x{4,3,2}AVX2: one MXFP4 row against R activation rows (xs bytes
+// and xds scales apart; out[R:4] is 0): each weight block is loaded and
+// decoded once for the R rows.`)
+	for _, R := range []int{4, 3, 2} {
+		a.l(``)
+		a.mxfp4Tile(R)
+	}
 	return a.b.String()
 }
 
@@ -135,14 +141,11 @@ VZEROUPPER
 RET`)
 }
 
-// mxfp4x4 writes dotMXFP4x4AVX2: one weight row against 4 activation rows,
-// each block decoded once.
-func (a *asm) mxfp4x4() {
-	a.lines(`
-// func dotMXFP4x4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, tab *float32, nb int, out *[4]float32)
-// One MXFP4 row against 4 activation rows (xs bytes and xds scales apart):
-// each weight block is loaded and decoded once for the 4 rows.`)
-	a.l(`TEXT ·dotMXFP4x4AVX2(SB), NOSPLIT, $0-64`)
+// mxfp4Tile writes dotMXFP4x{R}AVX2: one weight row against R activation
+// rows (R ≤ 4), each block decoded once for the R rows.
+func (a *asm) mxfp4Tile(R int) {
+	a.l(`// func dotMXFP4x%dAVX2(w *byte, xq *int8, xs int, xd *float32, xds int, tab *float32, nb int, out *[4]float32)`, R)
+	a.l(`TEXT ·dotMXFP4x%dAVX2(SB), NOSPLIT, $0-64`, R)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ xq+8(FP), DI
@@ -159,12 +162,13 @@ MOVQ nb+48(FP), CX`)
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1
 VXORPS Y2, Y2, Y2
-VXORPS Y3, Y3, Y3
-mxx4loop:
+VXORPS Y3, Y3, Y3`)
+	a.l(`mxx%dloop:`, R)
+	a.code(`
 MOVBLZX (SI), AX
 VMOVSS (R8)(AX*4), X9`)
 	a.mxfp4Decode(5, 6, 7)
-	for r, m := range []struct{ x, d string }{{"(DI)", "(DX)"}, {"(DI)(R12*1)", "(DX)(R14*1)"}, {"(DI)(R12*2)", "(DX)(R14*2)"}, {"(DI)(R13*1)", "(DX)(R11*1)"}} {
+	for r, m := range []struct{ x, d string }{{"(DI)", "(DX)"}, {"(DI)(R12*1)", "(DX)(R14*1)"}, {"(DI)(R12*2)", "(DX)(R14*2)"}, {"(DI)(R13*1)", "(DX)(R11*1)"}}[:R] {
 		x, s := 8, 10
 		if r%2 == 1 {
 			x, s = 4, 11
@@ -178,8 +182,9 @@ VMOVSS (R8)(AX*4), X9`)
 ADDQ $17, SI
 ADDQ $32, DI
 ADDQ $4, DX
-DECQ CX
-JNZ mxx4loop
+DECQ CX`)
+	a.l(`	JNZ mxx%dloop`, R)
+	a.code(`
 MOVQ out+56(FP), DX
 VHADDPS Y1, Y0, Y0
 VHADDPS Y3, Y2, Y2
