@@ -27,7 +27,7 @@ type moeExec struct {
 // tensors of MaxTokens·TopK rows, and the per-call expert lists.
 type moeExecScratch struct {
 	xg, gate, up, y *kernels.Host
-	x, logits       kernels.Host // views of Forward's input and s.logits
+	x, logits       kernels.Host     // views of Forward's input and s.logits
 	start           []int32          // [Experts+1] group starts
 	wg, wu, wd      []kernels.Tensor // [Experts] this step's weights per group
 }
