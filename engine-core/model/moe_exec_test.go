@@ -245,7 +245,8 @@ var moeBenchShapes = []struct {
 // (cpu: MatMulExperts on both cores) and, for gpt-oss-20b, the host
 // reference it replaces (host). It reports ms per token, the experts read
 // per step, their bytes per second (SetBytes: the active experts' bytes
-// per step) and per CPU-second.
+// per step) and per CPU-second. Steps cycle through 16 random inputs, so
+// that the chosen experts change from step to step.
 //
 //	go test ./engine-core/model -run XXX -bench MoEBlock -benchtime 20x
 func BenchmarkMoEBlock(b *testing.B) {
@@ -288,13 +289,19 @@ func BenchmarkMoEBlock(b *testing.B) {
 			}
 			for _, n := range []int{1, 16} {
 				b.Run(fmt.Sprintf("%s/%s/tokens=%d", sh.name, v, n), func(b *testing.B) {
-					x, _ := randVec(r, n*sh.dim, 1)
+					// distinct inputs route to different experts each step,
+					// so that weights come from memory as in a real decode
+					// (one layer's 32 or 128 experts exceed the caches)
+					var xs [][]float32
+					for range 16 {
+						x, _ := randVec(r, n*sh.dim, 1)
+						xs = append(xs, x)
+					}
 					s := m.NewScratch(n)
 					out := make([]float32, n*sh.dim)
 					c0 := processCPUSeconds()
 					for i := 0; b.Loop(); i++ {
-						x[0] = float32(i) // fresh activations each step
-						if err := m.Forward(s, out, x, n); err != nil {
+						if err := m.Forward(s, out, xs[i%len(xs)], n); err != nil {
 							b.Fatal(err)
 						}
 					}
