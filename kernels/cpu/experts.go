@@ -67,6 +67,10 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	if t.quant = q; q {
 		t.act.quantize(b.k, xh.F, xh.C, n, w0.C, blk)
 	}
+	t.act.c16 = t.act.c16[:0]
+	if w0.DT == kernels.MXFP4 && b.k.avx2 {
+		t.act.mxfp4Corr()
+	}
 	total := len(t.w) * t.rows
 	if n*t.rows*w0.C < 1<<15 {
 		t.run(0, total, 0)
@@ -104,6 +108,9 @@ func (t *expertsTask) run(lo, hi, wk int) {
 		if a := &t.act; t.quant {
 			nb := K / a.blk
 			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s}
+			if len(a.c16) > 0 {
+				sub.act.c16 = a.c16[s*K/2 : e*K/2]
+			}
 		}
 		sub.run(r0, r1, wk)
 		sub.out, sub.x, sub.w = nil, nil, nil

@@ -79,6 +79,7 @@ func TestMXFP4Kernels(t *testing.T) {
 			x := randF(r, 4*in)
 			var a actQ
 			a.quantize(kern{}, x, in, 4, in, 32)
+			a.mxfp4Corr()
 			out := make([]float32, rows)
 			mxfp4Rows(data, &a, nb, rows, out)
 			rb := kernels.MXFP4.RowBytes(in)

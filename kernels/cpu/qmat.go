@@ -43,7 +43,8 @@ type actQ struct {
 	q   []int8
 	d   []float32
 	bs  []int16
-	blk int // values per scale: 32 or 256
+	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
+	blk int     // values per scale: 32 or 256
 	k   int // values per row
 	n   int // rows
 
@@ -169,7 +170,7 @@ func (k kern) rowDot(dt kernels.DType, w []byte, x []float32, a *actQ, m int) fl
 	case kernels.Q6_K:
 		return k.dotQ6K(w, xq, xd, bs)
 	case kernels.MXFP4:
-		return k.dotMXFP4(w, xq, xd)
+		return k.dotMXFP4(w, a, m)
 	}
 	panic("cpu: rowDot: unsupported type " + dt.String())
 }
@@ -355,6 +356,9 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	if q, blk := quantized(w.DT); q {
 		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
+	}
+	if w.DT == kernels.MXFP4 && b.k.avx2 {
+		t.act.mxfp4Corr()
 	}
 	if n*w.R*w.C < 1<<15 {
 		t.run(0, w.R, 0)

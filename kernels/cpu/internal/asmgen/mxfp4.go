@@ -9,10 +9,13 @@ package asmgen
 // Per block: one 16-byte broadcast load puts the nibbles in both 128-bit
 // lanes; VPSRLVD shifts the high lane by 4 and VPAND keeps 4 bits, so the
 // 32 FP4 codes sit in element order; VPSHUFB maps each code to twice its
-// E2M1 value (an integer in [-12, 12]); the integer dot product with the
-// activations is VPSIGNB/VPMADDUBSW/VPMADDWD as for Q8_0; the block's
-// scale is the table entry of its E8M0 byte (2^(e-128): the values were
-// doubled) times the activation block's scale, applied by one FMA.
+// E2M1 value plus 12 (an integer in [0, 24], so that it can be VPMADDUBSW's
+// unsigned operand with the signed activations, no sign juggling); the
+// activation row's pair corrections −12·(x[2i]+x[2i+1]) (int16, computed
+// once per MatMul) are added to the pair sums, which VPMADDWD then adds
+// into 8 int32; the block's scale is the table entry of its E8M0 byte
+// (2^(e-128): the values were doubled) times the activation block's scale,
+// applied by one FMA.
 func mxfp4File() string {
 	var a asm
 	a.l(`//go:build amd64 && !purego`)
@@ -24,15 +27,16 @@ func mxfp4File() string {
 	a.lines(`
 // MXFP4 kernels (see mxfp4.go). Constants held in registers: Y15 sixteen
 // int16 ones (VPMADDWD), Y14 bytes 0x0f, Y13 the doubled E2M1 values of
-// codes 0..15 in both lanes, Y12 the dword shift counts 0 (low lane) and 4
-// (high lane). tab points at 256 float32: tab[e] = 2^(e-128) (NaN for
-// e = 255).`)
+// codes 0..15 plus 12 in both lanes, Y12 the dword shift counts 0 (low
+// lane) and 4 (high lane). tab points at 256 float32: tab[e] = 2^(e-128)
+// (NaN for e = 255); c at the activations' pair corrections, 16 int16 per
+// block.`)
 	a.l(``)
 	a.mxfp4Rows()
 	a.lines(`
 // dotMXFP4x{4,3,2}AVX2: one MXFP4 row against R activation rows (xs bytes
-// and xds scales apart; out[R:4] is 0): each weight block is loaded and
-// decoded once for the R rows.`)
+// of activations, xs bytes of corrections and xds scales apart; out[R:4]
+// is 0): each weight block is loaded and decoded once for the R rows.`)
 	for _, R := range []int{4, 3, 2} {
 		a.l(``)
 		a.mxfp4Tile(R)
@@ -48,9 +52,9 @@ VPSRLW $15, Y15, Y15
 MOVL $0x0f0f0f0f, AX
 VMOVD AX, X14
 VPBROADCASTD X14, Y14
-MOVQ $0x0c08060403020100, AX
+MOVQ $0x181412100f0e0d0c, AX
 VMOVQ AX, X13
-MOVQ $0xf4f8fafcfdfeff00, AX
+MOVQ $0x00040608090a0b0c, AX
 VPINSRQ $1, AX, X13, X13
 VINSERTI128 $1, X13, Y13, Y13
 VPXOR Y12, Y12, Y12
@@ -60,41 +64,41 @@ VPBROADCASTD X11, X11
 VINSERTI128 $1, X11, Y12, Y12`)
 }
 
-// mxfp4Decode loads the block at SI: its 32 doubled E2M1 values into Yw and
-// their magnitudes into Ya, using Yc as scratch.
-func (a *asm) mxfp4Decode(c, w, abs int) {
+// mxfp4Decode loads the block at SI: its 32 doubled E2M1 values plus 12
+// into Yw (Yw may be Yc).
+func (a *asm) mxfp4Decode(c, w int) {
 	a.l("\tVBROADCASTI128 1(SI), Y%d", c)
 	a.l("\tVPSRLVD Y12, Y%d, Y%d", c, c)
 	a.l("\tVPAND Y14, Y%d, Y%d", c, c)
 	a.l("\tVPSHUFB Y%d, Y13, Y%d", c, w)
-	a.l("\tVPABSB Y%d, Y%d", w, abs)
 }
 
 // mxfp4Prod sets Yx to the 8 int32 partial sums, converted to float32, of
-// the block (Yw, Ya) times the 32 activations at xm.
-func (a *asm) mxfp4Prod(xm string, w, abs, x int) {
-	a.l("\tVMOVDQU %s, Y%d", xm, x)
-	a.l("\tVPSIGNB Y%d, Y%d, Y%d", w, x, x)
-	a.l("\tVPMADDUBSW Y%d, Y%d, Y%d", x, abs, x)
+// the block Yw times the 32 activations at xm, corrected by the pair
+// corrections at cm.
+func (a *asm) mxfp4Prod(xm, cm string, w, x int) {
+	a.l("\tVPMADDUBSW %s, Y%d, Y%d", xm, w, x)
+	a.l("\tVPADDW %s, Y%d, Y%d", cm, x, x)
 	a.l("\tVPMADDWD Y15, Y%d, Y%d", x, x)
 	a.l("\tVCVTDQ2PS Y%d, Y%d", x, x)
 }
 
 // mxfp4Blk accumulates one block (weights at SI, activations at DI, their
-// scale at DX) into Yacc with temporaries t[0..4], and advances the
-// pointers.
-func (a *asm) mxfp4Blk(acc int, t [5]int) {
-	s, c, w, abs, x := t[0], t[1], t[2], t[3], t[4]
+// corrections at BX, their scale at DX) into Yacc with temporaries
+// t[0..3], and advances the pointers.
+func (a *asm) mxfp4Blk(acc int, t [4]int) {
+	s, d, w, x := t[0], t[1], t[2], t[3]
 	a.l("\tMOVBLZX (SI), AX")
-	a.l("\tVMOVSS (R8)(AX*4), X%d", s)
-	a.l("\tVMULSS (DX), X%d, X%d", s, s)
-	a.l("\tVBROADCASTSS X%d, Y%d", s, s)
-	a.mxfp4Decode(c, w, abs)
-	a.mxfp4Prod("(DI)", w, abs, x)
+	a.l("\tVBROADCASTSS (R8)(AX*4), Y%d", s)
+	a.l("\tVBROADCASTSS (DX), Y%d", d)
+	a.l("\tVMULPS Y%d, Y%d, Y%d", d, s, s)
+	a.mxfp4Decode(w, w)
+	a.mxfp4Prod("(DI)", "(BX)", w, x)
 	a.l("\tVFMADD231PS Y%d, Y%d, Y%d", x, s, acc)
 	a.code(`
 ADDQ $17, SI
 ADDQ $32, DI
+ADDQ $32, BX
 ADDQ $4, DX`)
 }
 
@@ -102,28 +106,29 @@ ADDQ $4, DX`)
 // one activation row, two blocks in flight on two accumulators.
 func (a *asm) mxfp4Rows() {
 	a.lines(`
-// func dotMXFP4RowsAVX2(w *byte, xq *int8, xd *float32, tab *float32, nb int, rows int, out *float32)
+// func dotMXFP4RowsAVX2(w *byte, xq *int8, c *int16, xd *float32, tab *float32, nb int, rows int, out *float32)
 // out[r] = row r of w (nb blocks each, rows back to back) · the activations.`)
-	a.l(`TEXT ·dotMXFP4RowsAVX2(SB), NOSPLIT, $0-56`)
+	a.l(`TEXT ·dotMXFP4RowsAVX2(SB), NOSPLIT, $0-64`)
 	a.code(`
 MOVQ w+0(FP), SI
-MOVQ tab+24(FP), R8
-MOVQ rows+40(FP), R9
-MOVQ out+48(FP), R15`)
+MOVQ tab+32(FP), R8
+MOVQ rows+48(FP), R9
+MOVQ out+56(FP), R15`)
 	a.mxfp4Consts()
 	a.code(`
 mxrows:
 MOVQ xq+8(FP), DI
-MOVQ xd+16(FP), DX
-MOVQ nb+32(FP), CX
+MOVQ c+16(FP), BX
+MOVQ xd+24(FP), DX
+MOVQ nb+40(FP), CX
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1
 mxrowloop:`)
-	a.mxfp4Blk(0, [5]int{2, 3, 4, 5, 6})
+	a.mxfp4Blk(0, [4]int{2, 3, 4, 5})
 	a.code(`
 DECQ CX
 JZ mxrowdone`)
-	a.mxfp4Blk(1, [5]int{7, 8, 9, 10, 11})
+	a.mxfp4Blk(1, [4]int{7, 8, 9, 10})
 	a.code(`
 DECQ CX
 JNZ mxrowloop
@@ -144,19 +149,20 @@ RET`)
 // mxfp4Tile writes dotMXFP4x{R}AVX2: one weight row against R activation
 // rows (R ≤ 4), each block decoded once for the R rows.
 func (a *asm) mxfp4Tile(R int) {
-	a.l(`// func dotMXFP4x%dAVX2(w *byte, xq *int8, xs int, xd *float32, xds int, tab *float32, nb int, out *[4]float32)`, R)
-	a.l(`TEXT ·dotMXFP4x%dAVX2(SB), NOSPLIT, $0-64`, R)
+	a.l(`// func dotMXFP4x%dAVX2(w *byte, xq *int8, c *int16, xs int, xd *float32, xds int, tab *float32, nb int, out *[4]float32)`, R)
+	a.l(`TEXT ·dotMXFP4x%dAVX2(SB), NOSPLIT, $0-72`, R)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ xq+8(FP), DI
-MOVQ xs+16(FP), R12
+MOVQ c+16(FP), BX
+MOVQ xs+24(FP), R12
 LEAQ (R12)(R12*2), R13
-MOVQ xd+24(FP), DX
-MOVQ xds+32(FP), R14
+MOVQ xd+32(FP), DX
+MOVQ xds+40(FP), R14
 SHLQ $2, R14
 LEAQ (R14)(R14*2), R11
-MOVQ tab+40(FP), R8
-MOVQ nb+48(FP), CX`)
+MOVQ tab+48(FP), R8
+MOVQ nb+56(FP), CX`)
 	a.mxfp4Consts()
 	a.code(`
 VXORPS Y0, Y0, Y0
@@ -166,26 +172,30 @@ VXORPS Y3, Y3, Y3`)
 	a.l(`mxx%dloop:`, R)
 	a.code(`
 MOVBLZX (SI), AX
-VMOVSS (R8)(AX*4), X9`)
-	a.mxfp4Decode(5, 6, 7)
-	for r, m := range []struct{ x, d string }{{"(DI)", "(DX)"}, {"(DI)(R12*1)", "(DX)(R14*1)"}, {"(DI)(R12*2)", "(DX)(R14*2)"}, {"(DI)(R13*1)", "(DX)(R11*1)"}}[:R] {
+VBROADCASTSS (R8)(AX*4), Y9`)
+	a.mxfp4Decode(6, 6)
+	for r, m := range []struct{ x, c, d string }{
+		{"(DI)", "(BX)", "(DX)"}, {"(DI)(R12*1)", "(BX)(R12*1)", "(DX)(R14*1)"},
+		{"(DI)(R12*2)", "(BX)(R12*2)", "(DX)(R14*2)"}, {"(DI)(R13*1)", "(BX)(R13*1)", "(DX)(R11*1)"},
+	}[:R] {
 		x, s := 8, 10
 		if r%2 == 1 {
 			x, s = 4, 11
 		}
-		a.mxfp4Prod(m.x, 6, 7, x)
-		a.l("\tVMULSS %s, X9, X%d", m.d, s)
-		a.l("\tVBROADCASTSS X%d, Y%d", s, s)
+		a.mxfp4Prod(m.x, m.c, 6, x)
+		a.l("\tVBROADCASTSS %s, Y%d", m.d, s)
+		a.l("\tVMULPS Y9, Y%d, Y%d", s, s)
 		a.l("\tVFMADD231PS Y%d, Y%d, Y%d", x, s, r)
 	}
 	a.code(`
 ADDQ $17, SI
 ADDQ $32, DI
+ADDQ $32, BX
 ADDQ $4, DX
 DECQ CX`)
 	a.l(`	JNZ mxx%dloop`, R)
 	a.code(`
-MOVQ out+56(FP), DX
+MOVQ out+64(FP), DX
 VHADDPS Y1, Y0, Y0
 VHADDPS Y3, Y2, Y2
 VHADDPS Y2, Y0, Y0
