@@ -116,6 +116,7 @@ func mxfp4Tile(wr []byte, a *actQ, m, R, K int, acc *[4]float32) {
 		dotMXFP4x2AVX2(&wr[0], &xq[0], &c[0], K, &xd[0], nb, &e8m0Half[0], nb, acc)
 	}
 }
+
 // mxfp4Tiles computes MXFP4 weight rows [lo, hi) against all t.n (≥ 2)
 // activation rows: each weight row, read once, feeds tiles of 4 activation
 // rows and one tile of the 2 or 3 left over (a single one left over takes
