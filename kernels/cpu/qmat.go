@@ -43,12 +43,13 @@ type actQ struct {
 	q   []int8
 	d   []float32
 	bs  []int16
-	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
-	blk int     // values per scale: 32 or 256
-	k   int     // values per row
-	n   int     // rows
+	blk int // values per scale: 32 or 256
+	k   int // values per row
+	n   int // rows
 
 	src []float32 // a copy of the rows last quantized (n×k)
+
+	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
