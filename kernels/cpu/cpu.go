@@ -9,10 +9,12 @@
 // on first use.
 //
 // Weights of every stored encoding (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K) are used in place, as the model file holds them: MatMul on them
-// streams each weight row once and multiplies it, from L1, with every
-// activation row of the batch (qmat.go), with activations quantized to
-// int8 once per MatMul for the block-quantized types.
+// Q6_K, MXFP4) are used in place, as the model file holds them: MatMul on
+// them streams each weight row once and multiplies it, from L1, with every
+// activation row of the batch (qmat.go, mxfp4.go), with activations
+// quantized to int8 once per MatMul for the block-quantized types.
+// MatMulExperts (experts.go) runs a mixture-of-experts batch, grouped by
+// expert, through the experts' weights in one parallel op.
 //
 // F32 matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
@@ -95,7 +97,7 @@ func (b *Backend) Close() { b.pool.close() }
 
 // Weight makes a host tensor over data, which may be a read-only memory
 // map: every type (F32 when 4-byte aligned, F16, BF16, Q8_0, Q4_0, Q4_K,
-// Q5_K, Q6_K) is used in place, never copied or written.
+// Q5_K, Q6_K, MXFP4) is used in place, never copied or written.
 func (b *Backend) Weight(dt kernels.DType, rows, cols int, data []byte) (kernels.Tensor, error) {
 	return kernels.NewHostWeight(dt, rows, cols, data)
 }
