@@ -126,38 +126,6 @@ func newRandomMoEOf(fam moeFamily, dim, hidden, experts, topK int, seed uint64) 
 	return m, nv
 }
 
-// TestMoEBackendReadsActiveExpertsOnce checks the bound block's grouping
-// and that its steady state allocates nothing.
-func TestMoEBackendReadsActiveExpertsOnce(t *testing.T) {
-	const dim, hidden, experts = 256, 64, 8
-	m, _ := newRandomMoE(moeFamilies[2], dim, hidden, experts, 2, 11)
-	be := cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
-	defer be.Close()
-	if err := m.Bind(be); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{1, 4, 16, 64} {
-		r := rand.New(rand.NewPCG(uint64(n), 2))
-		x, _ := randVec(r, n*dim, 1)
-		s := m.NewScratch(n)
-		choice, _ := m.Route(s, x, n)
-		active := map[int32]bool{}
-		for _, e := range choice {
-			active[e] = true
-		}
-		out := make([]float32, n*dim)
-		if err := m.Forward(s, out, x, n); err != nil {
-			t.Fatal(err)
-		}
-		if want := int64(len(active) * (2*hidden + dim)); s.RowsRead != want {
-			t.Errorf("n=%d: read %d rows, want %d (%d active experts once each)", n, s.RowsRead, want, len(active))
-		}
-		if a := testing.AllocsPerRun(10, func() { _ = m.Forward(s, out, x, n) }); a != 0 {
-			t.Errorf("n=%d: Forward allocates %v times per call", n, a)
-		}
-	}
-}
-
 // hiddenBackend hides the CPU backend's MatMulExperts.
 type hiddenBackend struct{ kernels.Backend }
 
