@@ -240,3 +240,43 @@ func randMXFP4Fast(r *rand.Rand, rows, cols int) []byte {
 	}
 	return data
 }
+
+// BenchmarkMXFP4Kernels measures the AVX2 kernels alone on one thread with
+// the weights in L2 (64 rows of 2880): CPU-ns per 32-value block for the
+// batch-1 row loop, and per block and activation row for the 4-row tile.
+//
+//	go test ./kernels/cpu -run XXX -bench MXFP4Kernels -benchtime 3000x
+func BenchmarkMXFP4Kernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 10))
+	const rows, in = 64, 2880
+	nb := in / 32
+	data := randMXFP4(r, rows, in, 120, 14)
+	var a actQ
+	a.quantize(kern{avx2: true}, randF(r, 4*in), in, 4, in, 32)
+	a.mxfp4Corr()
+	out := make([]float32, rows)
+	var acc [4]float32
+	for _, v := range []struct {
+		name string
+		per  int // blocks × activation rows per op
+		run  func()
+	}{
+		{"rows", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
+		{"tile4", 4 * rows * nb, func() {
+			for o := 0; o < rows; o++ {
+				mxfp4Tile(data[o*17*nb:(o+1)*17*nb], &a, 0, 4, in, &acc)
+			}
+		}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			c0 := processCPU()
+			for b.Loop() {
+				v.run()
+			}
+			b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N*v.per), "cpu-ns/block")
+		})
+	}
+}
