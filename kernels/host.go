@@ -70,10 +70,8 @@ func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 // the float types): a row's length must be a multiple of it.
 func (d DType) BlockValues() int {
 	switch d {
-	case Q8_0, Q4_0:
+	case Q8_0, Q4_0, MXFP4:
 		return Q8Block
-	case MXFP4:
-		return quant.MXFP4Block
 	case Q4_K, Q5_K, Q6_K:
 		return quant.QKBlock
 	}
