@@ -43,7 +43,8 @@ type Options struct {
 	// (AVX512_VNNI where present). The rounding adds at most d/2·Σ|w| per
 	// block to a product (d = block max|x|/127), typically under 0.5 %
 	// relative. Off, products equal the reference on the dequantized
-	// weights to float rounding.
+	// weights to float rounding. MXFP4 weights follow the same switch, for
+	// any number of rows (see mxfp4.go).
 	QuantizeActivations bool
 	// KVF16 makes AllocKV hold the KV cache as float16 (see kv16.go).
 	KVF16 bool
@@ -59,6 +60,7 @@ type Backend struct {
 	mm   matmulTask
 	qm   qmatTask
 	ex   expertsTask
+	mxe  mxfp4ExactTask
 	pt   panelTask
 	att  attnTask
 	norm normTask

@@ -49,18 +49,21 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	}
 	n := int(start[len(w)])
 	t.start = append(t.start, int32(n))
-	if !b.expertKernels(w0) {
-		// F32 (and float Q8_0) experts: one MatMul per group
-		for g, wg := range t.w {
-			lo, hi := int(t.start[g]), int(t.start[g+1])
-			b.MatMul(kernels.HostRows(oh, lo, hi), kernels.HostRows(xh, lo, hi), wg, hi-lo)
-		}
-		return
-	}
 	if len(t.sub) < b.pool.n {
 		t.sub = make([]qmatTask, b.pool.n)
 		t.xv = make([]kernels.Host, b.pool.n)
 		t.ov = make([]kernels.Host, b.pool.n)
+	}
+	if !b.expertKernels(w0) {
+		// F32 (and float Q8_0 and MXFP4) experts: one MatMul per group,
+		// on views held by the task (no allocation)
+		for g, wg := range t.w {
+			lo, hi := int(t.start[g]), int(t.start[g+1])
+			t.xv[0], t.ov[0] = *kernels.HostRows(xh, lo, hi), *kernels.HostRows(oh, lo, hi)
+			b.MatMul(&t.ov[0], &t.xv[0], wg, hi-lo)
+		}
+		clear(t.w)
+		return
 	}
 	t.k, t.out, t.x, t.rows = b.k, oh, xh, w0.R
 	q, blk := quantized(w0.DT)
@@ -83,13 +86,15 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 
 // expertKernels reports whether experts like w run on the stored-format
 // kernels (qmat.go) inside one parallel op: every block type except Q8_0
-// when MatMul would take the float path for it.
+// and MXFP4 when MatMul would take the float path for them.
 func (b *Backend) expertKernels(w *kernels.Host) bool {
 	switch w.DT {
 	case kernels.F32:
 		return false
 	case kernels.Q8_0:
 		return b.mm.q8act && !b.k.simd
+	case kernels.MXFP4:
+		return b.mm.q8act
 	}
 	return true
 }

@@ -1,11 +1,17 @@
 package cpu
 
-import "github.com/sluice-llm/sluice/quant"
+import (
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
+)
 
 // MXFP4 weights (kernels.MXFP4: ggml's 17-byte blocks of 32 FP4 E2M1 codes
 // and one E8M0 scale) are multiplied in place, like the other stored
 // encodings of qmat.go, with the activations quantized once per MatMul to
-// int8 in blocks of 32 (Q8_0's activation blocks).
+// int8 in blocks of 32 (Q8_0's activation blocks) when
+// Options.QuantizeActivations is on (the engine's default, as llama.cpp
+// does); off, as for Q8_0, products are exact on the float activations
+// (mxfp4ExactTask, a slow path for comparisons).
 //
 // Numeric contract: each E2M1 code is read as twice its value, an integer
 // in [-12, 12], so a block's product with the int8 activations is an exact
@@ -140,4 +146,45 @@ func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 			}
 		}
 	}
+}
+
+// mxfp4ExactTask is MatMul on MXFP4 weights when Options.QuantizeActivations
+// is off (as for Q8_0): each weight row is decoded once with quant's
+// decoder and multiplied with the float activations in float32, so that
+// products equal the reference on the decoded weights to float rounding.
+// It is the exact path for comparisons, not a fast one.
+type mxfp4ExactTask struct {
+	out, x, w *kernels.Host
+	n         int
+	rows      [][]float32 // per worker: one decoded weight row
+}
+
+func (t *mxfp4ExactTask) run(lo, hi, wk int) {
+	K := t.w.C
+	rb := t.w.DT.RowBytes(K)
+	if cap(t.rows[wk]) < K {
+		t.rows[wk] = make([]float32, K)
+	}
+	row := t.rows[wk][:K]
+	for o := lo; o < hi; o++ {
+		quant.DequantizeMXFP4(row, t.w.Q[o*rb:(o+1)*rb])
+		for m := 0; m < t.n; m++ {
+			t.out.F[m*t.out.C+o] = kernels.Dot(t.x.F[m*t.x.C:m*t.x.C+K], row)
+		}
+	}
+}
+
+// matmulMXFP4Exact sets out[:n] = x[:n] · wᵀ on the exact path.
+func (b *Backend) matmulMXFP4Exact(out, x, w *kernels.Host, n int) {
+	t := &b.mxe
+	if len(t.rows) < b.pool.n {
+		t.rows = make([][]float32, b.pool.n)
+	}
+	t.out, t.x, t.w, t.n = out, x, w, n
+	if n*w.R*w.C < 1<<15 {
+		t.run(0, w.R, 0)
+	} else {
+		b.pool.parallel(w.R, 4, 0, t)
+	}
+	t.out, t.x, t.w = nil, nil, nil
 }

@@ -44,6 +44,41 @@ func TestMXFP4MatMul(t *testing.T) {
 	}
 }
 
+// TestMXFP4Exact checks the path without quantized activations
+// (Options.QuantizeActivations off, as for Q8_0): equal to the float64
+// product of the decoded weights and the float activations to float32
+// rounding, for one row and batches, and through MatMulExperts.
+func TestMXFP4Exact(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 8))
+	b := New(Options{Threads: 2})
+	defer b.Close()
+	for _, c := range []struct{ n, out, in int }{{1, 7, 64}, {1, 300, 2880}, {5, 64, 256}, {16, 40, 96}} {
+		data := randMXFP4(r, c.out, c.in, 118, 18)
+		w, err := kernels.NewHostWeight(kernels.MXFP4, c.out, c.in, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randF(r, c.n*c.in)
+		exact, _, _, mag := storedRef(w, x, c.n) // on the float activations
+		for _, experts := range []bool{false, true} {
+			got := b.Alloc(c.n, c.out).(*kernels.Host)
+			xh := &kernels.Host{R: c.n, C: c.in, F: x}
+			if experts {
+				b.MatMulExperts(got, xh, []kernels.Tensor{w}, []int32{0, int32(c.n)})
+			} else {
+				b.MatMul(got, xh, w, c.n)
+			}
+			for i, g := range got.F {
+				m, o := i/c.out, i%c.out
+				j := m*w.R + o
+				if d := math.Abs(float64(g) - exact[j]); d > 2e-6*mag[j]+1e-6 {
+					t.Fatalf("n=%d %dx%d experts=%v [%d,%d]: %v, want %v", c.n, c.out, c.in, experts, m, o, g, exact[j])
+				}
+			}
+		}
+	}
+}
+
 // TestMXFP4Scales sweeps the scale bytes over the whole finite range
 // whose products stay finite in float32, and feeds activation rows that
 // stress the quantizer.

@@ -353,6 +353,10 @@ func (t *qmatTask) run(lo, hi, _ int) {
 // matmulStored sets out[:n] = x[:n] · wᵀ for a weight in its stored
 // encoding (see the numeric contract above).
 func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
+	if w.DT == kernels.MXFP4 && !b.mm.q8act {
+		b.matmulMXFP4Exact(out, x, w, n)
+		return
+	}
 	t := &b.qm
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	if q, blk := quantized(w.DT); q {
