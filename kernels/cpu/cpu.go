@@ -43,8 +43,7 @@ type Options struct {
 	// (AVX512_VNNI where present). The rounding adds at most d/2·Σ|w| per
 	// block to a product (d = block max|x|/127), typically under 0.5 %
 	// relative. Off, products equal the reference on the dequantized
-	// weights to float rounding. MXFP4 weights follow the same switch, for
-	// any number of rows (see mxfp4.go).
+	// weights to float rounding.
 	QuantizeActivations bool
 	// KVF16 makes AllocKV hold the KV cache as float16 (see kv16.go).
 	KVF16 bool
