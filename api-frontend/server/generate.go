@@ -261,7 +261,7 @@ func (r *stream) tryDirect() bool {
 	if size <= 0 && !last {
 		return true
 	}
-	b := sse.Frame(&r.buf, last)
+	b := r.send.Frame(&r.buf, last)
 	n, err := r.send.TrySend(b)
 	if last {
 		r.state = stateClosed
