@@ -54,7 +54,8 @@ func solveSplit(s, l splitPhase, pick func(splitPhase) time.Duration) (perReq, p
 // (cpu-us/token). Each of the streams client goroutines sends one
 // /v1/completions request at a time (a 32-token text prompt, stream,
 // ignore_eos) and reads its body to the end; a new one starts as soon as it
-// finishes. Requests are counted by the client; tokens are the engine's own
+// finishes (SLUICE_BENCH_SPLIT_API=chat: one user message to
+// /v1/chat/completions). Requests are counted by the client; tokens are the engine's own
 // count; CPU is the api-frontend process's, from /proc.
 func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Duration) {
 	const promptTokens = 32
@@ -90,6 +91,9 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 		return decodeStats(b, r.Result).GeneratedTokens
 	}
 	prompt := promptOfTokens(b, base, promptTokens)
+	// SLUICE_BENCH_SPLIT_API=chat sends the prompt as one user message to
+	// /v1/chat/completions instead (the chat template adds its tokens).
+	chat := os.Getenv("SLUICE_BENCH_SPLIT_API") == "chat"
 
 	// phase holds the max_tokens of the requests clients start now.
 	var phase atomic.Int64
@@ -117,7 +121,12 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 				}
 				last = int(phase.Load())
 				body := fmt.Sprintf(`{"model":"demo","prompt":%q,"max_tokens":%d,"ignore_eos":true,"stream":true}`, prompt, n)
-				req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/completions", strings.NewReader(body))
+				path := "/v1/completions"
+				if chat {
+					body = fmt.Sprintf(`{"model":"demo","messages":[{"role":"user","content":%q}],"max_tokens":%d,"ignore_eos":true,"stream":true}`, prompt, n)
+					path = "/v1/chat/completions"
+				}
+				req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				started.Add(1)
 				resp, err := client.Do(req)
