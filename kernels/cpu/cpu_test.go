@@ -29,6 +29,9 @@ func kerns() map[string]kern {
 	if hasAVX512 {
 		m["avx512"] = kern{simd: true}
 	}
+	if hasAVX2 {
+		m["avx2"] = kern{avx2: true}
+	}
 	return m
 }
 

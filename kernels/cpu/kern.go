@@ -29,6 +29,9 @@ func (k kern) dot(a, b []float32) float32 {
 	if k.simd && n >= 16 {
 		i = n &^ 15
 		s = dotAVX512(&a[0], &b[0], i)
+	} else if k.avx2 && n >= 32 {
+		i = n &^ 31
+		s = dotAVX2(&a[0], &b[0], i)
 	} else {
 		var s0, s1, s2, s3 float32
 		for ; i+4 <= n; i += 4 {
@@ -187,6 +190,16 @@ func (k kern) scores(q, kc []float32, stride int, out []float32) {
 		}
 		return
 	}
+	if k.avx2 && hd%8 == 0 {
+		n4 := n &^ 3
+		if n4 > 0 {
+			scores4AVX2(&q[0], &kc[0], stride, n4, hd, &out[0])
+		}
+		if n4 < n {
+			scores1AVX2(&q[0], &kc[n4*stride], stride, n-n4, hd, &out[n4])
+		}
+		return
+	}
 	for p := range out {
 		out[p] = k.dot(q, kc[p*stride:p*stride+hd])
 	}
@@ -195,7 +208,7 @@ func (k kern) scores(q, kc []float32, stride int, out []float32) {
 // prefetchRows hints that n rows of the cache c (stride floats apart),
 // hd floats each from float offset at, are read soon.
 func (k kern) prefetchRows(c []float32, at, stride, n, hd int) {
-	if !k.simd || n <= 0 || hd%16 != 0 {
+	if !(k.simd || k.avx2) || n <= 0 || hd%16 != 0 {
 		return
 	}
 	_ = c[at+(n-1)*stride+hd-1]
@@ -215,6 +228,14 @@ func (k kern) wsum(w, v []float32, stride int, out []float32) {
 	}
 	if k.simd && hd%16 == 0 {
 		wsumAVX512(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	if k.avx2 && hd%64 == 0 {
+		wsum64AVX2(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	if k.avx2 && hd%32 == 0 {
+		wsum32AVX2(&w[0], &v[0], stride, n, hd, &out[0])
 		return
 	}
 	for p, wp := range w {
