@@ -34,3 +34,12 @@ func wsum64F16AVX2(w *float32, v *uint16, stride int, n int, hd int, out *float3
 
 //go:noescape
 func wsum32F16AVX2(w *float32, v *uint16, stride int, n int, hd int, out *float32)
+
+//go:noescape
+func expSubSumAVX2(x *float32, n int, sub float32) float32
+
+//go:noescape
+func siluMulAVX2(dst, gate, up *float32, n int)
+
+//go:noescape
+func scaleMaxAVX2(x *float32, n int, scale float32) float32

@@ -28,3 +28,6 @@ func wsum64F16AVX2(w *float32, v *uint16, stride int, n int, hd int, out *float3
 func wsum32F16AVX2(w *float32, v *uint16, stride int, n int, hd int, out *float32) {
 	panic("unreachable")
 }
+func expSubSumAVX2(x *float32, n int, sub float32) float32  { panic("unreachable") }
+func siluMulAVX2(dst, gate, up *float32, n int)             { panic("unreachable") }
+func scaleMaxAVX2(x *float32, n int, scale float32) float32 { panic("unreachable") }

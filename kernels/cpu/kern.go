@@ -254,6 +254,11 @@ func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
 		if n16 > 0 {
 			mx = scaleMaxAVX512(&x[0], n16, scale)
 		}
+	} else if k.avx2 {
+		n16 = len(x) &^ 7
+		if n16 > 0 {
+			mx = scaleMaxAVX2(&x[0], n16, scale)
+		}
 	}
 	for i := n16; i < len(x); i++ {
 		x[i] *= scale
@@ -261,7 +266,11 @@ func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
 	}
 	var sum float32
 	if n16 > 0 {
-		sum = expSubSumAVX512(&x[0], n16, mx)
+		if k.simd {
+			sum = expSubSumAVX512(&x[0], n16, mx)
+		} else {
+			sum = expSubSumAVX2(&x[0], n16, mx)
+		}
 	}
 	for i := n16; i < len(x); i++ {
 		e := expf(x[i] - mx)
@@ -279,6 +288,12 @@ func (k kern) siluMul(o, g, u []float32) {
 		if n16 > 0 {
 			_, _ = g[n16-1], u[n16-1]
 			siluMulAVX512(&o[0], &g[0], &u[0], n16)
+		}
+	} else if k.avx2 {
+		n16 = len(o) &^ 7
+		if n16 > 0 {
+			_, _ = g[n16-1], u[n16-1]
+			siluMulAVX2(&o[0], &g[0], &u[0], n16)
 		}
 	}
 	for i := n16; i < len(o); i++ {
