@@ -1,7 +1,8 @@
 // Package asmgen generates the assembly of package cpu:
 // panel_amd64.s (the panel GEMM kernels, one per row count),
 // exp_amd64.s (vector exp and the loops built on it), kv16_amd64.s (the
-// float16 KV-cache kernels) and attn2_amd64.s (their AVX2 twins). The kernels differ
+// float16 KV-cache kernels), attn2_amd64.s (their AVX2 twins) and
+// qdotgen_amd64.s (the AVX2 kernels on stored weight encodings). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -19,7 +20,7 @@ import (
 
 // Files returns the generated files by name.
 func Files() map[string]string {
-	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(), "attn2_amd64.s": attn2()}
+	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(), "attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot()}
 }
 
 type asm struct{ b strings.Builder }
