@@ -141,43 +141,9 @@ TEXT ·tileF16AVX2(SB), NOSPLIT, $0-48
 TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-48
 	HALFTILE(LOADBF16, tbf16loop)
 
-// KSCALES unpacks the 12 scale bytes of a Q4_K/Q5_K block at 4(SI): the
-// eight 6-bit scales are stored as 16-bit words at 0(SP), the eight 6-bit
-// mins left as words in X9. Clobbers AX, R8-R14, X8.
-#define KSCALES \
-	MOVL 4(SI), R8; \
-	MOVL 8(SI), R9; \
-	MOVL 12(SI), R10; \
-	MOVL R8, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	MOVL R9, R12; \
-	ANDL $0x3f3f3f3f, R12; \
-	MOVL R10, R13; \
-	ANDL $0x0f0f0f0f, R13; \
-	MOVL R8, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R13; \
-	MOVL R10, R14; \
-	SHRL $4, R14; \
-	ANDL $0x0f0f0f0f, R14; \
-	MOVL R9, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R14; \
-	VMOVD R11, X8; \
-	VPINSRD $1, R13, X8, X8; \
-	VMOVD R12, X9; \
-	VPINSRD $1, R14, X9, X9; \
-	VPMOVZXBW X8, X8; \
-	VMOVDQU X8, 0(SP); \
-	VPMOVZXBW X9, X9
-
 // KHEAD loads d·xd (broadcast in Y6) and dmin·xd (broadcast in X7) of a
 // Q4_K/Q5_K block at SI, and adds dmin·xd·Σ_j m_j·(Σx)_j to X3 (subtracted
-// at the end). Needs the mins in X9 (KSCALES). Clobbers AX, X4, X5, X10, X11.
+// at the end). Needs the mins in X9 (KSCALESV). Clobbers AX, X4, X5, X10, X11.
 #define KHEAD \
 	MOVL (SI), AX; \
 	VMOVD AX, X4; \
@@ -213,6 +179,35 @@ TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-48
 	VPSRLW $4, Y10, Y11; \
 	VPAND Y14, Y10, Y10; \
 	VPAND Y14, Y11, Y11
+
+DATA kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL kmask3f<>(SB), RODATA|NOPTR, $16
+DATA kmask30<>+0(SB)/8, $0x3030303030303030
+DATA kmask30<>+8(SB)/8, $0x3030303030303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $16
+
+// KSCALESV unpacks the 12 scale bytes b0..b11 of a Q4_K/Q5_K block at
+// 4(SI): scales 0-3 and mins 0-3 are the low 6 bits of b0..b7; scales and
+// mins 4-7 are the nibbles of b8..b11 with the top 2 bits of b0..b3 and
+// b4..b7 above them. The eight scales are stored as words at 0(SP), the
+// eight mins left as words in X9. Needs 0x0f bytes in X14; clobbers X8,
+// X10-X12.
+#define KSCALESV \
+	VMOVDQU 4(SI), X8; \
+	VPAND kmask3f<>(SB), X8, X9; \
+	VPSRLW $2, X8, X10; \
+	VPAND kmask30<>(SB), X10, X10; \
+	VPAND X14, X8, X11; \
+	VPSRLW $4, X8, X12; \
+	VPAND X14, X12, X12; \
+	VPUNPCKHDQ X12, X11, X11; \
+	VPOR X11, X10, X10; \
+	VPUNPCKLDQ X10, X9, X9; \
+	VPMOVZXBW X9, X10; \
+	VMOVDQU X10, 0(SP); \
+	VPSRLDQ $8, X9, X9; \
+	VPMOVZXBW X9, X9
 
 // q6shuf picks, from a dword [a b] broadcast to every lane, word a for the
 // low 128-bit lane and word b for the high one.
@@ -407,7 +402,10 @@ dotq4krowsrows:
 	VXORPS Y0, Y0, Y0
 	VXORPS X3, X3, X3
 dotq4krowsloop:
-	KSCALES
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	KSCALESV
 	KHEAD
 	VPXOR Y1, Y1, Y1
 	Q4NIB(16)
@@ -456,7 +454,10 @@ dotq5krowsrows:
 	VXORPS Y0, Y0, Y0
 	VXORPS X3, X3, X3
 dotq5krowsloop:
-	KSCALES
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	KSCALESV
 	KHEAD
 	VMOVDQU 16(SI), Y2
 	VPXOR Y1, Y1, Y1
@@ -530,6 +531,9 @@ dotq6krowsrows:
 	MOVQ nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
 dotq6krowsloop:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
 	SCALE(208(SI), (DX), X6, Y6)
 	VPMOVSXBW 192(SI), Y8
 	VMOVDQU Y8, 0(SP)
@@ -554,39 +558,6 @@ dotq6krowsloop:
 	JNZ dotq6krowsrows
 	VZEROUPPER
 	RET
-
-// KSCALES2 is KSCALES using fewer registers: scales as words at 0(SP),
-// mins as words in X9. Clobbers AX, R8-R11, X8.
-#define KSCALES2 \
-	MOVL 4(SI), R8; \
-	MOVL 8(SI), R9; \
-	MOVL 12(SI), R10; \
-	MOVL R8, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	VMOVD R11, X8; \
-	MOVL R10, R11; \
-	ANDL $0x0f0f0f0f, R11; \
-	MOVL R8, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R11; \
-	VPINSRD $1, R11, X8, X8; \
-	MOVL R9, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	VMOVD R11, X9; \
-	MOVL R10, R11; \
-	SHRL $4, R11; \
-	ANDL $0x0f0f0f0f, R11; \
-	MOVL R9, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R11; \
-	VPINSRD $1, R11, X9, X9; \
-	VPMOVZXBW X8, X8; \
-	VMOVDQU X8, 0(SP); \
-	VPMOVZXBW X9, X9
 
 // X4GROUP does sub-blocks 2g and 2g+1 (nibbles in Y10, Y11) for the four
 // activation rows at DI, DI+R12, DI+2·R12, DI+R13, into Y4-Y7.
@@ -744,7 +715,7 @@ TEXT ·dotQ4Kx4AVX2(SB), NOSPLIT, $32-72
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 dotq4kx4loop:
-	KSCALES2
+	KSCALESV
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
@@ -857,7 +828,7 @@ TEXT ·dotQ5Kx4AVX2(SB), NOSPLIT, $32-72
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 dotq5kx4loop:
-	KSCALES2
+	KSCALESV
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6

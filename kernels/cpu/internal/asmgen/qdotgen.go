@@ -24,7 +24,7 @@ func qdot() string {
 // weight rows against one activation row into out[0:rows], and the ×4
 // tiles of one weight row against four activation rows. Callers handle
 // tails in Go.`)
-	for _, part := range []string{macrosHalf, q4_0, tiles, macrosK, macrosQ6, macrosQ8} {
+	for _, part := range []string{macrosHalf, q4_0, tiles, macrosK, kscalesV, macrosQ6, macrosQ8} {
 		a.l(``)
 		a.l("%s", part)
 	}
@@ -43,6 +43,38 @@ func qdot() string {
 	return a.b.String()
 }
 
+// kscalesV is the vector unpacking of a Q4_K/Q5_K block's 12 scale bytes:
+// 15 instructions where a general-register version takes 29 (the Q4_K row
+// loop on weights in L2: 15.4–15.9 → 16.8–17.1 GB per CPU-second).
+const kscalesV = `DATA kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL kmask3f<>(SB), RODATA|NOPTR, $16
+DATA kmask30<>+0(SB)/8, $0x3030303030303030
+DATA kmask30<>+8(SB)/8, $0x3030303030303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $16
+
+// KSCALESV unpacks the 12 scale bytes b0..b11 of a Q4_K/Q5_K block at
+// 4(SI): scales 0-3 and mins 0-3 are the low 6 bits of b0..b7; scales and
+// mins 4-7 are the nibbles of b8..b11 with the top 2 bits of b0..b3 and
+// b4..b7 above them. The eight scales are stored as words at 0(SP), the
+// eight mins left as words in X9. Needs 0x0f bytes in X14; clobbers X8,
+// X10-X12.
+#define KSCALESV \
+	VMOVDQU 4(SI), X8; \
+	VPAND kmask3f<>(SB), X8, X9; \
+	VPSRLW $2, X8, X10; \
+	VPAND kmask30<>(SB), X10, X10; \
+	VPAND X14, X8, X11; \
+	VPSRLW $4, X8, X12; \
+	VPAND X14, X12, X12; \
+	VPUNPCKHDQ X12, X11, X11; \
+	VPOR X11, X10, X10; \
+	VPUNPCKLDQ X10, X9, X9; \
+	VPMOVZXBW X9, X10; \
+	VMOVDQU X10, 0(SP); \
+	VPSRLDQ $8, X9, X9; \
+	VPMOVZXBW X9, X9`
+
 // rowKernel describes one batch-1 row loop.
 type rowKernel struct {
 	name string
@@ -59,7 +91,16 @@ type rowKernel struct {
 	body string
 	// reduce leaves the row's result in X0.
 	reduce string
+	// pf is the weight bytes one loop iteration reads, prefetched
+	// rowAhead bytes ahead (0: none). It pays for the k-quants (a 1B
+	// Q4_K_M decode step's products: 15.4–17.3 → 18.6–19.2 tokens per
+	// CPU-second, docs/bench/real-shapes.md); F16/BF16 and Q8_0 were not
+	// measured with it.
+	pf int
 }
+
+// rowAhead is how far ahead (bytes) the row loops prefetch weights.
+const rowAhead = 1024
 
 // argRegs maps row-loop parameters to the registers the bodies expect.
 var argRegs = map[string]string{"x": "DI", "xq": "DI", "xd": "DX", "bs": "BX", "nb": "CX", "n": "CX"}
@@ -98,6 +139,16 @@ func (a *asm) rows(k rowKernel) {
 		a.l("\tVXORPS %s, %s, %s", r, r, r)
 	}
 	a.l("%sloop:", lbl)
+	if k.pf > 0 {
+		// weights stream from memory: ask for the lines rowAhead bytes on
+		a.l("\tPREFETCHT0 %d(SI)", rowAhead)
+		if k.pf > 64 {
+			a.l("\tPREFETCHT0 %d(SI)", rowAhead+64)
+		}
+		if k.pf > 128 {
+			a.l("\tPREFETCHT0 %d(SI)", rowAhead+128)
+		}
+	}
 	body := strings.NewReplacer("{loop}", lbl+"loop", "{done}", lbl+"done").Replace(k.body)
 	a.code(body)
 	a.code(k.reduce)
@@ -174,14 +225,14 @@ func rowKernels() []rowKernel {
 	minsReduce := "HSUM8\nVHADDPS X3, X3, X3\nVHADDPS X3, X3, X3\nVSUBSS X3, X0, X0"
 
 	var q4 strings.Builder
-	q4.WriteString("KSCALES\nKHEAD\nVPXOR Y1, Y1, Y1\n")
+	q4.WriteString("KSCALESV\nKHEAD\nVPXOR Y1, Y1, Y1\n")
 	for g := 0; g < 4; g++ {
 		fmt.Fprintf(&q4, "Q4NIB(%d)\nKGROUP(%d)\n", 16+32*g, g)
 	}
 	q4.WriteString(kTail(144))
 
 	var q5 strings.Builder
-	q5.WriteString("KSCALES\nKHEAD\nVMOVDQU 16(SI), Y2\nVPXOR Y1, Y1, Y1\n")
+	q5.WriteString("KSCALESV\nKHEAD\nVMOVDQU 16(SI), Y2\nVPXOR Y1, Y1, Y1\n")
 	for g := 0; g < 4; g++ {
 		// bit 2g of each qh byte to bit 4 for the low nibbles, 2g+1 for the high
 		fmt.Fprintf(&q5, "Q4NIB(%d)\n", 48+32*g)
@@ -205,10 +256,10 @@ func rowKernels() []rowKernel {
 			body:   "Q8BLK(Y0)\nDECQ CX\nJZ {done}\nQ8BLK(Y1)\nDECQ CX\nJNZ {loop}\n{done}:",
 			reduce: "VADDPS Y1, Y0, Y0\nHSUM8"},
 		{name: "dotQ4KRowsAVX2", args: kq, frame: 32, consts: broadcast(0x0f0f0f0f, 14),
-			zero: []string{"Y0", "X3"}, body: q4.String(), reduce: minsReduce},
+			zero: []string{"Y0", "X3"}, body: q4.String(), reduce: minsReduce, pf: 144},
 		{name: "dotQ5KRowsAVX2", args: kq, frame: 32,
 			consts: broadcast(0x0f0f0f0f, 14) + "\n" + broadcast(0x10101010, 15),
-			zero:   []string{"Y0", "X3"}, body: q5.String(), reduce: minsReduce},
+			zero:   []string{"Y0", "X3"}, body: q5.String(), reduce: minsReduce, pf: 176},
 		{name: "dotQ6KRowsAVX2", args: kq, frame: 32,
 			consts: broadcast(0x0f0f0f0f, 14) + "\n" + broadcast(0x30303030, 15) + "\nVMOVDQU q6shuf<>(SB), Y12",
 			zero:   []string{"Y0"},
@@ -221,7 +272,7 @@ VPXOR Y1, Y1, Y1
 VPSUBD Y9, Y1, Y1
 Q6HALF(0, 128, 0, 0)
 Q6HALF(64, 160, 128, 16)` + kTail(210),
-			reduce: "HSUM8"},
+			reduce: "HSUM8", pf: 210},
 	}
 }
 
@@ -310,7 +361,7 @@ LEAQ (R15)(R15*2), R8
 X4ROW((DX)(AX*1), (BX)(R8*1), 16(BX)(R8*1), Y7, Y3)`
 
 func x4Kernels() []x4Kernel {
-	head := "KSCALES2\nVPXOR Y4, Y4, Y4\nVPXOR Y5, Y5, Y5\nVPXOR Y6, Y6, Y6\nVPXOR Y7, Y7, Y7\n"
+	head := "KSCALESV\nVPXOR Y4, Y4, Y4\nVPXOR Y5, Y5, Y5\nVPXOR Y6, Y6, Y6\nVPXOR Y7, Y7, Y7\n"
 	var q4, q5 strings.Builder
 	q4.WriteString(head)
 	q5.WriteString(head + "VMOVDQU 16(SI), Y8\n")

@@ -124,43 +124,9 @@ q4loop:
 	MOVSS X0, ret+32(FP)
 	RET`
 
-const macrosK = `// KSCALES unpacks the 12 scale bytes of a Q4_K/Q5_K block at 4(SI): the
-// eight 6-bit scales are stored as 16-bit words at 0(SP), the eight 6-bit
-// mins left as words in X9. Clobbers AX, R8-R14, X8.
-#define KSCALES \
-	MOVL 4(SI), R8; \
-	MOVL 8(SI), R9; \
-	MOVL 12(SI), R10; \
-	MOVL R8, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	MOVL R9, R12; \
-	ANDL $0x3f3f3f3f, R12; \
-	MOVL R10, R13; \
-	ANDL $0x0f0f0f0f, R13; \
-	MOVL R8, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R13; \
-	MOVL R10, R14; \
-	SHRL $4, R14; \
-	ANDL $0x0f0f0f0f, R14; \
-	MOVL R9, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R14; \
-	VMOVD R11, X8; \
-	VPINSRD $1, R13, X8, X8; \
-	VMOVD R12, X9; \
-	VPINSRD $1, R14, X9, X9; \
-	VPMOVZXBW X8, X8; \
-	VMOVDQU X8, 0(SP); \
-	VPMOVZXBW X9, X9
-
-// KHEAD loads d·xd (broadcast in Y6) and dmin·xd (broadcast in X7) of a
+const macrosK = `// KHEAD loads d·xd (broadcast in Y6) and dmin·xd (broadcast in X7) of a
 // Q4_K/Q5_K block at SI, and adds dmin·xd·Σ_j m_j·(Σx)_j to X3 (subtracted
-// at the end). Needs the mins in X9 (KSCALES). Clobbers AX, X4, X5, X10, X11.
+// at the end). Needs the mins in X9 (KSCALESV). Clobbers AX, X4, X5, X10, X11.
 #define KHEAD \
 	MOVL (SI), AX; \
 	VMOVD AX, X4; \
@@ -253,40 +219,7 @@ TEXT ·tileF16AVX2(SB), NOSPLIT, $0-48
 TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-48
 	HALFTILE(LOADBF16, tbf16loop)`
 
-const macrosX4 = `// KSCALES2 is KSCALES using fewer registers: scales as words at 0(SP),
-// mins as words in X9. Clobbers AX, R8-R11, X8.
-#define KSCALES2 \
-	MOVL 4(SI), R8; \
-	MOVL 8(SI), R9; \
-	MOVL 12(SI), R10; \
-	MOVL R8, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	VMOVD R11, X8; \
-	MOVL R10, R11; \
-	ANDL $0x0f0f0f0f, R11; \
-	MOVL R8, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R11; \
-	VPINSRD $1, R11, X8, X8; \
-	MOVL R9, R11; \
-	ANDL $0x3f3f3f3f, R11; \
-	VMOVD R11, X9; \
-	MOVL R10, R11; \
-	SHRL $4, R11; \
-	ANDL $0x0f0f0f0f, R11; \
-	MOVL R9, AX; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R11; \
-	VPINSRD $1, R11, X9, X9; \
-	VPMOVZXBW X8, X8; \
-	VMOVDQU X8, 0(SP); \
-	VPMOVZXBW X9, X9
-
-// X4GROUP does sub-blocks 2g and 2g+1 (nibbles in Y10, Y11) for the four
+const macrosX4 = `// X4GROUP does sub-blocks 2g and 2g+1 (nibbles in Y10, Y11) for the four
 // activation rows at DI, DI+R12, DI+2·R12, DI+R13, into Y4-Y7.
 #define X4GROUP(g) \
 	VPBROADCASTW (4*g)(SP), Y12; \
