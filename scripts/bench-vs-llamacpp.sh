@@ -12,7 +12,9 @@
 # Generate files with `go run ./engine-core gen-model --shape 1b-v32k
 # --format gguf-q4_k_m --out DIR` (not in the repository). Env: LLAMA_BIN
 # (default /work/llama.cpp/build/bin), PAIRS (3), THREADS (2), REPS (llama-bench
-# repetitions, 3), SERVE=1 to
+# repetitions, 3), PREFILLS (Sluice prefill iterations, 2), LLAMA_ARGS (more
+# llama-bench flags, e.g. "--poll 0" so its threads sleep instead of spinning
+# on a shared machine), SERVE=1 to
 # also run scripts/bench-real-shapes.sh (Sluice through HTTP at 1 and 16
 # streams) once per file. Not part of the test suite; skips when llama.cpp
 # is absent.
@@ -33,9 +35,9 @@ rows="$tmp/rows.tsv"
 # llama_run FILE: appends "llama.cpp tg32 pp128 - load" to rows.
 llama_run() {
   local f=$1 tg pp
-  tg=$("$llama/llama-bench" -m "$f" -t "$threads" -p 0 -n 32 -r "$reps" -o json 2>/dev/null |
+  tg=$("$llama/llama-bench" -m "$f" -t "$threads" ${LLAMA_ARGS:-} -p 0 -n 32 -r "$reps" -o json 2>/dev/null |
     python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)[0]["avg_ts"])')
-  pp=$("$llama/llama-bench" -m "$f" -t "$threads" -p 128 -n 0 -r "$reps" -o json 2>/dev/null |
+  pp=$("$llama/llama-bench" -m "$f" -t "$threads" ${LLAMA_ARGS:-} -p 128 -n 0 -r "$reps" -o json 2>/dev/null |
     python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)[0]["avg_ts"])')
   printf '%s\tllama.cpp\t%s\t%s\t-\t%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$tg" "$pp" \
     "$(cut -d' ' -f1 /proc/loadavg)" >>"$rows"
@@ -45,7 +47,9 @@ llama_run() {
 sluice_run() {
   local f=$1 out
   out=$(SLUICE_BENCH_MODELS="$f" GOMAXPROCS="$threads" "$tmp/runner.test" -test.run '^$' \
-    -test.bench 'ModelFile/.*/(decode-seqs1|prefill128)$' -test.benchtime 32x 2>&1)
+    -test.bench 'ModelFile/.*/decode-seqs1$' -test.benchtime 32x 2>&1)
+  out+=$'\n'$(SLUICE_BENCH_MODELS="$f" GOMAXPROCS="$threads" "$tmp/runner.test" -test.run '^$' \
+    -test.bench 'ModelFile/.*/prefill128$' -test.benchtime "${PREFILLS:-2}x" 2>&1)
   python3 - "$f" "$(cut -d' ' -f1 /proc/loadavg)" "$out" >>"$rows" <<'EOF'
 import re, sys, os
 f, load, out = sys.argv[1], sys.argv[2], sys.argv[3]
