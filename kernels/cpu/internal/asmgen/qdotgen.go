@@ -44,7 +44,7 @@ func qdot() string {
 }
 
 // kscalesV is the vector unpacking of a Q4_K/Q5_K block's 12 scale bytes:
-// 15 instructions where a general-register version takes 29 (the Q4_K row
+// 14 instructions where a general-register version takes 30 (the Q4_K row
 // loop on weights in L2: 15.4–15.9 → 16.8–17.1 GB per CPU-second).
 const kscalesV = `DATA kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
