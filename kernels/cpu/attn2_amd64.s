@@ -65,11 +65,23 @@ dot2sum:
 	MOVSS X0, ret+24(FP)
 	RET
 
+DATA exphi2<>+0(SB)/8, $0x42b0000042b00000
+DATA exphi2<>+8(SB)/8, $0x42b0000042b00000
+DATA exphi2<>+16(SB)/8, $0x42b0000042b00000
+DATA exphi2<>+24(SB)/8, $0x42b0000042b00000
+GLOBL exphi2<>(SB), RODATA|NOPTR, $32
+DATA explo2<>+0(SB)/8, $0xc2ae999ac2ae999a
+DATA explo2<>+8(SB)/8, $0xc2ae999ac2ae999a
+DATA explo2<>+16(SB)/8, $0xc2ae999ac2ae999a
+DATA explo2<>+24(SB)/8, $0xc2ae999ac2ae999a
+GLOBL explo2<>(SB), RODATA|NOPTR, $32
+
 // func expSubSumAVX2(x *float32, n int, sub float32) float32
-// x[i] = exp(x[i] - sub); returns the sum of the new x (n a multiple of 8).
+// x[i] = exp(x[i] - sub); returns the sum of the new x.
 TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
+	VBROADCASTSS sub+16(FP), Y4
 	MOVL $0x3fb8aa3b, AX
 	VMOVD AX, X6
 	VPBROADCASTD X6, Y6
@@ -100,21 +112,14 @@ TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-28
 	MOVL $0x3f800000, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL $0x42b00000, AX
-	VMOVD AX, X4
-	VPBROADCASTD X4, Y4
-	MOVL $0xc2ae999a, AX
-	VMOVD AX, X5
-	VPBROADCASTD X5, Y5
-	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
 	TESTQ CX, CX
-	JEQ sum2done
-sum2loop:
+	JEQ sumdone2
+sumloop2:
 	VMOVUPS (SI), Y0
-	VBROADCASTSS sub+16(FP), Y1
-	VSUBPS Y1, Y0, Y0
-	VMINPS Y4, Y0, Y0
-	VMAXPS Y5, Y0, Y0
+	VSUBPS Y4, Y0, Y0
+	VMINPS exphi2<>(SB), Y0, Y0
+	VMAXPS explo2<>(SB), Y0, Y0
 	VMULPS Y6, Y0, Y1
 	VROUNDPS $0, Y1, Y1
 	VFNMADD231PS Y7, Y1, Y0
@@ -133,13 +138,13 @@ sum2loop:
 	VPADDD Y15, Y1, Y1
 	VMULPS Y1, Y2, Y0
 	VMOVUPS Y0, (SI)
-	VADDPS Y0, Y3, Y3
+	VADDPS Y0, Y5, Y5
 	ADDQ $32, SI
 	SUBQ $8, CX
-	JNZ sum2loop
-sum2done:
-	VEXTRACTF128 $1, Y3, X1
-	VADDPS X1, X3, X1
+	JNZ sumloop2
+sumdone2:
+	VEXTRACTF128 $1, Y5, X2
+	VADDPS X2, X5, X1
 	VHADDPS X1, X1, X1
 	VHADDPS X1, X1, X1
 	VMOVSS X1, ret+24(FP)
@@ -147,8 +152,7 @@ sum2done:
 	RET
 
 // func siluMulAVX2(dst, gate, up *float32, n int)
-// dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (dst may alias either; n
-// a multiple of 8).
+// dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (dst may alias either).
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
@@ -184,20 +188,14 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 	MOVL $0x3f800000, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL $0x42b00000, AX
-	VMOVD AX, X4
-	VPBROADCASTD X4, Y4
-	MOVL $0xc2ae999a, AX
-	VMOVD AX, X5
-	VPBROADCASTD X5, Y5
 	TESTQ CX, CX
-	JEQ silu2d
-silu2loop:
+	JEQ silud2
+siluloop2:
 	VMOVUPS (SI), Y3
 	VXORPS Y0, Y0, Y0
 	VSUBPS Y3, Y0, Y0
-	VMINPS Y4, Y0, Y0
-	VMAXPS Y5, Y0, Y0
+	VMINPS exphi2<>(SB), Y0, Y0
+	VMAXPS explo2<>(SB), Y0, Y0
 	VMULPS Y6, Y0, Y1
 	VROUNDPS $0, Y1, Y1
 	VFNMADD231PS Y7, Y1, Y0
@@ -223,33 +221,32 @@ silu2loop:
 	ADDQ $32, DI
 	ADDQ $32, DX
 	SUBQ $8, CX
-	JNZ silu2loop
-silu2d:
+	JNZ siluloop2
+silud2:
 	VZEROUPPER
 	RET
 
 // func scaleMaxAVX2(x *float32, n int, scale float32) float32
-// x[i] *= scale; returns the max of the new x (-Inf when n is 0; n a
-// multiple of 8).
+// x[i] *= scale; returns the max of the new x (-Inf when n is 0).
 TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
-	VBROADCASTSS scale+16(FP), Y6
+	VBROADCASTSS scale+16(FP), Y4
 	MOVL $0xff800000, AX
-	VMOVD AX, X7
-	VPBROADCASTD X7, Y7
+	VMOVD AX, X5
+	VPBROADCASTD X5, Y5
 	TESTQ CX, CX
-	JEQ max2done
-max2loop:
-	VMULPS (SI), Y6, Y0
+	JEQ maxdone2
+maxloop2:
+	VMULPS (SI), Y4, Y0
 	VMOVUPS Y0, (SI)
-	VMAXPS Y0, Y7, Y7
+	VMAXPS Y0, Y5, Y5
 	ADDQ $32, SI
 	SUBQ $8, CX
-	JNZ max2loop
-max2done:
-	VEXTRACTF128 $1, Y7, X1
-	VMAXPS X1, X7, X1
+	JNZ maxloop2
+maxdone2:
+	VEXTRACTF128 $1, Y5, X2
+	VMAXPS X2, X5, X1
 	VPERMILPS $0x4e, X1, X2
 	VMAXPS X2, X1, X1
 	VPERMILPS $0xb1, X1, X2

@@ -39,7 +39,19 @@ RET`)
 	a.l(``)
 	a.dot2()
 	a.l(``)
-	a.expLoops2()
+	a.lines(fmt.Sprintf(`
+DATA exphi2<>+0(SB)/8, $0x%[1]s%[1]s
+DATA exphi2<>+8(SB)/8, $0x%[1]s%[1]s
+DATA exphi2<>+16(SB)/8, $0x%[1]s%[1]s
+DATA exphi2<>+24(SB)/8, $0x%[1]s%[1]s
+GLOBL exphi2<>(SB), RODATA|NOPTR, $32
+DATA explo2<>+0(SB)/8, $0x%[2]s%[2]s
+DATA explo2<>+8(SB)/8, $0x%[2]s%[2]s
+DATA explo2<>+16(SB)/8, $0x%[2]s%[2]s
+DATA explo2<>+24(SB)/8, $0x%[2]s%[2]s
+GLOBL explo2<>(SB), RODATA|NOPTR, $32`, bits(88.0)[2:], bits(-87.3)[2:]))
+	a.l(``)
+	a.expLoops(isa2)
 	for _, half := range []bool{false, true} {
 		for _, r := range []int{4, 1} {
 			a.l(``)
@@ -233,8 +245,9 @@ RET`, 4*C, eb*C, lbl, lbl))
 }
 
 // expConsts2 broadcasts the constants of the exp polynomial into Y6–Y15
-// (the same as expConsts') and the argument clamps into Y4 (88.0, so that
-// 2^n stays finite) and Y5 (−87.3, so that it stays normal).
+// (the same as expConsts'); the argument clamps are the vectors exphi2
+// (88.0, so that 2^n stays finite) and explo2 (−87.3, so that it stays
+// normal).
 func (a *asm) expConsts2() {
 	for i, v := range []float64{1.44269504088896341, 0.693359375, -2.12194440e-4,
 		1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
@@ -243,11 +256,6 @@ func (a *asm) expConsts2() {
 		a.l("\tVMOVD AX, X%d", 6+i)
 		a.l("\tVPBROADCASTD X%d, Y%d", 6+i, 6+i)
 	}
-	for i, v := range []float64{88.0, -87.3} {
-		a.l("\tMOVL $%s, AX", bits(v))
-		a.l("\tVMOVD AX, X%d", 4+i)
-		a.l("\tVPBROADCASTD X%d, Y%d", 4+i, 4+i)
-	}
 }
 
 // exp2 sets ymm x = exp(x), clobbering t1 and t2: expf's reduction and
@@ -255,8 +263,8 @@ func (a *asm) expConsts2() {
 // (n + 127 never leaves [1, 254] after the clamp, so arguments below −87.3
 // give about 1e-38 instead of 0 and above 88 about 1.7e38 instead of +Inf).
 func (a *asm) exp2(x, t1, t2 string) {
-	a.l("\tVMINPS Y4, %s, %s", x, x)
-	a.l("\tVMAXPS Y5, %s, %s", x, x)
+	a.l("\tVMINPS exphi2<>(SB), %s, %s", x, x)
+	a.l("\tVMAXPS explo2<>(SB), %s, %s", x, x)
 	a.l("\tVMULPS Y6, %s, %s", x, t1)
 	a.l("\tVROUNDPS $0, %s, %s", t1, t1)
 	a.l("\tVFNMADD231PS Y7, %s, %s", t1, x)
@@ -272,105 +280,4 @@ func (a *asm) exp2(x, t1, t2 string) {
 	a.l("\tVPSLLD $23, %s, %s", t1, t1)
 	a.l("\tVPADDD Y15, %s, %s", t1, t1)
 	a.l("\tVMULPS %s, %s, %s", t1, t2, x)
-}
-
-// expLoops2 writes the AVX2 twins of exp_amd64.s's loops: expSubSumAVX2,
-// siluMulAVX2 and scaleMaxAVX2 (lengths multiples of 8).
-func (a *asm) expLoops2() {
-	a.lines(`
-// func expSubSumAVX2(x *float32, n int, sub float32) float32
-// x[i] = exp(x[i] - sub); returns the sum of the new x (n a multiple of 8).`)
-	a.l(`TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-28`)
-	a.code(`
-MOVQ x+0(FP), SI
-MOVQ n+8(FP), CX`)
-	a.expConsts2()
-	a.code(`
-VXORPS Y3, Y3, Y3
-TESTQ CX, CX
-JEQ sum2done
-sum2loop:
-VMOVUPS (SI), Y0
-VBROADCASTSS sub+16(FP), Y1
-VSUBPS Y1, Y0, Y0`)
-	a.exp2("Y0", "Y1", "Y2")
-	a.code(`
-VMOVUPS Y0, (SI)
-VADDPS Y0, Y3, Y3
-ADDQ $32, SI
-SUBQ $8, CX
-JNZ sum2loop
-sum2done:
-VEXTRACTF128 $1, Y3, X1
-VADDPS X1, X3, X1
-VHADDPS X1, X1, X1
-VHADDPS X1, X1, X1
-VMOVSS X1, ret+24(FP)
-VZEROUPPER
-RET`)
-	a.l(``)
-	a.lines(`
-// func siluMulAVX2(dst, gate, up *float32, n int)
-// dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (dst may alias either; n
-// a multiple of 8).`)
-	a.l(`TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32`)
-	a.code(`
-MOVQ dst+0(FP), DI
-MOVQ gate+8(FP), SI
-MOVQ up+16(FP), DX
-MOVQ n+24(FP), CX`)
-	a.expConsts2()
-	a.code(`
-TESTQ CX, CX
-JEQ silu2d
-silu2loop:
-VMOVUPS (SI), Y3
-VXORPS Y0, Y0, Y0
-VSUBPS Y3, Y0, Y0`)
-	a.exp2("Y0", "Y1", "Y2")
-	a.code(`
-VADDPS Y15, Y0, Y0
-VDIVPS Y0, Y3, Y3
-VMULPS (DX), Y3, Y3
-VMOVUPS Y3, (DI)
-ADDQ $32, SI
-ADDQ $32, DI
-ADDQ $32, DX
-SUBQ $8, CX
-JNZ silu2loop
-silu2d:
-VZEROUPPER
-RET`)
-	a.l(``)
-	a.lines(`
-// func scaleMaxAVX2(x *float32, n int, scale float32) float32
-// x[i] *= scale; returns the max of the new x (-Inf when n is 0; n a
-// multiple of 8).`)
-	a.l(`TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28`)
-	a.code(`
-MOVQ x+0(FP), SI
-MOVQ n+8(FP), CX
-VBROADCASTSS scale+16(FP), Y6
-MOVL $0xff800000, AX
-VMOVD AX, X7
-VPBROADCASTD X7, Y7
-TESTQ CX, CX
-JEQ max2done
-max2loop:
-VMULPS (SI), Y6, Y0
-VMOVUPS Y0, (SI)
-VMAXPS Y0, Y7, Y7
-ADDQ $32, SI
-SUBQ $8, CX
-JNZ max2loop
-max2done:
-VEXTRACTF128 $1, Y7, X1
-VMAXPS X1, X7, X1
-VPERMILPS $0x4e, X1, X2
-VMAXPS X2, X1, X1
-VPERMILPS $0xb1, X1, X2
-VMAXPS X2, X1, X1
-VMOVSS X1, ret+24(FP)
-VZEROUPPER
-RET`)
 }
