@@ -129,11 +129,13 @@ func TestF32ToF16(t *testing.T) {
 				src[i] = special[r.IntN(len(special))]
 			}
 		}
-		got := make([]uint16, n)
-		kern{simd: hasAVX512}.f32ToF16(got, src)
-		for i, x := range src {
-			if want := quant.F32ToF16(x); got[i] != want {
-				t.Fatalf("n=%d f16(%v) = %#04x, want %#04x", n, x, got[i], want)
+		for name, k := range kerns() {
+			got := make([]uint16, n)
+			k.f32ToF16(got, src)
+			for i, x := range src {
+				if want := quant.F32ToF16(x); got[i] != want {
+					t.Fatalf("%s n=%d f16(%v) = %#04x, want %#04x", name, n, x, got[i], want)
+				}
 			}
 		}
 	}
@@ -358,6 +360,55 @@ func TestF16OrderKernels(t *testing.T) {
 				}
 				if math.Abs(float64(out[d])-want) > 1e-5*(1+math.Abs(want)) {
 					t.Fatalf("n=%d batched=%v d=%d: %v, want %v", n, batched, d, out[d], want)
+				}
+			}
+		}
+	}
+}
+
+// TestScoresWsum checks every kernel variant's key scores and weighted
+// value sums, over float32 and float16 caches, against plain loops on
+// every head size the assembly specialises (multiples of 8, 32 and 64)
+// and key counts around the 4-key unroll.
+func TestScoresWsum(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for _, hd := range []int{8, 12, 16, 32, 48, 64, 96, 128} {
+		for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 16, 17} {
+			stride := 3*hd + 8
+			q, w := randF(r, hd), randF(r, n)
+			kc := randF(r, (n-1)*stride+hd)
+			kh := make([]uint16, len(kc))
+			for i, x := range kc {
+				kh[i] = quant.F32ToF16(x)
+				kc[i] = quant.F16ToF32(kh[i])
+			}
+			wantS, wantW := make([]float32, n), make([]float32, hd)
+			for p := 0; p < n; p++ {
+				wantS[p] = kernels.Dot(q, kc[p*stride:p*stride+hd])
+				for d := range wantW {
+					wantW[d] += w[p] * kc[p*stride+d]
+				}
+			}
+			for name, k := range kerns() {
+				for _, half := range []bool{false, true} {
+					gotS, gotW := make([]float32, n), make([]float32, hd)
+					if half {
+						k.scoresH(q, kh, stride, gotS)
+						k.wsumH(w, kh, stride, gotW)
+					} else {
+						k.scores(q, kc, stride, gotS)
+						k.wsum(w, kc, stride, gotW)
+					}
+					for p := range wantS {
+						if !close32(gotS[p], wantS[p], 1e-5) {
+							t.Fatalf("%s half=%v hd=%d n=%d: score %d = %v, want %v", name, half, hd, n, p, gotS[p], wantS[p])
+						}
+					}
+					for d := range wantW {
+						if !close32(gotW[d], wantW[d], 1e-5) {
+							t.Fatalf("%s half=%v hd=%d n=%d: wsum %d = %v, want %v", name, half, hd, n, d, gotW[d], wantW[d])
+						}
+					}
 				}
 			}
 		}

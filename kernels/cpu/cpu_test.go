@@ -29,6 +29,9 @@ func kerns() map[string]kern {
 	if hasAVX512 {
 		m["avx512"] = kern{simd: true}
 	}
+	if hasAVX2 {
+		m["avx2"] = kern{avx2: true}
+	}
 	return m
 }
 
@@ -377,11 +380,17 @@ func BenchmarkMatMulModel(b *testing.B) {
 	}
 }
 
-// TestVectorExp checks the AVX-512 softmax and SiLU loops against their
-// scalar twins, including extreme arguments and every tail length.
+// TestVectorExp checks the AVX-512 and AVX2 softmax and SiLU loops against
+// their scalar twins, including extreme arguments and every tail length.
 func TestVectorExp(t *testing.T) {
+	for name, fast := range kerns() {
+		t.Run(name, func(t *testing.T) { checkVectorExp(t, fast) })
+	}
+}
+
+func checkVectorExp(t *testing.T, fast kern) {
 	r := rand.New(rand.NewPCG(4, 4))
-	fast, plain := kern{simd: hasAVX512}, kern{}
+	plain := kern{}
 	special := []float32{0, -0.5, 0.5, -88, 88, -103, -150, 89, 1e-8, -1e-8, 20, -20}
 	for n := 0; n <= 70; n++ {
 		x := randF(r, n)

@@ -8,10 +8,13 @@ import (
 	"github.com/sluice-llm/sluice/kernels/cpu/internal/asmgen"
 )
 
+//go:generate go run ./internal/asmgen/cmd/asmgen
+
 var update = flag.Bool("update", false, "rewrite the generated assembly files")
 
 // TestGenerated checks that the generated assembly files are what asmgen
-// writes (go test -run TestGenerated -update rewrites them).
+// writes (go generate ./kernels/cpu, or go test -run TestGenerated -update,
+// rewrites them).
 func TestGenerated(t *testing.T) {
 	for name, want := range asmgen.Files() {
 		if *update {

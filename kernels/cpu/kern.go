@@ -29,6 +29,9 @@ func (k kern) dot(a, b []float32) float32 {
 	if k.simd && n >= 16 {
 		i = n &^ 15
 		s = dotAVX512(&a[0], &b[0], i)
+	} else if k.avx2 && n >= 32 {
+		i = n &^ 31
+		s = dotAVX2(&a[0], &b[0], i)
 	} else {
 		var s0, s1, s2, s3 float32
 		for ; i+4 <= n; i += 4 {
@@ -187,6 +190,16 @@ func (k kern) scores(q, kc []float32, stride int, out []float32) {
 		}
 		return
 	}
+	if k.avx2 && hd%8 == 0 {
+		n4 := n &^ 3
+		if n4 > 0 {
+			scores4AVX2(&q[0], &kc[0], stride, n4, hd, &out[0])
+		}
+		if n4 < n {
+			scores1AVX2(&q[0], &kc[n4*stride], stride, n-n4, hd, &out[n4])
+		}
+		return
+	}
 	for p := range out {
 		out[p] = k.dot(q, kc[p*stride:p*stride+hd])
 	}
@@ -195,7 +208,7 @@ func (k kern) scores(q, kc []float32, stride int, out []float32) {
 // prefetchRows hints that n rows of the cache c (stride floats apart),
 // hd floats each from float offset at, are read soon.
 func (k kern) prefetchRows(c []float32, at, stride, n, hd int) {
-	if !k.simd || n <= 0 || hd%16 != 0 {
+	if !(k.simd || k.avx2) || n <= 0 || hd%16 != 0 {
 		return
 	}
 	_ = c[at+(n-1)*stride+hd-1]
@@ -217,6 +230,14 @@ func (k kern) wsum(w, v []float32, stride int, out []float32) {
 		wsumAVX512(&w[0], &v[0], stride, n, hd, &out[0])
 		return
 	}
+	if k.avx2 && hd%64 == 0 {
+		wsum64AVX2(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	if k.avx2 && hd%32 == 0 {
+		wsum32AVX2(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
 	for p, wp := range w {
 		k.axpy(wp, v[p*stride:p*stride+hd], out)
 	}
@@ -233,6 +254,11 @@ func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
 		if n16 > 0 {
 			mx = scaleMaxAVX512(&x[0], n16, scale)
 		}
+	} else if k.avx2 {
+		n16 = len(x) &^ 7
+		if n16 > 0 {
+			mx = scaleMaxAVX2(&x[0], n16, scale)
+		}
 	}
 	for i := n16; i < len(x); i++ {
 		x[i] *= scale
@@ -240,7 +266,11 @@ func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
 	}
 	var sum float32
 	if n16 > 0 {
-		sum = expSubSumAVX512(&x[0], n16, mx)
+		if k.simd {
+			sum = expSubSumAVX512(&x[0], n16, mx)
+		} else {
+			sum = expSubSumAVX2(&x[0], n16, mx)
+		}
 	}
 	for i := n16; i < len(x); i++ {
 		e := expf(x[i] - mx)
@@ -258,6 +288,12 @@ func (k kern) siluMul(o, g, u []float32) {
 		if n16 > 0 {
 			_, _ = g[n16-1], u[n16-1]
 			siluMulAVX512(&o[0], &g[0], &u[0], n16)
+		}
+	} else if k.avx2 {
+		n16 = len(o) &^ 7
+		if n16 > 0 {
+			_, _ = g[n16-1], u[n16-1]
+			siluMulAVX2(&o[0], &g[0], &u[0], n16)
 		}
 	}
 	for i := n16; i < len(o); i++ {

@@ -9,7 +9,7 @@ import (
 
 // F16 KV cache. With Options.KVF16 the backend's AllocKV makes half-width
 // cache tensors: WriteKV rounds keys and values to float16 (to nearest
-// even) and attention widens them on load (kv16_amd64.s), which halves the
+// even) and attention widens them on load (kv16_amd64.s, attn2_amd64.s), which halves the
 // memory a decode step's attention reads — at 16 sequences of a few hundred
 // positions as much as a fifth of the step — for a relative error of about
 // 2⁻¹¹ per cached element (llama.cpp's default KV type). As ggml's mul_mat
@@ -42,6 +42,12 @@ func (k kern) f32ToF16(dst []uint16, src []float32) {
 			_ = dst[n16-1]
 			f32ToF16AVX512(&dst[0], &src[0], n16)
 		}
+	} else if k.avx2 {
+		n16 = len(src) &^ 7
+		if n16 > 0 {
+			_ = dst[n16-1]
+			f32ToF16AVX2(&dst[0], &src[0], n16)
+		}
 	}
 	for i := n16; i < len(src); i++ {
 		dst[i] = quant.F32ToF16(src[i])
@@ -60,6 +66,15 @@ func (k kern) scoresH(q []float32, kc []uint16, stride int, out []float32) {
 		p = n &^ 3
 		if p > 0 {
 			scores4F16AVX512(&q[0], &kc[0], stride, p, hd, &out[0])
+		}
+	} else if k.avx2 && hd%8 == 0 {
+		p = n &^ 3
+		if p > 0 {
+			scores4F16AVX2(&q[0], &kc[0], stride, p, hd, &out[0])
+		}
+		if p < n {
+			scores1F16AVX2(&q[0], &kc[p*stride], stride, n-p, hd, &out[p])
+			return
 		}
 	}
 	for ; p < n; p++ {
@@ -83,6 +98,14 @@ func (k kern) wsumH(w []float32, v []uint16, stride int, out []float32) {
 		wsum64F16AVX512(&w[0], &v[0], stride, n, hd, &out[0])
 		return
 	}
+	if k.avx2 && hd%64 == 0 {
+		wsum64F16AVX2(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	if k.avx2 && hd%32 == 0 {
+		wsum32F16AVX2(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
 	for p, wp := range w {
 		row := v[p*stride : p*stride+hd]
 		for d := range out {
@@ -93,7 +116,7 @@ func (k kern) wsumH(w []float32, v []uint16, stride int, out []float32) {
 
 // prefetchRowsH is prefetchRows over an F16 cache.
 func (k kern) prefetchRowsH(c []uint16, at, stride, n, hd int) {
-	if !k.simd || n <= 0 || hd%16 != 0 {
+	if !(k.simd || k.avx2) || n <= 0 || hd%16 != 0 {
 		return
 	}
 	_ = c[at+(n-1)*stride+hd-1]

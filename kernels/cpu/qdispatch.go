@@ -2,8 +2,9 @@ package cpu
 
 import "github.com/sluice-llm/sluice/kernels"
 
-// Per-row kernels on stored encodings: the AVX2 assembly of qdot_amd64.s
-// where k.avx2 is set, else the plain-Go twins of qmat.go.
+// Per-row kernels on stored encodings: the AVX2 row loops of
+// qdotgen_amd64.s called for one row where k.avx2 is set, else the
+// plain-Go twins of qmat.go.
 
 // dotHalf returns x · one F16 or BF16 row.
 func (k kern) dotHalf(dt kernels.DType, w []byte, x []float32) float32 {
@@ -14,9 +15,9 @@ func (k kern) dotHalf(dt kernels.DType, w []byte, x []float32) float32 {
 	if k.avx2 && n >= 32 {
 		i = n &^ 31
 		if dt == kernels.F16 {
-			s = dotF16AVX2(&w[0], &x[0], i)
+			dotF16RowsAVX2(&w[0], &x[0], i, 1, &s)
 		} else {
-			s = dotBF16AVX2(&w[0], &x[0], i)
+			dotBF16RowsAVX2(&w[0], &x[0], i, 1, &s)
 		}
 	}
 	if i < n {
@@ -31,7 +32,9 @@ func (k kern) dotQ8_0(w []byte, xq []int8, xd []float32) float32 {
 	if k.avx2 && nb > 0 {
 		_ = w[nb*kernels.Q8BlockBytes-1]
 		_ = xq[nb*32-1]
-		return dotQ8_0AVX2(&w[0], &xq[0], &xd[0], nb)
+		var s float32
+		dotQ8_0RowsAVX2(&w[0], &xq[0], &xd[0], nb, 1, &s)
+		return s
 	}
 	return dotQ8Q8Go(xq, xd, w, nb)
 }
@@ -54,7 +57,9 @@ func (k kern) dotQ4K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = w[nb*144-1]
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
-		return dotQ4KAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb)
+		var s float32
+		dotQ4KRowsAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		return s
 	}
 	return dotQ4KGo(w, xq, xd, bs)
 }
@@ -66,7 +71,9 @@ func (k kern) dotQ5K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = w[nb*176-1]
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
-		return dotQ5KAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb)
+		var s float32
+		dotQ5KRowsAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		return s
 	}
 	return dotQ5KGo(w, xq, xd, bs)
 }
@@ -78,7 +85,9 @@ func (k kern) dotQ6K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = w[nb*210-1]
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
-		return dotQ6KAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb)
+		var s float32
+		dotQ6KRowsAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		return s
 	}
 	return dotQ6KGo(w, xq, xd, bs)
 }
