@@ -504,7 +504,7 @@ func (t *attnTask) run(lo, hi, wk int) {
 				q16[d] = quant.F16ToF32(quant.F32ToF16(v))
 			}
 			qh = q16
-			if !t.k.simd {
+			if !t.k.simd && !t.k.avx2 {
 				// ggml's summation order (attn16.go)
 				batched := len(t.rowSeq) > 1
 				for p := 0; p < ctx; p++ {
