@@ -44,7 +44,7 @@ func (h *Host) Row(i int) []float32 { return h.F[i*h.C : (i+1)*h.C] }
 
 // NewHostWeight makes a Host tensor from encoded bytes. F32 data that is
 // 4-byte aligned is used in place (no copy); otherwise it is decoded. Every
-// other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) keeps data as given
+// other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4) keeps data as given
 // in Q: it is never copied or written (it may be a read-only memory map).
 func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 	if rows <= 0 || cols <= 0 {
@@ -60,7 +60,7 @@ func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 	switch dt {
 	case F32:
 		return &Host{R: rows, C: cols, DT: F32, F: BytesToF32(data)}, nil
-	case Q8_0, F16, BF16, Q4_0, Q4_K, Q5_K, Q6_K:
+	case Q8_0, F16, BF16, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4:
 		return &Host{R: rows, C: cols, DT: dt, Q: data}, nil
 	}
 	return nil, fmt.Errorf("kernels: unsupported weight type %v", dt)
@@ -70,7 +70,7 @@ func NewHostWeight(dt DType, rows, cols int, data []byte) (*Host, error) {
 // the float types): a row's length must be a multiple of it.
 func (d DType) BlockValues() int {
 	switch d {
-	case Q8_0, Q4_0:
+	case Q8_0, Q4_0, MXFP4:
 		return Q8Block
 	case Q4_K, Q5_K, Q6_K:
 		return quant.QKBlock
@@ -101,6 +101,8 @@ func DequantizeRow(dt DType, out []float32, src []byte) {
 		quant.DequantizeQ5K(out, src)
 	case Q6_K:
 		quant.DequantizeQ6K(out, src)
+	case MXFP4:
+		quant.DequantizeMXFP4(out, src)
 	default:
 		panic(fmt.Sprintf("kernels: DequantizeRow: unsupported type %v", dt))
 	}

@@ -22,6 +22,13 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 // rounding may differ.
 func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool) {
 	t.Helper()
+	checkAttentionWindow(t, r, nseq, kvHeads, group, hd, bs, half, 0, false)
+}
+
+// checkAttentionWindow is checkAttentionKV for a sliding-window layer
+// (window > 0) and, with sinks, a random sink logit per head.
+func checkAttentionWindow(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool, window int, sinks bool) {
+	t.Helper()
 	heads := kvHeads * group
 	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
 	nblocks := 0
@@ -60,7 +67,13 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 			}
 		}
 	}
-	sh := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3}
+	sh := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3, Window: window}
+	if sinks {
+		sh.Sinks = randF(r, heads)
+		for i := range sh.Sinks {
+			sh.Sinks[i] *= 4
+		}
+	}
 	run := func(be kernels.Backend) []float32 {
 		mk := func(rows, cols int, src []float32) kernels.Tensor {
 			tt := be.Alloc(rows, cols)
@@ -94,7 +107,7 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 		b.Close()
 		for i := range want {
 			if !close32(got[i], want[i], 1e-4) {
-				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, i, got[i], want[i])
+				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v window=%d sinks=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, window, sinks, i, got[i], want[i])
 			}
 		}
 	}
@@ -105,6 +118,18 @@ func TestAttentionShapes(t *testing.T) {
 	for _, c := range [][5]int{{1, 1, 1, 16, 16}, {3, 2, 3, 16, 4}, {5, 4, 1, 48, 16}, {2, 1, 8, 64, 8}, {4, 2, 2, 12, 3}, {2, 2, 1, 128, 16}} {
 		for _, half := range []bool{false, true} {
 			checkAttentionKV(t, r, c[0], c[1], c[2], c[3], c[4], half)
+		}
+	}
+}
+
+// TestAttentionWindowSinks checks sliding-window attention with and
+// without sink logits (gpt-oss) against the reference backend, with
+// windows shorter and longer than a block and than the context.
+func TestAttentionWindowSinks(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, c := range [][7]int{{3, 2, 3, 16, 4, 5, 1}, {2, 1, 8, 64, 8, 3, 1}, {4, 2, 2, 12, 3, 100, 1}, {2, 2, 1, 32, 16, 0, 1}, {3, 1, 2, 16, 4, 7, 0}, {1, 1, 1, 16, 16, 1, 1}} {
+		for _, half := range []bool{false, true} {
+			checkAttentionWindow(t, r, c[0], c[1], c[2], c[3], c[4], half, c[5], c[6] == 1)
 		}
 	}
 }
@@ -142,7 +167,11 @@ func FuzzAttention(f *testing.F) {
 		if seed%3 == 0 {
 			hd = 2 * (int(hd16%20) + 1) // also odd multiples for the Go path
 		}
-		checkAttentionKV(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1, seed%2 == 1)
+		window := 0
+		if seed%5 >= 3 {
+			window = int(seed/5%40) + 1
+		}
+		checkAttentionWindow(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1, seed%2 == 1, window, seed%7 < 3)
 	})
 }
 

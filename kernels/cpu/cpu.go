@@ -61,9 +61,13 @@ type Backend struct {
 	norm normTask
 	silu siluTask
 	rope ropeTask
+	mx   mxfp4Task
 }
 
-var _ kernels.Backend = (*Backend)(nil)
+var (
+	_ kernels.Backend   = (*Backend)(nil)
+	_ kernels.ExpertOps = (*Backend)(nil)
+)
 
 // New starts a CPU backend and its workers; Close stops them.
 func New(o Options) *Backend {
@@ -114,6 +118,10 @@ func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
 
 // MatMul sets out[:n] = x[:n] · wᵀ.
 func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
+	if wh := w.(*kernels.Host); wh.DT == kernels.MXFP4 {
+		b.matmulMXFP4(out.(*kernels.Host), x.(*kernels.Host), wh, n)
+		return
+	}
 	if wh := w.(*kernels.Host); wh.P != nil && n > 0 {
 		b.matmulPanels(out.(*kernels.Host), x.(*kernels.Host), wh, n)
 		return
@@ -446,60 +454,91 @@ func (t *attnTask) run(lo, hi, wk int) {
 		sq := int(t.rowSeq[i])
 		q1 := int(a.QStart[sq+1])
 		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
+		// a sliding-window layer reads only positions [first, ctx)
+		first := s.AttnFirst(ctx - 1)
 		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
-		if cap(t.scores[wk]) < ctx {
-			t.scores[wk] = make([]float32, ctx+256)
+		if cap(t.scores[wk]) < ctx-first {
+			t.scores[wk] = make([]float32, ctx-first+256)
 		}
-		sc := t.scores[wk][:ctx]
+		sc := t.scores[wk][:ctx-first]
 		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
 		off := (h / group) * hd
-		// scores block by block: a block's keys for this kv head are kvDim
-		// apart
 		// Blocks lie anywhere in the cache and a head's keys are kvDim
 		// apart, which defeats the hardware prefetcher: each block's rows
-		// are prefetched attnAhead blocks before use.
+		// are prefetched attnAhead blocks before use. Positions are walked
+		// in runs that stay inside one block: [p, end).
 		half := t.kc.DT == kernels.F16
-		pf := func(c *kernels.Host, p0 int) {
-			if p0 < ctx {
-				at := int(table[p0/bs])*bs*kvDim + off
+		pf := func(c *kernels.Host, p int) {
+			if p < ctx {
+				end := min(ctx, (p/bs+1)*bs)
+				at := (int(table[p/bs])*bs+p%bs)*kvDim + off
 				if half {
-					t.k.prefetchRowsH(c.H, at, kvDim, min(bs, ctx-p0), hd)
+					t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
 				} else {
-					t.k.prefetchRows(c.F, at, kvDim, min(bs, ctx-p0), hd)
+					t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
 				}
 			}
 		}
-		for d := 0; d < attnAhead; d++ {
-			pf(t.kc, d*bs)
+		// next returns the start of the block after the one holding p.
+		next := func(p int) int { return (p/bs + 1) * bs }
+		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+			pf(t.kc, p)
 		}
-		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.kc, p0+attnAhead*bs)
-			base := int(table[p0/bs]) * bs * kvDim
+		for p := first; p < ctx; p = next(p) {
+			pf(t.kc, p+attnAhead*bs)
+			end := min(ctx, next(p))
+			base := (int(table[p/bs])*bs + p%bs) * kvDim
 			if half {
-				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p-first:end-first])
 			} else {
-				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p-first:end-first])
 			}
 		}
-		for d := 0; d < attnAhead; d++ {
-			pf(t.vc, d*bs)
+		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+			pf(t.vc, p)
 		}
-		inv := 1 / t.k.softmaxUnnorm(sc, s.Scale)
+		var inv float32
+		if s.Sinks != nil {
+			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, s.Sinks[h])
+		} else {
+			inv = 1 / t.k.softmaxUnnorm(sc, s.Scale)
+		}
 		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
 		clear(oh)
-		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.vc, p0+attnAhead*bs)
-			base := int(table[p0/bs]) * bs * kvDim
+		for p := first; p < ctx; p = next(p) {
+			pf(t.vc, p+attnAhead*bs)
+			end := min(ctx, next(p))
+			base := (int(table[p/bs])*bs + p%bs) * kvDim
 			if half {
-				t.k.wsumH(sc[p0:min(ctx, p0+bs)], t.vc.H[base+off:], kvDim, oh)
+				t.k.wsumH(sc[p-first:end-first], t.vc.H[base+off:], kvDim, oh)
 			} else {
-				t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+				t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
 			}
 		}
 		for d := range oh {
 			oh[d] *= inv
 		}
 	}
+}
+
+// softmaxSinkUnnorm is softmaxUnnorm with a sink logit in the softmax: it
+// sets x[i] = exp(x[i]*scale - m) for m = max(max x·scale, sink) and
+// returns 1 / (exp(sink - m) + Σ x), the factor that normalises them.
+func softmaxSinkUnnorm(k kern, x []float32, scale, sink float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	// softmaxUnnorm subtracts the scores' own maximum ms: rescale its
+	// exponentials by exp(ms - m) after the fact, and add the sink's share.
+	ms := float32(math.Inf(-1))
+	for _, v := range x {
+		ms = max(ms, v*scale)
+	}
+	mx := max(ms, sink)
+	sum := float64(k.softmaxUnnorm(x, scale))
+	shift := math.Exp(float64(ms - mx))
+	total := sum*shift + math.Exp(float64(sink-mx))
+	return float32(shift / total)
 }
 
 // expf is a float32 exp accurate to about 2 ulp (Cephes-style range
