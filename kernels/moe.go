@@ -43,4 +43,5 @@ func (r *Ref) ClampedSwiGLU(out, gate, up Tensor, n int, alpha, limit float32) {
 		oh.F[i] = ClampedSwiGLU(gh.F[i], uh.F[i], alpha, limit)
 	}
 }
+
 var _ ExpertOps = (*Ref)(nil)

@@ -65,6 +65,11 @@ type Config struct {
 	// QKNorm applies an RMSNorm to each query and key head (Qwen3).
 	QKNorm bool
 
+	// MoE, when set, describes a mixture-of-experts family (gpt-oss,
+	// Qwen3-MoE): which layers have an expert block instead of the dense
+	// MLP, sliding-window layers, attention sinks and YaRN (moe_model.go).
+	MoE *MoEArch
+
 	// BOS is the beginning-of-sequence token, or -1.
 	BOS int32
 	// EOS lists the end-of-sequence tokens.
@@ -101,6 +106,16 @@ func archFromHF(archs []string, modelType string) (string, error) {
 		archs, modelType, strings.Join(SupportedArchitectures, ", "))
 }
 
+// RopeAttnFactor is the factor YaRN applies to RoPE's cosines and sines
+// (1 without YaRN).
+func (c *Config) RopeAttnFactor() float64 {
+	if c.MoE == nil || c.MoE.YaRN == nil {
+		return 1
+	}
+	_, f := c.MoE.YaRN.InvFreq(c.HeadDim, c.RopeTheta)
+	return f
+}
+
 // validate checks the geometry.
 func (c *Config) validate() error {
 	if c.Dim <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.HeadDim <= 0 || c.Vocab <= 0 {
@@ -118,6 +133,22 @@ func (c *Config) validate() error {
 	if c.MaxPos <= 0 {
 		return fmt.Errorf("max position %d", c.MaxPos)
 	}
+	if a := c.MoE; a != nil {
+		if a.MoE.Dim != c.Dim {
+			return fmt.Errorf("expert block width %d, model width %d", a.MoE.Dim, c.Dim)
+		}
+		if err := a.MoE.validate(); err != nil {
+			return err
+		}
+		if len(a.SparseLayer) != c.Layers || len(a.SlidingLayer) != c.Layers {
+			return fmt.Errorf("%d sparse / %d sliding layer flags for %d layers", len(a.SparseLayer), len(a.SlidingLayer), c.Layers)
+		}
+		for l, sl := range a.SlidingLayer {
+			if sl && a.SlidingWindow <= 0 {
+				return fmt.Errorf("layer %d slides over a window of %d positions", l, a.SlidingWindow)
+			}
+		}
+	}
 	return nil
 }
 
@@ -125,6 +156,10 @@ func (c *Config) validate() error {
 // model's scaling applied, as transformers' rope initialisation functions
 // compute them.
 func (c *Config) InvFreq() []float64 {
+	if c.MoE != nil && c.MoE.YaRN != nil {
+		inv, _ := c.MoE.YaRN.InvFreq(c.HeadDim, c.RopeTheta)
+		return inv
+	}
 	half := c.HeadDim / 2
 	inv := make([]float64, half)
 	for j := range inv {

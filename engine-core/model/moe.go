@@ -234,25 +234,30 @@ func (m *MoE) Route(s *MoEScratch, x []float32, n int) (experts []int32, weights
 				lg[e] += m.RouterBias[e]
 			}
 		}
-		if c.Routing == RouteSoftmaxTopK {
-			kernels.Softmax(lg)
-		}
-		ch, w := s.choice[t*k:(t+1)*k], s.weight[t*k:(t+1)*k]
-		topK(lg, ch, w)
-		switch {
-		case c.Routing == RouteTopKSoftmax:
-			kernels.Softmax(w)
-		case c.NormTopK:
-			var sum float32
-			for _, v := range w {
-				sum += v
-			}
-			for i := range w {
-				w[i] /= sum
-			}
-		}
+		c.route(lg, s.choice[t*k:(t+1)*k], s.weight[t*k:(t+1)*k])
 	}
 	return s.choice[:n*k], s.weight[:n*k]
+}
+
+// route turns one token's router logits lg (bias included; overwritten)
+// into its TopK expert choices ch and weights w, as Route documents.
+func (c *MoEConfig) route(lg []float32, ch []int32, w []float32) {
+	if c.Routing == RouteSoftmaxTopK {
+		kernels.Softmax(lg)
+	}
+	topK(lg, ch, w)
+	switch {
+	case c.Routing == RouteTopKSoftmax:
+		kernels.Softmax(w)
+	case c.NormTopK:
+		var sum float32
+		for _, v := range w {
+			sum += v
+		}
+		for i := range w {
+			w[i] /= sum
+		}
+	}
 }
 
 // topK writes the indices and values of the len(idx) largest values of v,
