@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/kernels/cpu"
+	"github.com/sluice-llm/sluice/modelfile/demo"
 	"github.com/sluice-llm/sluice/modelfile/gguf"
 	"github.com/sluice-llm/sluice/modelfile/safetensors"
 	"github.com/sluice-llm/sluice/quant"
@@ -611,5 +612,105 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGeneratedMoEFiles loads gen-model's tiny gpt-oss (MXFP4) and
+// Qwen3-MoE (Q4_K_M, BF16) files, checks the configuration they declare,
+// compares the cpu backend's logits with the ref backend's over a prefill
+// longer than gpt-oss-tiny's window, and checks that a decode step
+// allocates nothing.
+func TestGeneratedMoEFiles(t *testing.T) {
+	for _, c := range []struct{ shape, format, family string }{
+		{"gpt-oss-tiny", demo.FormatGGUFMXFP4, "gpt_oss"},
+		{"qwen3-moe-tiny", demo.FormatGGUFQ4KM, "qwen3_moe"},
+		{"qwen3-moe-tiny", demo.FormatGGUFBF16, "qwen3_moe"},
+	} {
+		t.Run(c.shape+"-"+c.format, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			shape := demo.RealShapes[c.shape]
+			shape.Vocab = 1024 // gpt-oss-tiny's 201088 costs a minute of tokenizer building
+			if err := demo.GenerateShape(path, shape, 3, c.format); err != nil {
+				t.Fatal(err)
+			}
+			toks := make([]int32, 20)
+			for i := range toks {
+				toks[i] = int32(i*7919) % 1000
+			}
+			var logits [2][][]float32
+			for bi, be := range []kernels.Backend{kernels.NewRef(), cpu.New(cpu.Options{Threads: 2})} {
+				m, err := Load(path, be, LoadOptions{MaxPos: 256})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := m.Cfg.MoE
+				s := demo.RealShapes[c.shape]
+				if a == nil || a.Family != c.family || a.MoE.Experts != s.Experts || a.MoE.TopK != s.TopK || a.MoE.Hidden != s.ExpertHidden {
+					t.Fatalf("config %+v", a)
+				}
+				if c.family == "gpt_oss" && (!a.SlidingLayer[0] || a.SlidingLayer[1] || a.SlidingWindow != s.SlidingWindow || a.YaRN == nil || !a.Sinks) {
+					t.Fatalf("gpt-oss attention config %+v", a)
+				}
+				logits[bi] = allLogits(t, m, toks, []int{13, 1, 1, 5})
+				if bi == 1 {
+					checkDecodeAllocs(t, m)
+				}
+				m.Close()
+				be.Close()
+			}
+			// Per position, the largest difference. The CPU backend
+			// quantizes activations for k-quant (and fast MXFP4) weights as
+			// ggml does (about 1% here), and where two experts' router
+			// logits nearly tie that can route a token to another expert:
+			// such files must agree closely at 90% of positions; BF16
+			// files (exact activations) everywhere.
+			var maxAbs float64
+			errs := make([]float64, len(logits[0]))
+			for i := range logits[0] {
+				for j, w := range logits[0][i] {
+					if math.IsNaN(float64(logits[1][i][j])) {
+						t.Fatalf("cpu logit [%d][%d] is NaN", i, j)
+					}
+					errs[i] = math.Max(errs[i], math.Abs(float64(logits[1][i][j]-w)))
+					maxAbs = math.Max(maxAbs, math.Abs(float64(w)))
+				}
+			}
+			tol, need := 1e-3*math.Max(1, maxAbs), len(errs)
+			if c.format != demo.FormatGGUFBF16 {
+				tol, need = 0.03*maxAbs, len(errs)*9/10
+			}
+			close := 0
+			for _, e := range errs {
+				if e <= tol {
+					close++
+				}
+			}
+			if maxAbs == 0 || close < need {
+				t.Errorf("cpu vs ref: %d of %d positions within %g (per-position max diffs %v; max |logit| %g)", close, len(errs), tol, errs, maxAbs)
+			}
+		})
+	}
+}
+
+// checkDecodeAllocs runs one-token decode steps of m and fails if a step
+// allocates.
+func checkDecodeAllocs(t *testing.T, m *Model) {
+	t.Helper()
+	kv := m.NewKVCache(8, 16)
+	s := m.NewScratch(4, 4)
+	b := &Batch{Tokens: []int32{5}, Pos: []int32{0}, OutRows: []int32{0}}
+	b.Attn = kernels.AttnBatch{QStart: []int32{0, 1}, CtxLen: []int32{1}, Tables: []int32{3, 1}, TableStart: []int32{0, 2}, BlockSize: 16, Slots: []int32{48}}
+	step := func() {
+		if _, err := m.Forward(s, kv, b); err != nil {
+			t.Fatal(err)
+		}
+		p := b.Pos[0] + 1
+		b.Pos[0], b.Attn.CtxLen[0] = p, p+1
+		b.Attn.Slots[0] = b.Attn.Tables[p/16]*16 + p%16
+		b.Tokens[0] = (b.Tokens[0]*31 + 7) % 1000
+	}
+	step()
+	if n := testing.AllocsPerRun(10, step); n != 0 {
+		t.Errorf("decode step allocates %v times", n)
 	}
 }
