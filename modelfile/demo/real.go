@@ -41,9 +41,15 @@ type RealShape struct {
 	// SlidingWindow on every other layer and YaRN (YaRNFactor over
 	// YaRNOrigPos).
 	Experts, TopK, ExpertHidden int
-	SlidingWindow                int
-	YaRNFactor                   float64
-	YaRNOrigPos                  int
+	SlidingWindow               int
+	YaRNFactor                  float64
+	YaRNOrigPos                 int
+	// TokenizerVocab, when set, sizes the built-in tokenizer written into
+	// the file below Vocab (gpt-oss files are served with
+	// --tokenizer o200k_harmony, and building a 201088-token BPE takes a
+	// CPU-minute); the file then names o200k_harmony's stop tokens
+	// <|return|> (200002) and <|call|> (200012) as EOS and EOT.
+	TokenizerVocab int
 }
 
 // RealShapes are the published geometries gen-model writes. "1b-v32k" is
@@ -61,7 +67,7 @@ var RealShapes = map[string]RealShape{
 	// openai/gpt-oss-20b's config.json
 	"gpt-oss-20b": {Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Hidden: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, Vocab: 201088,
 		MaxPos: 131072, RopeTheta: 150000, NormEps: 1e-5, QKVBias: true, Experts: 32, TopK: 4, ExpertHidden: 2880, SlidingWindow: 128,
-		YaRNFactor: 32, YaRNOrigPos: 4096},
+		YaRNFactor: 32, YaRNOrigPos: 4096, TokenizerVocab: 1024},
 	// Qwen/Qwen3-30B-A3B's config.json
 	"qwen3-30b-a3b": {Name: "qwen3-30b-a3b", Arch: "qwen3moe", Dim: 2048, Hidden: 6144, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, Vocab: 151936,
 		MaxPos: 40960, RopeTheta: 1e6, QKNorm: true, Experts: 128, TopK: 8, ExpertHidden: 768},
@@ -69,7 +75,7 @@ var RealShapes = map[string]RealShape{
 	// o200k_harmony's vocabulary so that its tokenizer fits)
 	"gpt-oss-tiny": {Name: "gpt-oss-tiny", Arch: "gpt-oss", Dim: 64, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 201088,
 		MaxPos: 4096, RopeTheta: 150000, NormEps: 1e-5, QKVBias: true, Experts: 4, TopK: 2, ExpertHidden: 64, SlidingWindow: 8,
-		YaRNFactor: 32, YaRNOrigPos: 128},
+		YaRNFactor: 32, YaRNOrigPos: 128, TokenizerVocab: 1024},
 	"qwen3-moe-tiny": {Name: "qwen3-moe-tiny", Arch: "qwen3moe", Dim: 256, Hidden: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 1024,
 		MaxPos: 4096, RopeTheta: 1e6, QKNorm: true, Experts: 8, TopK: 2, ExpertHidden: 256},
 }
@@ -85,12 +91,12 @@ type FileType struct {
 // The GGUF formats gen-model writes, beyond FormatGGUF (F32) and
 // FormatGGUFQ8_0.
 const (
-	FormatGGUFF16   = "gguf-f16"
-	FormatGGUFBF16  = "gguf-bf16"
-	FormatGGUFQ4_0  = "gguf-q4_0"
-	FormatGGUFQ4KM  = "gguf-q4_k_m"
-	FormatGGUFQ5KM  = "gguf-q5_k_m"
-	FormatGGUFQ6K   = "gguf-q6_k"
+	FormatGGUFF16  = "gguf-f16"
+	FormatGGUFBF16 = "gguf-bf16"
+	FormatGGUFQ4_0 = "gguf-q4_0"
+	FormatGGUFQ4KM = "gguf-q4_k_m"
+	FormatGGUFQ5KM = "gguf-q5_k_m"
+	FormatGGUFQ6K  = "gguf-q6_k"
 	// FormatGGUFMXFP4 is gpt-oss's published GGUF: experts MXFP4, other
 	// matrices BF16, vectors F32.
 	FormatGGUFMXFP4 = "gguf-mxfp4"
@@ -325,7 +331,11 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 	if !ok {
 		return fmt.Errorf("demo: format %q is not a GGUF format (known: %s)", format, ggufFormatsList)
 	}
-	tok := buildTokenizer(s.Vocab)
+	tokVocab := s.Vocab
+	if s.TokenizerVocab > 0 {
+		tokVocab = s.TokenizerVocab
+	}
+	tok := buildTokenizer(tokVocab)
 	ts := realTensors(s, format)
 	a := s.Arch
 	meta := []gguf.KV{
@@ -360,7 +370,17 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 			gguf.KV{Key: a + ".rope.scaling.factor", Value: float32(s.YaRNFactor)},
 			gguf.KV{Key: a + ".rope.scaling.original_context_length", Value: uint32(s.YaRNOrigPos)})
 	}
-	meta = append(meta, tokenizerMeta(tok, s.Vocab)...)
+	for _, kv := range tokenizerMeta(tok, tokVocab) {
+		if s.TokenizerVocab > 0 {
+			switch kv.Key {
+			case "tokenizer.ggml.eos_token_id":
+				kv.Value = uint32(200002) // <|return|>
+			case "tokenizer.ggml.eot_token_id":
+				kv.Value = uint32(200012) // <|call|>
+			}
+		}
+		meta = append(meta, kv)
+	}
 	infos := make([]gguf.Tensor, len(ts))
 	for i, t := range ts {
 		infos[i] = gguf.Tensor{Name: t.name, Dims: []uint64{uint64(t.cols)}, Type: t.typ}
