@@ -1,5 +1,6 @@
 // Package model holds the decoder-only transformer architectures the engine
-// runs (Llama 2 and 3, Mistral, Qwen2/2.5, Qwen3), written plainly, top to
+// runs (Llama 2 and 3, Mistral, Qwen2/2.5, Qwen3, and the mixture-of-experts
+// families Qwen3-MoE and gpt-oss), written plainly, top to
 // bottom like the papers, over the kernels.Backend interface, and the code
 // that loads their weights from Hugging Face directories (config.json +
 // safetensors), GGUF files and llama2.c checkpoints.
@@ -14,9 +15,14 @@
 // pairs. Loading picks the style per file so the same model gives the same
 // logits from every format.
 //
-// Not implemented: sliding-window attention (Mistral's sliding_window is
-// ignored, which is exact for contexts up to the window) and RoPE scaling
-// other than "llama3" and "linear" (such configs fail at load).
+// The mixture-of-experts families add a Config.MoE (moe_model.go): expert
+// blocks run per expert on the rows routed to them, gpt-oss's attention
+// sinks, sliding-window layers and YaRN (load_moe.go reads both formats).
+//
+// Not implemented: Mistral's sliding_window (ignored, which is exact for
+// contexts up to the window; gpt-oss's is implemented), freeing KV blocks
+// that left a sliding layer's window, and RoPE scaling other than
+// "llama3", "linear" and gpt-oss's "yarn" (such configs fail at load).
 package model
 
 import (
@@ -28,7 +34,7 @@ import (
 )
 
 // SupportedArchitectures lists the Hugging Face architectures Load accepts.
-var SupportedArchitectures = []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
+var SupportedArchitectures = []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM"}
 
 // RopeScaling is a RoPE frequency scaling rule.
 type RopeScaling struct {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -216,4 +217,54 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*4/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+}
+
+// TestAttentionWindowReadsOnlyWindow fills every cache position outside
+// the last query's window with NaN: a sliding-window layer's attention
+// (with sinks, F32 and F16 caches) must never read them.
+func TestAttentionWindowReadsOnlyWindow(t *testing.T) {
+	const heads, hd, bs, ctx, window = 2, 16, 4, 23, 6
+	nan := float32(math.NaN())
+	for _, half := range []bool{false, true} {
+		for name, be := range map[string]kernels.Backend{"ref": kernels.NewRef(), "cpu": New(Options{Threads: 2, KVF16: half})} {
+			if name == "ref" && half {
+				continue
+			}
+			nb := (ctx + bs - 1) / bs
+			table := make([]int32, nb)
+			for i := range table {
+				table[i] = int32(nb - 1 - i)
+			}
+			kc, vc := kernels.AllocKV(be, nb*bs, heads*hd), kernels.AllocKV(be, nb*bs, heads*hd)
+			r := rand.New(rand.NewPCG(1, 1))
+			k, v := be.Alloc(ctx, heads*hd), be.Alloc(ctx, heads*hd)
+			kf, vf := be.ToHost(k, ctx), be.ToHost(v, ctx)
+			for p := 0; p < ctx; p++ {
+				for j := 0; j < heads*hd; j++ {
+					kf[p*heads*hd+j], vf[p*heads*hd+j] = float32(r.NormFloat64()), float32(r.NormFloat64())
+					if p <= ctx-1-window { // outside the last row's window
+						kf[p*heads*hd+j], vf[p*heads*hd+j] = nan, nan
+					}
+				}
+			}
+			a := &kernels.AttnBatch{QStart: []int32{0, ctx}, CtxLen: []int32{ctx}, Tables: table, TableStart: []int32{0, int32(nb)}, BlockSize: bs}
+			for p := 0; p < ctx; p++ {
+				a.Slots = append(a.Slots, table[p/bs]*bs+int32(p%bs))
+			}
+			be.WriteKV(kc, vc, k, v, a)
+			// attend with the last row only
+			last := &kernels.AttnBatch{QStart: []int32{0, 1}, CtxLen: []int32{ctx}, Tables: table, TableStart: []int32{0, int32(nb)}, BlockSize: bs}
+			q, out := be.Alloc(1, heads*hd), be.Alloc(1, heads*hd)
+			for i := range be.ToHost(q, 1) {
+				be.ToHost(q, 1)[i] = float32(r.NormFloat64())
+			}
+			be.Attention(out, q, kc, vc, last, kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.25, Window: window, Sinks: []float32{0.5, -1}})
+			for i, x := range be.ToHost(out, 1) {
+				if math.IsNaN(float64(x)) {
+					t.Fatalf("%s half=%v: out[%d] is NaN: a position outside the window was read", name, half, i)
+				}
+			}
+			be.Close()
+		}
+	}
 }
