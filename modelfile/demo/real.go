@@ -264,6 +264,32 @@ func moeTensors(s RealShape, format string, l int) []realTensor {
 	return ts
 }
 
+// fillMXFP4 writes n random MXFP4 values (ggml blocks) to w: uniform FP4
+// codes under an E8M0 scale of 2^-7 or 2^-8, a spread like the N(0, 0.02²)
+// other weights get, drawn as bytes rather than quantized from normals
+// (quantizing gpt-oss-20b's 19.6 billion expert values would take a
+// CPU-hour).
+func fillMXFP4(w io.Writer, rng *rand.Rand, n int) error {
+	const chunkBlocks = 1 << 14
+	buf := make([]byte, chunkBlocks*quant.MXFP4BlockBytes)
+	for left := n / quant.MXFP4Block; left > 0; {
+		nb := min(left, chunkBlocks)
+		out := buf[:nb*quant.MXFP4BlockBytes]
+		for b := 0; b < nb; b++ {
+			blk := out[b*quant.MXFP4BlockBytes : (b+1)*quant.MXFP4BlockBytes]
+			x, y := rng.Uint64(), rng.Uint64()
+			binary.LittleEndian.PutUint64(blk[1:], x)
+			binary.LittleEndian.PutUint64(blk[9:], y)
+			blk[0] = byte(119 + y>>63) // E8M0: 2^-8 or 2^-7
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		left -= nb
+	}
+	return nil
+}
+
 // encodeRows appends rows of xs encoded as typ.
 func encodeRows(dst []byte, typ gguf.GGMLType, xs []float32) []byte {
 	switch typ {
@@ -418,6 +444,9 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 				}
 			}
 			return nil
+		}
+		if t.typ == gguf.TypeMXFP4 {
+			return fillMXFP4(w, rng, t.rows*max(t.experts, 1)*t.cols)
 		}
 		const chunkRows = 64
 		rows := t.rows * max(t.experts, 1)
