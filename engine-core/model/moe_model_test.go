@@ -714,3 +714,51 @@ func checkDecodeAllocs(t *testing.T, m *Model) {
 		t.Errorf("decode step allocates %v times", n)
 	}
 }
+
+// noExpertOps is a backend without kernels.ExpertOps.
+type noExpertOps struct{ kernels.Backend }
+
+// TestMoELoadErrors checks that malformed mixture-of-experts files and a
+// backend without expert ops fail to load with an error naming the
+// problem.
+func TestMoELoadErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		family string
+		gguf   bool
+		edit   func(m *moeModel)
+		be     func() kernels.Backend
+		want   string
+	}{
+		{"missing sinks", "gpt_oss", false, func(m *moeModel) { delete(m.w, "model.layers.1.self_attn.sinks") }, nil, "model.layers.1.self_attn.sinks: missing"},
+		{"missing expert", "qwen3_moe", false, func(m *moeModel) { delete(m.w, "model.layers.0.mlp.experts.3.up_proj.weight") }, nil, "model.layers.0.mlp.experts.3.up_proj.weight"},
+		{"expert count", "qwen3_moe", true, func(m *moeModel) { m.cfg["num_experts"] = 6.0; m.experts = 4 }, nil, "mlp.gate.weight has shape [5 × 64], want [4 × 64]"},
+		{"router shape", "gpt_oss", false, func(m *moeModel) {
+			m.w["model.layers.0.mlp.router.weight"] = m.w["model.layers.0.mlp.router.weight"][:4*64]
+			m.dim["model.layers.0.mlp.router.weight"] = [2]int{4, 64}
+		}, nil, "mlp.router.weight has shape [4 × 64], want [5 × 64]"},
+		{"no expert ops", "gpt_oss", true, nil, func() kernels.Backend { return noExpertOps{kernels.NewRef()} }, "no mixture-of-experts ops"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := randomMoE(c.family, nil, uint64(i+20))
+			if c.edit != nil {
+				c.edit(m)
+			}
+			var path string
+			if c.gguf {
+				path = m.writeGGUF(t)
+			} else {
+				path = m.writeHF(t)
+			}
+			be := kernels.Backend(kernels.NewRef())
+			if c.be != nil {
+				be = c.be()
+			}
+			_, err := Load(path, be, LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
