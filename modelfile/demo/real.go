@@ -290,6 +290,37 @@ func fillMXFP4(w io.Writer, rng *rand.Rand, n int) error {
 	return nil
 }
 
+// fillKQuant writes n random Q4_K or Q6_K values: random quants and
+// sub-block scales under a fixed super-block scale that gives a spread like
+// N(0, 0.02²), drawn as bytes (quantizing a 30 B-parameter MoE's experts
+// from normals would take a CPU-hour). Only expert stacks are drawn so.
+func fillKQuant(w io.Writer, rng *rand.Rand, typ gguf.GGMLType, n int) error {
+	bb := int(typ.BlockBytes())
+	const chunkBlocks = 1 << 12
+	buf := make([]byte, chunkBlocks*bb)
+	for left := n / quant.QKBlock; left > 0; {
+		nb := min(left, chunkBlocks)
+		out := buf[:nb*bb]
+		for i := 0; i+8 <= len(out); i += 8 {
+			binary.LittleEndian.PutUint64(out[i:], rng.Uint64())
+		}
+		for b := 0; b < nb; b++ {
+			blk := out[b*bb : (b+1)*bb]
+			if typ == gguf.TypeQ4_K { // d, dmin first
+				binary.LittleEndian.PutUint16(blk[0:], quant.F32ToF16(5e-5))
+				binary.LittleEndian.PutUint16(blk[2:], quant.F32ToF16(5e-4))
+			} else { // Q6_K: d last
+				binary.LittleEndian.PutUint16(blk[bb-2:], quant.F32ToF16(5e-6))
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		left -= nb
+	}
+	return nil
+}
+
 // encodeRows appends rows of xs encoded as typ.
 func encodeRows(dst []byte, typ gguf.GGMLType, xs []float32) []byte {
 	switch typ {
@@ -447,6 +478,9 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 		}
 		if t.typ == gguf.TypeMXFP4 {
 			return fillMXFP4(w, rng, t.rows*max(t.experts, 1)*t.cols)
+		}
+		if t.experts > 0 && (t.typ == gguf.TypeQ4_K || t.typ == gguf.TypeQ6_K) {
+			return fillKQuant(w, rng, t.typ, t.rows*t.experts*t.cols)
 		}
 		const chunkRows = 64
 		rows := t.rows * max(t.experts, 1)
