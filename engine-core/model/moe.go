@@ -63,13 +63,17 @@ type MoEConfig struct {
 // its config.json; alpha 1.702 in the reference implementation).
 func GptOssSwiGLU() (alpha, limit float32) { return 1.702, 7.0 }
 
+// maxExperts bounds the expert count a config may declare (the released
+// families have 32 and 128; llama.cpp allows 512).
+const maxExperts = 1024
+
 // validate reports a config the layer cannot run.
 func (c *MoEConfig) validate() error {
 	switch {
 	case c.Dim <= 0 || c.Hidden <= 0:
 		return fmt.Errorf("moe: bad widths dim %d, hidden %d", c.Dim, c.Hidden)
-	case c.Experts <= 0 || c.TopK <= 0 || c.TopK > c.Experts:
-		return fmt.Errorf("moe: top-%d of %d experts", c.TopK, c.Experts)
+	case c.Experts <= 0 || c.TopK <= 0 || c.TopK > c.Experts || c.Experts > maxExperts:
+		return fmt.Errorf("moe: top-%d of %d experts (at most %d)", c.TopK, c.Experts, maxExperts)
 	case c.Routing > RouteTopKSoftmax:
 		return fmt.Errorf("moe: unknown routing %d", c.Routing)
 	case c.Act > ActClampedSwiGLU:

@@ -251,6 +251,12 @@ func (m *moeModel) writeHF(t *testing.T) string {
 // BF16 for Qwen3-MoE, whose values are rounded to BF16 in m first).
 func (m *moeModel) writeGGUF(t *testing.T) string {
 	t.Helper()
+	return m.writeGGUFDir(t.TempDir())
+}
+
+// writeGGUFDir is writeGGUF into dir; it panics on a write error (test
+// data only).
+func (m *moeModel) writeGGUFDir(dir string) string {
 	arch := map[string]string{"gpt_oss": "gpt-oss", "qwen3_moe": "qwen3moe"}[m.family]
 	gpt := m.family == "gpt_oss"
 	meta := []gguf.KV{
@@ -346,16 +352,13 @@ func (m *moeModel) writeGGUF(t *testing.T) string {
 			}
 		}
 	}
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
+	path := filepath.Join(dir, "tiny.gguf")
+	var buf bytes.Buffer
+	if err := gguf.Write(&buf, meta, ts); err != nil {
+		panic(err)
 	}
-	if err := gguf.Write(f, meta, ts); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		panic(err)
 	}
 	return path
 }
@@ -761,4 +764,49 @@ func TestMoELoadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMoEGGUF loads mutated tiny gpt-oss and Qwen3-MoE GGUF files: Load
+// must fail with an error or give a model whose forward pass runs, never
+// panic.
+func FuzzMoEGGUF(f *testing.F) {
+	for i, fam := range []string{"gpt_oss", "qwen3_moe"} {
+		m := randomMoE(fam, nil, uint64(i+40))
+		m.layers, m.vocab = 2, 97
+		data, err := os.ReadFile(m.writeGGUFDir(f.TempDir()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint32(len(data)/3), byte(7))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, at uint32, xor byte) {
+		if len(data) == 0 {
+			return
+		}
+		d := append([]byte(nil), data...)
+		d[int(at)%len(d)] ^= xor
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		if err := os.WriteFile(path, d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := Load(path, kernels.NewRef(), LoadOptions{MaxPos: 64})
+		if err != nil {
+			return
+		}
+		defer m.Close()
+		if m.Cfg.Vocab > 1<<16 || m.Cfg.Dim > 1<<12 {
+			return // a legal but large model: not worth running here
+		}
+		toks := []int32{1, 2, 3}
+		for i := range toks {
+			toks[i] %= int32(m.Cfg.Vocab)
+		}
+		kv := m.NewKVCache(4, 4)
+		s := m.NewScratch(3, 3)
+		b := &Batch{Tokens: toks, Pos: []int32{0, 1, 2}, OutRows: []int32{0, 1, 2},
+			Attn: kernels.AttnBatch{QStart: []int32{0, 3}, CtxLen: []int32{3}, Tables: []int32{2}, TableStart: []int32{0, 1}, BlockSize: 4, Slots: []int32{8, 9, 10}}}
+		if _, err := m.Forward(s, kv, b); err != nil {
+			t.Fatalf("forward of a loaded model: %v", err)
+		}
+	})
 }
