@@ -215,41 +215,26 @@ done:
 }
 
 func (p *gbnfParser) postfix(e *gexpr) (*gexpr, error) {
-	rep := func(min, max int) *gexpr { return &gexpr{kind: gRepeat, subs: []*gexpr{e}, min: min, max: max} }
-	switch p.src[p.pos] {
-	case '*':
+	c := p.src[p.pos]
+	if m, n, ok := simpleRepeat(c); ok {
 		p.pos++
-		return rep(0, -1), nil
-	case '+':
-		p.pos++
-		return rep(1, -1), nil
-	case '?':
-		p.pos++
-		return rep(0, 1), nil
-	case '{':
-		end := strings.IndexByte(p.src[p.pos:], '}')
-		if end < 0 {
-			return nil, p.errorf("unterminated {")
-		}
-		body := strings.TrimSpace(p.src[p.pos+1 : p.pos+end])
-		p.pos += end + 1
-		lo, hi, found := strings.Cut(body, ",")
-		m, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil || m < 0 || m > maxRepeat {
-			return nil, p.errorf("bad repetition {%s}", body)
-		}
-		n := m
-		if found {
-			n = -1
-			if t := strings.TrimSpace(hi); t != "" {
-				if n, err = strconv.Atoi(t); err != nil || n < m || n > maxRepeat {
-					return nil, p.errorf("bad repetition {%s}", body)
-				}
-			}
-		}
-		return rep(m, n), nil
+		return repeatOf(e, m, n), nil
 	}
-	return e, nil
+	if c != '{' {
+		return e, nil
+	}
+	end := strings.IndexByte(p.src[p.pos:], '}')
+	if end < 0 {
+		return nil, p.errorf("unterminated {")
+	}
+	body := strings.TrimSpace(p.src[p.pos+1 : p.pos+end])
+	p.pos += end + 1
+	lo, hi, found := strings.Cut(body, ",")
+	m, n, ok := repeatBounds(strings.TrimSpace(lo), strings.TrimSpace(hi), found, true)
+	if !ok {
+		return nil, p.errorf("bad repetition {%s}", body)
+	}
+	return repeatOf(e, m, n), nil
 }
 
 // escape reads one possibly escaped character.

@@ -3,7 +3,6 @@ package constraint
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 )
@@ -424,38 +423,26 @@ done:
 }
 
 func (p *larkParser) lpostfix(e *gexpr) (*gexpr, error) {
-	rep := func(min, max int) *gexpr { return &gexpr{kind: gRepeat, subs: []*gexpr{e}, min: min, max: max} }
-	switch p.src[p.pos] {
-	case '*':
+	c := p.src[p.pos]
+	if m, n, ok := simpleRepeat(c); ok {
 		p.pos++
-		return rep(0, -1), nil
-	case '+':
-		p.pos++
-		return rep(1, -1), nil
-	case '?':
-		p.pos++
-		return rep(0, 1), nil
-	case '~':
-		p.pos++
-		p.lspace(false)
-		start := p.pos
-		for p.pos < len(p.src) && (p.src[p.pos] >= '0' && p.src[p.pos] <= '9' || p.src[p.pos] == '.') {
-			p.pos++
-		}
-		lo, hi, found := strings.Cut(p.src[start:p.pos], "..")
-		m, err := strconv.Atoi(lo)
-		if err != nil || m < 0 || m > maxRepeat {
-			return nil, p.errorf("bad repetition ~ %s", p.src[start:p.pos])
-		}
-		n := m
-		if found {
-			if n, err = strconv.Atoi(hi); err != nil || n < m || n > maxRepeat {
-				return nil, p.errorf("bad repetition ~ %s", p.src[start:p.pos])
-			}
-		}
-		return rep(m, n), nil
+		return repeatOf(e, m, n), nil
 	}
-	return e, nil
+	if c != '~' {
+		return e, nil
+	}
+	p.pos++
+	p.lspace(false)
+	start := p.pos
+	for p.pos < len(p.src) && (p.src[p.pos] >= '0' && p.src[p.pos] <= '9' || p.src[p.pos] == '.') {
+		p.pos++
+	}
+	lo, hi, found := strings.Cut(p.src[start:p.pos], "..")
+	m, n, ok := repeatBounds(lo, hi, found, false)
+	if !ok {
+		return nil, p.errorf("bad repetition ~ %s", p.src[start:p.pos])
+	}
+	return repeatOf(e, m, n), nil
 }
 
 // regex reads /pattern/flags.

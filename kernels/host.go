@@ -136,6 +136,28 @@ func BytesToF32(b []byte) []float32 {
 	return out
 }
 
+// RoPETableGGML builds the RoPE table as ggml computes it for unscaled
+// RoPE, so that rotated queries and keys equal llama.cpp's bit for bit:
+// the angle of pair j at position p is the float32 product chain
+// p·s·s·…·s (j factors) with s = float32(base^(−2/headDim)), and its
+// cosine and sine are rounded to float32 (as cosf/sinf of that angle).
+// Row layout as RoPETable.
+func RoPETableGGML(maxPos, headDim int, base float64) []float32 {
+	half := headDim / 2
+	s := float32(math.Pow(float64(float32(base)), float64(float32(-2)/float32(headDim))))
+	t := make([]float32, maxPos*2*half)
+	for p := 0; p < maxPos; p++ {
+		row := t[p*2*half:]
+		theta := float32(p)
+		for j := 0; j < half; j++ {
+			row[j] = float32(math.Cos(float64(theta)))
+			row[half+j] = float32(math.Sin(float64(theta)))
+			theta *= s
+		}
+	}
+	return t
+}
+
 // RoPETable builds the cos/sin table of RoPE for positions [0, maxPos):
 // row p holds cos(p·f_j) for j < len(invFreq), then sin(p·f_j). The angles
 // are computed in float64.

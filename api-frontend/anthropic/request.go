@@ -167,14 +167,14 @@ func Map(r *Request, countOnly bool) (*Mapped, *openai.Error) {
 		c.ChatTemplateKwargs = kw
 	}
 
-	var out []msg
+	var out []openai.Message
 	if !isNull(r.System) {
 		s, ok := blocksText(r.System)
 		if !ok {
 			return nil, openai.BadRequest("system", "system: must be a string or a list of text blocks")
 		}
 		if s != "" {
-			out = append(out, msg{Role: "system", Content: s})
+			out = append(out, openai.Message{Role: "system", Content: s})
 		}
 	}
 	if len(r.Messages) == 0 {
@@ -201,24 +201,6 @@ func Map(r *Request, countOnly bool) (*Mapped, *openai.Error) {
 	return m, nil
 }
 
-// msg is one chat message as the chat template takes it.
-type msg struct {
-	Role             string     `json:"role"`
-	Content          string     `json:"content"`
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string     `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // block is the union of the content block shapes this server reads.
 type block struct {
 	Type      string          `json:"type"`
@@ -234,7 +216,7 @@ type block struct {
 
 // mapMessage turns message i into chat messages; seen holds the tool_use
 // ids so far.
-func mapMessage(raw json.RawMessage, i int, seen map[string]bool) ([]msg, *openai.Error) {
+func mapMessage(raw json.RawMessage, i int, seen map[string]bool) ([]openai.Message, *openai.Error) {
 	var h struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -251,14 +233,14 @@ func mapMessage(raw json.RawMessage, i int, seen map[string]bool) ([]msg, *opena
 		if err := json.Unmarshal(content, &s); err != nil {
 			return nil, openai.BadRequest("messages", "messages.%d.content: invalid string", i)
 		}
-		return []msg{{Role: h.Role, Content: s}}, nil
+		return []openai.Message{{Role: h.Role, Content: s}}, nil
 	}
 	var blocks []block
 	if err := json.Unmarshal(content, &blocks); err != nil || len(content) == 0 {
 		return nil, openai.BadRequest("messages", "messages.%d.content: must be a string or a list of content blocks", i)
 	}
-	var out []msg
-	main := msg{Role: h.Role}
+	var out []openai.Message
+	main := openai.Message{Role: h.Role}
 	for j, b := range blocks {
 		where := fmt.Sprintf("messages.%d.content.%d", i, j)
 		switch b.Type {
@@ -291,7 +273,7 @@ func mapMessage(raw json.RawMessage, i int, seen map[string]bool) ([]msg, *opena
 				}
 				args = string(bytes.TrimSpace(b.Input))
 			}
-			var tc toolCall
+			var tc openai.ToolCallItem
 			tc.ID, tc.Type = b.ID, "function"
 			tc.Function.Name, tc.Function.Arguments = b.Name, args
 			main.ToolCalls = append(main.ToolCalls, tc)
@@ -310,7 +292,7 @@ func mapMessage(raw json.RawMessage, i int, seen map[string]bool) ([]msg, *opena
 			if b.IsError {
 				text = "Error: " + text
 			}
-			out = append(out, msg{Role: "tool", Content: text, ToolCallID: b.ToolUseID})
+			out = append(out, openai.Message{Role: "tool", Content: text, ToolCallID: b.ToolUseID})
 		case "image", "document", "search_result":
 			return nil, openai.BadRequest("messages", "%s: %s blocks are not supported by this server", where, b.Type)
 		case "":

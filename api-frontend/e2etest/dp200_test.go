@@ -102,6 +102,7 @@ func TestDP200(t *testing.T) {
 	startEngine(t, addrA, "--sim-step-ms", "5")
 	engB := startEngine(t, addrB, "--sim-step-ms", "5")
 	base, _ := startFrontend(t, addrA+","+addrB, "--engine-liveness-timeout", "2s")
+	waitEnginesUp(t, base, 2, 30*time.Second)
 	obsA, obsB := dialObserver(t, addrA, "dp200-observer-a"), dialObserver(t, addrB, "dp200-observer-b")
 
 	// 200 concurrent streams
@@ -183,4 +184,32 @@ func TestDP200(t *testing.T) {
 	if got := engineStats(t, obsA).FinishedRequests - aBefore; got != after {
 		t.Fatalf("engine A finished %d of the %d requests sent after the kill", got, after)
 	}
+}
+
+// waitEnginesUp waits until the frontend at base reports n engines up
+// (sluice_frontend_engine_up in /metrics): /health turns 200 as soon as one
+// engine is up, so a test that needs every engine waits for this.
+func waitEnginesUp(t *testing.T, base string, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	up := 0
+	for time.Now().Before(deadline) {
+		up = 0
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				if strings.HasPrefix(line, "sluice_frontend_engine_up{") && strings.HasSuffix(line, " 1") {
+					up++
+				}
+			}
+			resp.Body.Close()
+		}
+		if up >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%d of %d engines up after %v", up, n, timeout)
 }

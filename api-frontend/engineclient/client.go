@@ -33,21 +33,29 @@ var ErrNoEngine = errors.New("engineclient: no engine is ready")
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("engineclient: closed")
 
-// Event is a change in an engine connection's state.
-type Event struct {
-	Up     bool      // the engine is (again) ready; Ready holds its facts
-	Ready  ipc.Ready // valid when Up
-	Reason string    // why it went down
-}
+// Event is a change in an engine connection's state (up with its READY
+// facts, or down with a reason).
+type Event = ipc.ConnEvent
 
-// Transport is one engine connection.
-type Transport interface {
+// EngineConn is everything the client needs of one engine connection: send
+// request and abort frames, receive the engine's output batches and its
+// liveness events, run a utility call, and close. The client never sees how
+// frames travel: ipc/zmqtransport's EngineConn (a ZeroMQ DEALER owned by a C
+// pump thread) implements it, and unit tests use an in-memory one.
+//
+// An EngineConn that also has Recycle(*ipc.Outputs) gets each batch back
+// once its outputs are dispatched and nothing refers into it (no logprobs),
+// to decode a later batch into.
+type EngineConn interface {
 	// Send sends an ADD, ABORT or UTILITY frame; it fails when the engine
 	// is not ready.
 	Send(kind ipc.Kind, msg any) error
-	// Outputs delivers the engine's batches, one per step.
+	// Outputs delivers the engine's batches, one per step, in order; it is
+	// closed after Close.
 	Outputs() <-chan *ipc.Outputs
-	// Events delivers state changes.
+	// Events delivers up/down changes (the engine answered READY; it went
+	// silent, parked this frontend, shut down or refused us); it is closed
+	// after Close.
 	Events() <-chan Event
 	// Call runs a utility method on the engine and waits for its result.
 	Call(method string, args []byte, timeout time.Duration) (*ipc.UtilityResult, error)
@@ -56,6 +64,10 @@ type Transport interface {
 	// Close ends the connection.
 	Close()
 }
+
+// Transport is EngineConn's former name, kept for the callers and tests
+// written against it.
+type Transport = EngineConn
 
 // Sink receives the outputs of one request. Output and Fail run on the
 // engine's output goroutine (Fail may also run on Close's goroutine); they
@@ -106,7 +118,7 @@ type Client struct {
 
 type engine struct {
 	idx int
-	t   Transport
+	t   EngineConn
 
 	mu     sync.Mutex
 	sinks  map[string]Sink
@@ -123,8 +135,9 @@ type engine struct {
 	batchPF    []Prefetcher // output goroutine only
 }
 
-// New returns a Client over ts; call Start to begin reading.
-func New(ts []Transport, opts Options) *Client {
+// New returns a Client over the engine connections ts; call Start to begin
+// reading.
+func New(ts []EngineConn, opts Options) *Client {
 	c := &Client{opts: opts}
 	for i, t := range ts {
 		e := &engine{idx: i, t: t, sinks: make(map[string]Sink)}
@@ -323,7 +336,7 @@ func (c *Client) readOutputs(e *engine) {
 	}
 }
 
-// recycler is a Transport that can reuse a batch's memory once the client
+// recycler is an EngineConn that can reuse a batch's memory once the client
 // is done with it.
 type recycler interface {
 	Recycle(*ipc.Outputs)
@@ -442,7 +455,7 @@ func (e *engine) failAll(reason string) {
 	}
 }
 
-// Close fails every open request, closes the transports and waits for the
+// Close fails every open request, closes the engine connections and waits for the
 // goroutines.
 func (c *Client) Close() {
 	if c.closed.Swap(true) {

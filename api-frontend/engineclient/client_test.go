@@ -9,7 +9,9 @@ import (
 	"github.com/sluice-llm/sluice/ipc"
 )
 
-type fakeTransport struct {
+// memConn is an in-memory EngineConn: the test double at the process edge
+// (the e2e suites drive the client over real ZeroMQ).
+type memConn struct {
 	mu      sync.Mutex
 	up      bool
 	sent    []ipc.Kind
@@ -18,11 +20,11 @@ type fakeTransport struct {
 	events  chan Event
 }
 
-func newFake() *fakeTransport {
-	return &fakeTransport{up: true, outputs: make(chan *ipc.Outputs, 8), events: make(chan Event, 8)}
+func newFake() *memConn {
+	return &memConn{up: true, outputs: make(chan *ipc.Outputs, 8), events: make(chan Event, 8)}
 }
 
-func (f *fakeTransport) Send(kind ipc.Kind, msg any) error {
+func (f *memConn) Send(kind ipc.Kind, msg any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.up {
@@ -34,15 +36,15 @@ func (f *fakeTransport) Send(kind ipc.Kind, msg any) error {
 	}
 	return nil
 }
-func (f *fakeTransport) Outputs() <-chan *ipc.Outputs { return f.outputs }
-func (f *fakeTransport) Events() <-chan Event         { return f.events }
-func (f *fakeTransport) Ready() (ipc.Ready, bool) {
+func (f *memConn) Outputs() <-chan *ipc.Outputs { return f.outputs }
+func (f *memConn) Events() <-chan Event         { return f.events }
+func (f *memConn) Ready() (ipc.Ready, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ipc.Ready{MaxModelLen: 100}, f.up
 }
-func (f *fakeTransport) Close() { close(f.outputs); close(f.events) }
-func (f *fakeTransport) Call(string, []byte, time.Duration) (*ipc.UtilityResult, error) {
+func (f *memConn) Close() { close(f.outputs); close(f.events) }
+func (f *memConn) Call(string, []byte, time.Duration) (*ipc.UtilityResult, error) {
 	return &ipc.UtilityResult{Result: []byte{1}}, nil
 }
 
@@ -81,7 +83,7 @@ func wait(t *testing.T, s *sink) {
 
 func TestPickLeastLoadedAndFailOnlyOwnRequests(t *testing.T) {
 	a, b := newFake(), newFake()
-	c := New([]Transport{a, b}, Options{})
+	c := New([]EngineConn{a, b}, Options{})
 	c.Start()
 	defer c.Close()
 	// engine 0 reports a heavy load; new requests go to engine 1
@@ -143,7 +145,7 @@ func TestPickLeastLoadedAndFailOnlyOwnRequests(t *testing.T) {
 func TestAddFailsWhenDown(t *testing.T) {
 	a := newFake()
 	a.up = false
-	c := New([]Transport{a}, Options{})
+	c := New([]EngineConn{a}, Options{})
 	c.Start()
 	defer c.Close()
 	if _, err := c.Pick(); !errors.Is(err, ErrNoEngine) {
@@ -154,20 +156,20 @@ func TestAddFailsWhenDown(t *testing.T) {
 	}
 }
 
-// recyclingTransport records the batches the client gives back.
-type recyclingTransport struct {
-	*fakeTransport
+// recyclingConn records the batches the client gives back.
+type recyclingConn struct {
+	*memConn
 	recycled chan *ipc.Outputs
 }
 
-func (r *recyclingTransport) Recycle(b *ipc.Outputs) { r.recycled <- b }
+func (r *recyclingConn) Recycle(b *ipc.Outputs) { r.recycled <- b }
 
 // TestRecycleAfterDispatch checks that a batch goes back to its transport
 // only after its sinks have run, and never when it carries logprobs (whose
 // top-k slices sinks keep).
 func TestRecycleAfterDispatch(t *testing.T) {
-	f := &recyclingTransport{newFake(), make(chan *ipc.Outputs, 4)}
-	c := New([]Transport{f}, Options{})
+	f := &recyclingConn{newFake(), make(chan *ipc.Outputs, 4)}
+	c := New([]EngineConn{f}, Options{})
 	c.Start()
 	defer c.Close()
 	s := newSink()

@@ -117,13 +117,13 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 			}
 		}
 	}
-	var transports []engineclient.Transport
+	var conns []engineclient.EngineConn // each a *zmqtransport.EngineConn
 	for _, a := range addrs {
 		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve})
 		if err != nil {
 			return fmt.Errorf("dial engine %s: %w", a, err)
 		}
-		transports = append(transports, engineclient.FromZMQ(conn))
+		conns = append(conns, conn)
 	}
 	metrics := server.NewMetrics(served)
 	jsonWS, err := constraint.ParseWhitespace(cfg.StructuredOutputsWhitespace)
@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	}
 	defer closeStore()
 	var srv *server.Server
-	client := engineclient.New(transports, engineclient.Options{
+	client := engineclient.New(conns, engineclient.Options{
 		OnBatch: metrics.Batch,
 		OnState: func(engine int, up bool, reason string) {
 			if srv != nil {

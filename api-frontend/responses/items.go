@@ -8,43 +8,25 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 )
 
-// msg is one chat message as the chat template takes it.
-type msg struct {
-	Role             string     `json:"role"`
-	Content          string     `json:"content"`
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string     `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // builder turns Responses items into chat messages: function calls and
 // reasoning join the assistant message they belong to.
 type builder struct {
-	out    []msg
+	out    []openai.Message
 	open   Opener
-	cur    *msg   // the assistant message being built
-	reason string // reasoning waiting for the next assistant message
+	cur    *openai.Message // the assistant message being built
+	reason string          // reasoning waiting for the next assistant message
 	calls  map[string]bool
 }
 
-func (b *builder) add(m msg) {
+func (b *builder) add(m openai.Message) {
 	b.flush()
 	b.out = append(b.out, m)
 }
 
 // assistant returns the assistant message being built, starting one.
-func (b *builder) assistant() *msg {
+func (b *builder) assistant() *openai.Message {
 	if b.cur == nil {
-		b.cur = &msg{Role: "assistant", ReasoningContent: b.reason}
+		b.cur = &openai.Message{Role: "assistant", ReasoningContent: b.reason}
 		b.reason = ""
 	}
 	return b.cur
@@ -98,7 +80,7 @@ func (b *builder) item(raw json.RawMessage, where string) *openai.Error {
 			}
 			a.Content += text
 		case "user", "system", "developer":
-			b.add(msg{Role: it.Role, Content: text})
+			b.add(openai.Message{Role: it.Role, Content: text})
 		default:
 			return openai.BadRequest("input", "%s.role must be user, assistant, system or developer, got %q", where, it.Role)
 		}
@@ -106,7 +88,7 @@ func (b *builder) item(raw json.RawMessage, where string) *openai.Error {
 		if it.CallID == "" || it.Name == "" || it.Arguments == nil {
 			return openai.BadRequest("input", "%s: a function_call needs call_id, name and arguments", where)
 		}
-		var tc toolCall
+		var tc openai.ToolCallItem
 		tc.ID, tc.Type = it.CallID, "function"
 		tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
 		a := b.assistant()
@@ -126,7 +108,7 @@ func (b *builder) item(raw json.RawMessage, where string) *openai.Error {
 		if !ok {
 			return openai.BadRequest("input", "%s.output must be a string or a list of text parts", where)
 		}
-		b.add(msg{Role: "tool", Content: out, ToolCallID: it.CallID})
+		b.add(openai.Message{Role: "tool", Content: out, ToolCallID: it.CallID})
 	case "reasoning":
 		text, e := b.reasoningText(&it, where)
 		if e != nil {

@@ -184,7 +184,7 @@ func Map(r *Request, history []json.RawMessage, open Opener) (*Mapped, *openai.E
 			return nil, openai.BadRequest("instructions", "instructions must be a string")
 		}
 		if s != "" {
-			b.add(msg{Role: "system", Content: s})
+			b.add(openai.Message{Role: "system", Content: s})
 		}
 	}
 	input, e := inputItems(r.Input)

@@ -1,14 +1,16 @@
 package kvcache
 
+import "github.com/sluice-llm/sluice/engine-core/internal/splitmix"
+
 // HashBlock returns the chained hash of one full block: a digest of the
 // parent block's hash (NoHash for the first block) and the block's token
 // ids. Equal prefixes give equal chains. The result is never NoHash.
 func HashBlock(parent uint64, tokens []int32) uint64 {
-	h := mix(parent ^ 0x9e3779b97f4a7c15)
+	h := splitmix.Mix(parent ^ splitmix.Golden)
 	for _, t := range tokens {
-		h = mix(h ^ uint64(uint32(t)))
+		h = splitmix.Mix(h ^ uint64(uint32(t)))
 	}
-	h = mix(h ^ uint64(len(tokens)))
+	h = splitmix.Mix(h ^ uint64(len(tokens)))
 	if h == NoHash {
 		h = 1
 	}
@@ -27,14 +29,4 @@ func AppendHashes(dst []uint64, tokens []int32, blockSize int) []uint64 {
 		dst = append(dst, parent)
 	}
 	return dst
-}
-
-// mix is the splitmix64 finaliser.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

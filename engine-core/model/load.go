@@ -605,6 +605,10 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
+	if c.RopeScaling == nil && len(c.RopeFreqFactors) == 0 && (c.MoE == nil || c.MoE.YaRN == nil) {
+		// unscaled RoPE: llama.cpp's angles, for bit-exact rotations
+		table = kernels.RoPETableGGML(c.MaxPos, c.HeadDim, c.RopeTheta)
+	}
 	if f := float32(c.RopeAttnFactor()); f != 1 {
 		for i := range table {
 			table[i] *= f

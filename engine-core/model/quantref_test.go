@@ -14,21 +14,34 @@ import (
 )
 
 // quantRefTolerance is the largest difference in log-probability allowed
-// against llama.cpp's server on its own quantized files. Issue 17's target
-// is 0.08, reachable only with activations quantized exactly as llama.cpp
-// quantizes them (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K for k-quants),
-// which is the CPU kernels' business; with the stored weights decoded
-// exactly and F32 activations the files measure 0.10 (Q8_0) to 0.22
-// (Q6_K), against 0.12 to 0.28 when the loader re-quantized k-quants to
-// Q8_0. TODO(issue 17): 0.08 once the kernels quantize as llama.cpp.
-const quantRefTolerance = 0.25
+// against llama.cpp's server on its own quantized files, on the CPU
+// backend's served configuration (issue 17's bound). It holds because that
+// configuration computes as ggml does where rounding happens: activations
+// quantized to int8 exactly as ggml's quantize_row_q8_0/q8_K, RMSNorm's
+// sum in float64, an F16 KV cache whose queries and probabilities are
+// rounded to float16 before their products (see kernels/cpu's package
+// doc). The remaining differences come from float32 summation order, which
+// now and then moves an int8 or float16 rounding by one step; this random
+// model amplifies such a step to a few hundredths (measured: at most 0.06
+// with the AVX2 kernels, whose reductions are not ggml's).
+const quantRefTolerance = 0.08
 
-// quantRefMargin: a step whose top two llama.cpp log-probabilities are
-// closer than this is a near-tie that the activation rounding may flip
-// (each side may move by the per-token differences measured, up to 0.13 on
-// a chosen id), so only steps with a wider margin must choose llama.cpp's
-// id.
-const quantRefMargin = 0.25
+// quantRefTolerancePlain is the bound with the plain-Go kernels, which
+// also sum in the order of ggml's AVX2 kernels (integer products, F16
+// attention, softmax): they reproduce llama.cpp's reference to 4 decimals
+// on all five files (measured 0.0000).
+const quantRefTolerancePlain = 0.01
+
+// quantRefToleranceRef is the bound for the reference backend (exact F32
+// activations and cache): llama.cpp's own rounding moves its
+// log-probabilities by up to 0.22 from the exact product on these files.
+const quantRefToleranceRef = 0.25
+
+// quantRefMarginRef: a step whose top two llama.cpp log-probabilities are
+// closer than this is a near-tie that the reference backend's exact
+// arithmetic may resolve differently; the served configuration must choose
+// llama.cpp's id at every step.
+const quantRefMarginRef = 0.25
 
 // llamaCppRun is one prompt of kq20m-llamacpp-reference.json: what
 // llama.cpp's server returned for 8 greedy steps.
@@ -61,12 +74,14 @@ func logSoftmax(logits []float32) []float64 {
 
 // TestQuantRefAgainstLlamaCpp loads each of llama.cpp's quantized files in
 // ../shared/models/quant-ref and checks, at every step of llama.cpp's own
-// greedy run (fed the same tokens), the same chosen id (where llama.cpp's
-// own margin is not a near-tie) and every one of its top-10
-// log-probabilities within quantRefTolerance. Both the served CPU
-// configuration (8-bit activations for Q8_0 products and an F16 KV cache,
-// as llama.cpp; the runner's "auto" KV type for quantized models) and the
-// reference backend (exact F32 activations) are checked.
+// greedy run (fed the same tokens), the same chosen id and every one of
+// its top-10 log-probabilities within quantRefTolerance on the served CPU
+// configuration (int8 activations for every block-quantized product and an
+// F16 KV cache, as llama.cpp; the runner's "auto" KV type for quantized
+// models), with its assembly kernels and with their plain-Go twins. The
+// reference backend (exact F32 activations) is checked within the looser
+// quantRefToleranceRef, which measures how far llama.cpp's own rounding
+// is from the exact product.
 func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 	dir := filepath.Join(testenv.SharedModels(t), "quant-ref")
 	b, err := os.ReadFile(filepath.Join(dir, "kq20m-llamacpp-reference.json"))
@@ -90,13 +105,17 @@ func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 		t.Fatalf("want the 5 quantized files of the README, found %v", files)
 	}
 	backends := []struct {
-		name string
-		new  func() kernels.Backend
+		name        string
+		new         func() kernels.Backend
+		tol, margin float64
 	}{
 		{"cpu-served", func() kernels.Backend {
 			return cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true, KVF16: true})
-		}},
-		{"ref", func() kernels.Backend { return kernels.NewRef() }},
+		}, quantRefTolerance, 0},
+		{"cpu-served-plain", func() kernels.Backend {
+			return cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true, KVF16: true, Plain: true})
+		}, quantRefTolerancePlain, 0},
+		{"ref", func() kernels.Backend { return kernels.NewRef() }, quantRefToleranceRef, quantRefMarginRef},
 	}
 	for _, file := range files {
 		for _, bk := range backends {
@@ -126,7 +145,7 @@ func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 							}
 						}
 						margin := st.TopLogprobs[0][1] - st.TopLogprobs[1][1]
-						if int32(best) != st.ChosenID && margin > quantRefMargin {
+						if int32(best) != st.ChosenID && margin >= bk.margin {
 							t.Errorf("prompt %d step %d: chose %d (%.4f), llama.cpp %d (%.4f; ours %.4f)",
 								ri, si, best, lp[best], st.ChosenID, st.ChosenLogprob, lp[st.ChosenID])
 						}
@@ -138,9 +157,9 @@ func TestQuantRefAgainstLlamaCpp(t *testing.T) {
 							if k < 5 {
 								maxTop5 = math.Max(maxTop5, d)
 							}
-							if d > quantRefTolerance {
+							if d > bk.tol {
 								t.Errorf("prompt %d step %d id %d: log-probability %.4f, llama.cpp %.4f (|Δ| %.4f > %.2f)",
-									ri, si, id, lp[id], want, d, quantRefTolerance)
+									ri, si, id, lp[id], want, d, bk.tol)
 							}
 						}
 					}

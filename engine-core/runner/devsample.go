@@ -82,12 +82,10 @@ func minTokensActive(in *sample.Input, p *ipc.SamplingParams) bool {
 	return len(p.StopTokenIDs) > 0 || (!p.IgnoreEOS && len(in.EOS) > 0)
 }
 
-// uniform64 is the host sampler's random number for output position pos of
-// a request seeded with seed: it must stay identical to package sample's
-// uniform (TestUniformMatchesHostSampler checks it).
+// uniform64 is the host sampler's random number (sample.Uniform) for output
+// position pos of a request seeded with seed; negative positions draw as 0.
 func uniform64(seed uint64, pos int) float64 {
-	x := splitmix(seed ^ splitmix(uint64(max(pos, 0))+0x9e3779b97f4a7c15))
-	return float64(x>>11) * (1.0 / (1 << 53))
+	return sample.Uniform(seed, uint64(max(pos, 0)))
 }
 
 // drawUniform is uniform64 rounded to float32 and kept below 1.
@@ -97,17 +95,6 @@ func drawUniform(seed uint64, pos int) float32 {
 		u = math.Nextafter32(1, 0)
 	}
 	return u
-}
-
-// splitmix is the splitmix64 finaliser.
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // executeDevice is Execute on a backend that samples on the device: the

@@ -640,8 +640,9 @@ func (s *worker) logprobs(tok int32, k int, lp *ipc.TokenLogprobs, ids []int32, 
 }
 
 // topK appends to ids and lps (empty, capacity k) the k largest of vals,
-// with their ids from cand, in descending order; ties keep the earlier
-// candidate first, NaNs are skipped.
+// with their ids from cand (or their indexes when cand is nil), in
+// descending order; ties keep the earlier candidate first, NaNs are
+// skipped.
 func topK(cand []int32, vals []float32, k int, ids []int32, lps []float32) ([]int32, []float32) {
 	for c, v := range vals {
 		if v != v || (len(lps) == k && !(v > lps[k-1])) {
@@ -658,7 +659,11 @@ func topK(cand []int32, vals []float32, k int, ids []int32, lps []float32) ([]in
 			lps[j], ids[j] = lps[j-1], ids[j-1]
 			j--
 		}
-		lps[j], ids[j] = v, cand[c]
+		id := int32(c)
+		if cand != nil {
+			id = cand[c]
+		}
+		lps[j], ids[j] = v, id
 	}
 	return ids, lps
 }
@@ -681,25 +686,7 @@ func (s *worker) logprobsScalar(tok int32, k int, lp *ipc.TokenLogprobs, ids []i
 	lp.Logprob = float32(float64(tv) - lse)
 	lp.Rank = rank
 	if k > 0 {
-		// Insertion into a sorted list of at most k (descending; ties keep
-		// the lower id first).
-		for i, v := range raw {
-			if v != v || (len(lps) == k && !(v > lps[k-1])) {
-				continue
-			}
-			j := len(lps)
-			if j < k {
-				lps = append(lps, 0)
-				ids = append(ids, 0)
-			} else {
-				j = k - 1
-			}
-			for j > 0 && v > lps[j-1] {
-				lps[j], ids[j] = lps[j-1], ids[j-1]
-				j--
-			}
-			lps[j], ids[j] = v, int32(i)
-		}
+		ids, lps = topK(nil, raw, k, ids, lps)
 		for i := range lps {
 			lps[i] = float32(float64(lps[i]) - lse)
 		}

@@ -219,7 +219,7 @@ func (s *worker) sampleRow(row []float32, in *Input, res *Result, ids []int32, l
 		tok = argmax(row)
 	} else {
 		pos := len(in.History) - in.NumPrompt
-		tok = s.draw(row, p, uniform(in.Seed, uint64(max(pos, 0))))
+		tok = s.draw(row, p, Uniform(in.Seed, uint64(max(pos, 0))))
 	}
 	res.Token = tok
 	if wantLP {

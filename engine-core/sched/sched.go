@@ -55,6 +55,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluice-llm/sluice/engine-core/internal/splitmix"
+
 	"github.com/sluice-llm/sluice/engine-core/kvcache"
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/ipc"
@@ -299,7 +301,7 @@ func (s *Scheduler) Add(req *ipc.AddRequest, now float64) error {
 		r.seed = uint64(p.Seed)
 	} else {
 		s.rng += 0x9e3779b97f4a7c15
-		r.seed = splitmix(s.rng)
+		r.seed = splitmix.Mix(s.rng)
 	}
 	r.tokens = make([]int32, n, n+min(maxOut, 1024))
 	copy(r.tokens, req.PromptTokenIDs)
@@ -685,14 +687,4 @@ func (s *Scheduler) Stats() ipc.SchedulerStats {
 		PromptTokens:     s.promptToks,
 		FinishedRequests: s.finished,
 	}
-}
-
-// splitmix is the splitmix64 finaliser.
-func splitmix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

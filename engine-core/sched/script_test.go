@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-llm/sluice/engine-core/internal/splitmix"
 	"github.com/sluice-llm/sluice/engine-core/kvcache"
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/ipc"
@@ -190,7 +191,7 @@ func makePrompt(id string, n int, prefix string) []int32 {
 			seed = seed*131 + uint64(c)
 		}
 		for i := 0; i < ln && len(out) < n; i++ {
-			out = append(out, int32(10+splitmix(seed+uint64(i))%500))
+			out = append(out, int32(10+splitmix.Mix(seed+uint64(i))%500))
 		}
 	}
 	seed := uint64(7)
@@ -198,7 +199,7 @@ func makePrompt(id string, n int, prefix string) []int32 {
 		seed = seed*131 + uint64(c)
 	}
 	for i := 0; len(out) < n; i++ {
-		out = append(out, int32(600+splitmix(seed+uint64(i)+1<<20)%300))
+		out = append(out, int32(600+splitmix.Mix(seed+uint64(i)+1<<20)%300))
 	}
 	return out
 }

@@ -52,6 +52,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-llm/sluice/engine-core/internal/splitmix"
+
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/engine-core/sched"
 	"github.com/sluice-llm/sluice/ipc"
@@ -380,11 +382,5 @@ func (e *Executor) Release(id string) { delete(e.scripts, id) }
 
 // mix derives a 64-bit value from (seed, pos) with splitmix64.
 func mix(seed, pos uint64) uint64 {
-	x := seed ^ (pos+1)*0x9e3779b97f4a7c15
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix(seed ^ (pos+1)*splitmix.Golden)
 }

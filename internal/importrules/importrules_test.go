@@ -83,6 +83,32 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// hidden lists, per package, packages it must not depend on (transitively)
+// although its tree may: they stay behind an interface.
+var hidden = map[string][]string{
+	// The engine client sees an engine connection only as its EngineConn
+	// interface; ZeroMQ and the C pump stay in ipc/zmqtransport.
+	"api-frontend/engineclient": {"ipc/zmqtransport"},
+}
+
+func TestHiddenPackages(t *testing.T) {
+	for pkg, deny := range hidden {
+		out, err := exec.Command("go", "list", "-f", `{{join .Deps ","}}`, mod+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Split(strings.TrimSpace(string(out)), ",")
+		if !contains(deps, mod+"ipc") {
+			t.Fatalf("go list %s: deps %q lack ipc; the check would be vacuous", pkg, deps)
+		}
+		for _, d := range deny {
+			if contains(deps, mod+d) {
+				t.Errorf("%s depends on %s, which must stay behind an interface", pkg, d)
+			}
+		}
+	}
+}
+
 // TestRuleCatchesViolation makes sure the checker is not vacuous.
 func TestRuleCatchesViolation(t *testing.T) {
 	if contains(allowed["engine-core"], "api-frontend") || contains(allowed["api-frontend"], "engine-core") {

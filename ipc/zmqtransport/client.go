@@ -41,14 +41,11 @@ type ClientConfig struct {
 	AllowModelChange bool
 }
 
-// ConnEvent reports a change of the engine connection's state.
-type ConnEvent struct {
-	// Up is true once READY arrived, false when the engine went away
-	// (silent, SHUTDOWN, restarted, or rejected the HELLO).
-	Up     bool
-	Ready  ipc.Ready
-	Reason string
-}
+// ConnEvent reports a change of the engine connection's state (up with its
+// READY facts, or down with a reason: silent, parked, SHUTDOWN, restarted,
+// or the HELLO refused). It is ipc.ConnEvent, so that EngineConn satisfies
+// the frontend's engineclient.EngineConn interface without an adapter.
+type ConnEvent = ipc.ConnEvent
 
 // EngineConn is a frontend's connection to one engine: a DEALER owned by a
 // C pump thread (see cPump), an I/O goroutine, which says HELLO until

@@ -18,9 +18,11 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 }
 
 // checkAttentionKV is checkAttention with, when half, the CPU backend's
-// F16 KV cache: keys and values are drawn already rounded to float16, so
-// the reference (F32 cache) sees the same numbers and only float32
-// rounding may differ.
+// F16 KV cache: queries, keys and values are drawn already rounded to
+// float16, so the reference (F32 cache) sees the same numbers; the CPU
+// backend also rounds each probability to float16 (as ggml does), which
+// moves an output by at most 2⁻¹¹ of Σ p·|v|, so the tolerance is 1e-3
+// there (1e-4 otherwise).
 func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool) {
 	t.Helper()
 	checkAttentionWindow(t, r, nseq, kvHeads, group, hd, bs, half, 0, false)
@@ -62,7 +64,7 @@ func checkAttentionWindow(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, 
 	q0, k0, v0 := randF(r, n*heads*hd), randF(r, n*kvHeads*hd), randF(r, n*kvHeads*hd)
 	kc0, vc0 := randF(r, slots*kvHeads*hd), randF(r, slots*kvHeads*hd)
 	if half {
-		for _, xs := range [][]float32{k0, v0, kc0, vc0} {
+		for _, xs := range [][]float32{q0, k0, v0, kc0, vc0} {
 			for i, x := range xs {
 				xs[i] = quant.F16ToF32(quant.F32ToF16(x))
 			}
@@ -106,8 +108,12 @@ func checkAttentionWindow(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, 
 		b := New(Options{Threads: 2, Plain: plain, KVF16: half})
 		got := run(b)
 		b.Close()
+		tol := float32(1e-4)
+		if half {
+			tol = 1e-3
+		}
 		for i := range want {
-			if !close32(got[i], want[i], 1e-4) {
+			if !close32(got[i], want[i], tol) {
 				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v window=%d sinks=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, window, sinks, i, got[i], want[i])
 			}
 		}
@@ -180,11 +186,21 @@ func FuzzAttention(f *testing.F) {
 // the 110M shape (12 layers, 12 heads of 64) for 16 sequences of 200
 // cached positions, each layer with its own cache and block tables
 // scattered over it, so that keys and values stream from memory as in a
-// real step (236 MB of K and V).
+// real step (236 MB of K and V; half of it with an F16 cache).
 func BenchmarkAttentionDecode(b *testing.B) {
+	for _, half := range []bool{false, true} {
+		name := "kv=f32"
+		if half {
+			name = "kv=f16"
+		}
+		b.Run(name, func(b *testing.B) { benchAttentionDecode(b, half) })
+	}
+}
+
+func benchAttentionDecode(b *testing.B, half bool) {
 	const nseq, ctx, heads, hd, bs, layers = 16, 200, 12, 64, 16, 12
 	r := rand.New(rand.NewPCG(5, 5))
-	be := New(Options{})
+	be := New(Options{KVF16: half})
 	defer be.Close()
 	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
 	nb := (ctx + bs - 1) / bs
@@ -201,9 +217,17 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	type layer struct{ kc, vc kernels.Tensor }
 	var ls []layer
 	for l := 0; l < layers; l++ {
-		kc, vc := be.Alloc(slots, heads*hd), be.Alloc(slots, heads*hd)
-		copy(be.ToHost(kc, slots), randF(r, slots*heads*hd))
-		copy(be.ToHost(vc, slots), randF(r, slots*heads*hd))
+		kc, vc := be.AllocKV(slots, heads*hd), be.AllocKV(slots, heads*hd)
+		for _, c := range []kernels.Tensor{kc, vc} {
+			h, src := c.(*kernels.Host), randF(r, slots*heads*hd)
+			if half {
+				for i, x := range src {
+					h.H[i] = quant.F32ToF16(x)
+				}
+			} else {
+				copy(h.F, src)
+			}
+		}
 		ls = append(ls, layer{kc, vc})
 	}
 	q, o := be.Alloc(nseq, heads*hd), be.Alloc(nseq, heads*hd)
@@ -215,7 +239,11 @@ func BenchmarkAttentionDecode(b *testing.B) {
 			be.Attention(o, q, l.kc, l.vc, a, sh)
 		}
 	}
-	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*4/b.Elapsed().Seconds()/1e9, "GB/s")
+	eb := 4
+	if half {
+		eb = 2
+	}
+	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*float64(eb)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
 }
 
@@ -265,6 +293,152 @@ func TestAttentionWindowReadsOnlyWindow(t *testing.T) {
 				}
 			}
 			be.Close()
+		}
+	}
+}
+
+// TestSoftmaxF16 checks the F16-cache softmax: every probability is a
+// float16 value within one float16 step of the exact softmax, and
+// they sum to 1 within the float16 roundings.
+func TestSoftmaxF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 17))
+	for _, n := range []int{1, 2, 7, 32, 100} {
+		x := randF(r, n)
+		for i := range x {
+			x[i] *= 20
+		}
+		const scale = 0.125
+		mx := math.Inf(-1)
+		for _, v := range x {
+			mx = math.Max(mx, float64(v)*scale)
+		}
+		exact := make([]float64, n)
+		var sum float64
+		for i, v := range x {
+			exact[i] = math.Exp(float64(v)*scale - mx)
+			sum += exact[i]
+		}
+		p := append([]float32(nil), x...)
+		softmaxF16(p, scale)
+		var total float64
+		for i, v := range p {
+			if quant.F16ToF32(quant.F32ToF16(v)) != v {
+				t.Fatalf("n=%d p[%d] = %v is not a float16 value", n, i, v)
+			}
+			want := exact[i] / sum
+			if d := math.Abs(float64(v) - want); d > math.Max(want*(1.0/1024), 6e-8) {
+				t.Fatalf("n=%d p[%d] = %v, exact %v", n, i, v, want)
+			}
+			total += float64(v)
+		}
+		if math.Abs(total-1) > float64(n)/2048 {
+			t.Fatalf("n=%d: probabilities sum to %v", n, total)
+		}
+	}
+}
+
+// TestAttentionF16RoundsQuery checks that with an F16 cache the query is
+// rounded to float16 before its products with the keys (as ggml does): a
+// query and its float16 rounding give the same output bit for bit, while
+// with an F32 cache they do not.
+func TestAttentionF16RoundsQuery(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 4))
+	const heads, hd, ctx = 2, 16, 5
+	a := &kernels.AttnBatch{QStart: []int32{0, 1}, CtxLen: []int32{ctx}, Tables: []int32{0}, TableStart: []int32{0, 1}, BlockSize: 8, Slots: []int32{ctx - 1}}
+	k0, v0, kc0, vc0 := randF(r, heads*hd), randF(r, heads*hd), randF(r, 8*heads*hd), randF(r, 8*heads*hd)
+	q0 := randF(r, heads*hd)
+	q16 := make([]float32, len(q0))
+	for i, v := range q0 {
+		q0[i] = v + 1e-4 // not a float16 value
+		q16[i] = quant.F16ToF32(quant.F32ToF16(q0[i]))
+	}
+	sh := kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.25}
+	for _, half := range []bool{true, false} {
+		b := New(Options{Threads: 1, KVF16: half})
+		run := func(q []float32) []float32 {
+			mk := func(rows int, src []float32) kernels.Tensor {
+				tt := b.Alloc(rows, heads*hd)
+				copy(b.ToHost(tt, rows), src)
+				return tt
+			}
+			kc, vc := b.AllocKV(8, heads*hd), b.AllocKV(8, heads*hd)
+			for _, c := range []struct {
+				t   kernels.Tensor
+				src []float32
+			}{{kc, kc0}, {vc, vc0}} {
+				h := c.t.(*kernels.Host)
+				for i, x := range c.src {
+					if half {
+						h.H[i] = quant.F32ToF16(x)
+					} else {
+						h.F[i] = x
+					}
+				}
+			}
+			o := b.Alloc(1, heads*hd)
+			b.WriteKV(kc, vc, mk(1, k0), mk(1, v0), a)
+			b.Attention(o, mk(1, q), kc, vc, a, sh)
+			return append([]float32(nil), b.ToHost(o, 1)...)
+		}
+		g, w := run(q0), run(q16)
+		same := true
+		for i := range g {
+			same = same && g[i] == w[i]
+		}
+		b.Close()
+		if same != half {
+			t.Fatalf("half=%v: outputs of a query and its float16 rounding equal: %v", half, same)
+		}
+	}
+}
+
+// TestF16OrderKernels checks the ggml-order F16 kernels (attn16.go)
+// against float64 products on every length class: whole 32-chunks, a
+// float64 tail, and the batched 8-lane order.
+func TestF16OrderKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 21))
+	for _, n := range []int{8, 32, 40, 64, 100, 128} {
+		q, kf := randF(r, n), randF(r, n)
+		k := make([]uint16, n)
+		var want float64
+		for i := range q {
+			q[i] = quant.F16ToF32(quant.F32ToF16(q[i]))
+			k[i] = quant.F32ToF16(kf[i])
+			want += float64(q[i]) * float64(quant.F16ToF32(k[i]))
+		}
+		for _, batched := range []bool{false, true} {
+			if got := dotF16Order(q, k, batched); math.Abs(float64(got)-want) > 1e-5*(1+math.Abs(want)) {
+				t.Fatalf("n=%d batched=%v: dot %v, want %v", n, batched, got, want)
+			}
+		}
+	}
+	// p·v over positions scattered in blocks of 4, 3 kv heads of 16
+	const hd, bs, heads = 16, 4, 3
+	for _, n := range []int{1, 7, 33, 70} {
+		p := randF(r, n)
+		nb := (n + bs - 1) / bs
+		table := make([]int32, nb)
+		for i, j := range r.Perm(nb + 2)[:nb] {
+			table[i] = int32(j)
+		}
+		v := make([]uint16, (nb+2)*bs*heads*hd)
+		for i := range v {
+			v[i] = quant.F32ToF16(float32(r.NormFloat64()))
+		}
+		off := hd // the second kv head
+		part := make([]float32, 32*hd)
+		for _, batched := range []bool{false, true} {
+			out := make([]float32, hd)
+			wsumF16Order(p, v, table, bs, heads*hd, off, out, part, batched)
+			for d := range out {
+				var want float64
+				for pos, w := range p {
+					want += float64(w) * float64(quant.F16ToF32(v[(int(table[pos/bs])*bs+pos%bs)*heads*hd+off+d]))
+				}
+				if math.Abs(float64(out[d])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("n=%d batched=%v d=%d: %v, want %v", n, batched, d, out[d], want)
+				}
+			}
 		}
 	}
 }

@@ -14,6 +14,20 @@
 // activation row of the batch (qmat.go), with activations quantized to
 // int8 once per MatMul for the block-quantized types.
 //
+// Where llama.cpp rounds, this backend rounds the same way, so that a
+// quantized model served here gives llama.cpp's log-probabilities (issue
+// 17: within 0.08 on llama.cpp's own files): activations meeting
+// block-quantized weights are quantized as ggml's Q8_0/Q8_K (qmat.go);
+// RMSNorm sums float32 squares in float64 and scales as ggml's rms_norm
+// (rmsScale); RoPE rotates with ggml's fused products (rotate) on a table
+// of ggml's angles (kernels.RoPETableGGML, chosen by the loader for
+// unscaled RoPE); and with an F16 KV cache (Options.KVF16), attention
+// rounds each query to float16 before its products with the keys and each
+// probability to float16 before its products with the values, as ggml's
+// mul_mat does with F16 operands (softmaxF16), and without AVX-512 sums
+// those products in ggml's order (attn16.go). What remains different is
+// the float32 summation order of the AVX2 integer kernels (see qmat.go).
+//
 // F32 matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
 // weight rows for batches (prefill and batched decode), a 1×4 tile for a
@@ -26,6 +40,7 @@ import (
 	"math"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // Options configure a Backend.
@@ -35,15 +50,18 @@ type Options struct {
 	Threads int
 	// Plain disables the assembly kernels (for tests and comparison).
 	Plain bool
-	// QuantizeActivations quantizes activation rows to Q8_0 (blocks of 32
-	// with a float32 scale) when fewer than 4 of them meet Q8_0 weights
-	// (decode), as llama.cpp does, and multiplies with integer dot products
-	// (AVX512_VNNI where present). The rounding adds at most d/2·Σ|w| per
-	// block to a product (d = block max|x|/127), typically under 0.5 %
-	// relative. Off, products equal the reference on the dequantized
-	// weights to float rounding.
+	// QuantizeActivations quantizes the activation rows that meet Q8_0
+	// weights to int8 as ggml's quantize_row_q8_0 does (blocks of 32,
+	// float16 scale), for any number of rows, and multiplies with integer
+	// dot products (AVX512_VNNI where present), as llama.cpp does. The
+	// rounding adds at most 0.57·d·Σ|w| per block to a product (d = block
+	// max|x|/127), typically under 0.5 % relative. Off, Q8_0 products equal
+	// the reference on the dequantized weights to float rounding. (The
+	// other block-quantized types always meet quantized activations.)
 	QuantizeActivations bool
-	// KVF16 makes AllocKV hold the KV cache as float16 (see kv16.go).
+	// KVF16 makes AllocKV hold the KV cache as float16 (see kv16.go);
+	// attention then also rounds queries and probabilities to float16, as
+	// ggml does with an F16 cache.
 	KVF16 bool
 }
 
@@ -147,9 +165,10 @@ func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
 
 // stored reports whether MatMul with w takes the stored-encoding path of
 // qmat.go: every type but F32 and Q8_0, and Q8_0 with quantized
-// activations for fewer than 4 rows (unless the weight carries decoded
-// scales for the AVX512_VNNI kernel) or, without AVX-512 (whose F32 tile
-// the float Q8_0 path feeds), for any number of rows.
+// activations (for any number of rows, so that prefill rounds its
+// activations as decode and llama.cpp do) unless the weight carries
+// decoded scales for the AVX512_VNNI kernel and there are fewer than 4
+// rows.
 func (b *Backend) stored(w *kernels.Host, n int) bool {
 	switch w.DT {
 	case kernels.F32:
@@ -158,10 +177,7 @@ func (b *Backend) stored(w *kernels.Host, n int) bool {
 		if !b.mm.q8act {
 			return false
 		}
-		if n < 4 {
-			return !(w.S != nil && b.k.vnni)
-		}
-		return !b.k.simd
+		return !(n < 4 && w.S != nil && b.k.vnni)
 	}
 	return true
 }
@@ -304,15 +320,29 @@ type normTask struct {
 	eps       float32
 }
 
+// rmsScale returns 1/sqrt(mean(x²)+eps) computed as ggml's rms_norm does
+// (float32 squares summed in float64, the mean rounded to float32, a
+// float32 square root): RMSNorm's output is then (x·scale)·w bit for bit
+// as llama.cpp's rms_norm followed by its multiplication by the weight,
+// which keeps the int8 activation rounding that follows (see qmat.go)
+// identical.
+func rmsScale(x []float32, eps float32) float32 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v * v)
+	}
+	mean := float32(ss / float64(len(x)))
+	return 1 / float32(math.Sqrt(float64(mean+eps)))
+}
+
 func (t *normTask) run(lo, hi, _ int) {
 	c := t.w.C
 	for i := lo; i < hi; i++ {
 		xr := t.x.F[i*c : (i+1)*c]
 		or := t.out.F[i*c : (i+1)*c]
-		ss := t.k.dot(xr, xr)
-		inv := float32(1 / math.Sqrt(float64(ss/float32(c)+t.eps)))
+		inv := rmsScale(xr, t.eps)
 		for j, v := range xr {
-			or[j] = v * inv * t.w.F[j]
+			or[j] = (v * inv) * t.w.F[j]
 		}
 	}
 }
@@ -362,19 +392,22 @@ func (t *ropeTask) run(lo, hi, _ int) {
 			if t.style == kernels.RoPEHalf {
 				lo, hi := head[:half], head[half:hd]
 				for j := range lo {
-					x0, x1 := lo[j], hi[j]
-					lo[j] = x0*cos[j] - x1*sin[j]
-					hi[j] = x0*sin[j] + x1*cos[j]
+					lo[j], hi[j] = rotate(lo[j], hi[j], cos[j], sin[j])
 				}
 			} else {
 				for j := 0; j < half; j++ {
-					x0, x1 := head[2*j], head[2*j+1]
-					head[2*j] = x0*cos[j] - x1*sin[j]
-					head[2*j+1] = x0*sin[j] + x1*cos[j]
+					head[2*j], head[2*j+1] = rotate(head[2*j], head[2*j+1], cos[j], sin[j])
 				}
 			}
 		}
 	}
+}
+
+// rotate returns (x0·c − x1·s, x0·s + x1·c) with each second product fused
+// into the first as ggml's compiled rope does (fma(x0, c, −x1·s),
+// fma(x0, s, x1·c)), so that the rotation equals llama.cpp's bit for bit.
+func rotate(x0, x1, c, s float32) (float32, float32) {
+	return fma32(x0, c, -(x1 * s)), fma32(x0, s, x1*c)
 }
 
 // Embed sets out row i to row tokens[i] of table.
@@ -454,20 +487,48 @@ func (t *attnTask) run(lo, hi, wk int) {
 		sq := int(t.rowSeq[i])
 		q1 := int(a.QStart[sq+1])
 		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
-		// a sliding-window layer reads only positions [first, ctx)
+		// a sliding-window layer reads only positions [first, ctx); sc[j]
+		// is position first+j
 		first := s.AttnFirst(ctx - 1)
-		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
-		if cap(t.scores[wk]) < ctx-first {
-			t.scores[wk] = make([]float32, ctx-first+256)
+		n := ctx - first
+		sink := float32(math.Inf(-1))
+		if s.Sinks != nil {
+			sink = s.Sinks[h]
 		}
-		sc := t.scores[wk][:ctx-first]
+		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+		if cap(t.scores[wk]) < n+33*hd {
+			t.scores[wk] = make([]float32, n+33*hd+256)
+		}
+		sc := t.scores[wk][:n]
 		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
 		off := (h / group) * hd
+		half := t.kc.DT == kernels.F16
+		if half {
+			// as ggml multiplies an F32 query with an F16 key cache: the
+			// query is rounded to float16 first
+			q16 := t.scores[wk][n : n+hd]
+			for d, v := range qh {
+				q16[d] = quant.F16ToF32(quant.F32ToF16(v))
+			}
+			qh = q16
+			if !t.k.simd {
+				// ggml's summation order (attn16.go)
+				batched := len(t.rowSeq) > 1
+				for p := first; p < ctx; p++ {
+					at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+					sc[p-first] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
+				}
+				softmaxF16Sink(sc, s.Scale, sink)
+				oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
+				part := t.scores[wk][n+hd : n+33*hd]
+				wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, off, first, oh, part, batched)
+				continue
+			}
+		}
 		// Blocks lie anywhere in the cache and a head's keys are kvDim
 		// apart, which defeats the hardware prefetcher: each block's rows
 		// are prefetched attnAhead blocks before use. Positions are walked
 		// in runs that stay inside one block: [p, end).
-		half := t.kc.DT == kernels.F16
 		pf := func(c *kernels.Host, p int) {
 			if p < ctx {
 				end := min(ctx, (p/bs+1)*bs)
@@ -498,9 +559,13 @@ func (t *attnTask) run(lo, hi, wk int) {
 			pf(t.vc, p)
 		}
 		var inv float32
-		if s.Sinks != nil {
-			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, s.Sinks[h])
-		} else {
+		switch {
+		case half:
+			softmaxF16Sink(sc, s.Scale, sink)
+			inv = 1
+		case s.Sinks != nil:
+			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, sink)
+		default:
 			inv = 1 / t.k.softmaxUnnorm(sc, s.Scale)
 		}
 		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
@@ -515,8 +580,10 @@ func (t *attnTask) run(lo, hi, wk int) {
 				t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
 			}
 		}
-		for d := range oh {
-			oh[d] *= inv
+		if !half {
+			for d := range oh {
+				oh[d] *= inv
+			}
 		}
 	}
 }
@@ -539,6 +606,43 @@ func softmaxSinkUnnorm(k kern, x []float32, scale, sink float32) float32 {
 	shift := math.Exp(float64(ms - mx))
 	total := sum*shift + math.Exp(float64(sink-mx))
 	return float32(shift / total)
+}
+
+// softmaxF16 is softmaxF16Sink without a sink.
+func softmaxF16(x []float32, scale float32) { softmaxF16Sink(x, scale, float32(math.Inf(-1))) }
+
+// softmaxF16Sink sets x = softmax(x·scale) with the probabilities rounded
+// to float16, as ggml computes attention over an F16 cache: scale,
+// subtract the maximum, exponentiate, sum (see below), multiply by the
+// float32 reciprocal of the sum, and round each probability to float16
+// where it meets the F16 values. A finite sink logit joins the maximum and
+// the sum without a probability of its own (gpt-oss); -Inf is none.
+func softmaxF16Sink(x []float32, scale, sink float32) {
+	mx := sink
+	for i := range x {
+		x[i] *= scale
+		mx = max(mx, x[i])
+	}
+	// exponentials summed as ggml's AVX2 softmax: in float32 per group of
+	// 8 (positions 8g..8g+7, missing ones 0), the groups in float64
+	var sum float64
+	if !math.IsInf(float64(sink), -1) {
+		sum = math.Exp(float64(sink - mx))
+	}
+	var g [8]float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		g[i%8] = e
+		if i%8 == 7 || i == len(x)-1 {
+			sum += float64(hsum8(&g))
+			g = [8]float32{}
+		}
+	}
+	inv := float32(1 / sum)
+	for i, v := range x {
+		x[i] = quant.F16ToF32(quant.F32ToF16(v * inv))
+	}
 }
 
 // expf is a float32 exp accurate to about 2 ulp (Cephes-style range

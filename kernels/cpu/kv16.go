@@ -12,7 +12,10 @@ import (
 // even) and attention widens them on load (kv16_amd64.s), which halves the
 // memory a decode step's attention reads — at 16 sequences of a few hundred
 // positions as much as a fifth of the step — for a relative error of about
-// 2⁻¹¹ per cached element (llama.cpp's default KV type).
+// 2⁻¹¹ per cached element (llama.cpp's default KV type). As ggml's mul_mat
+// converts its F32 operand to the F16 one's type, attention over an F16
+// cache also rounds the query (before q·k) and the softmax probabilities
+// (before p·v) to float16 (see attnTask.run and softmaxF16).
 
 // AllocKV makes a zeroed KV-cache tensor: F16 with Options.KVF16, else F32.
 func (b *Backend) AllocKV(rows, cols int) kernels.Tensor {

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/quant"
@@ -11,33 +10,20 @@ import (
 // Q8_0 × Q8_0 dot products for small batches (decode).
 //
 // As llama.cpp does, an activation row that meets Q8_0 weights is quantized
-// to int8 in blocks of 32 with one scale per block (d = max|x|/127,
-// q = round(x/d)), and the products are integer dot products scaled by
-// d_x·d_w. The weights stay int8 in memory. The activation rounding adds an
-// error of at most d_x/2 per element, so per block |error| ≤ d_x/2 · Σ|w_j|;
-// relative to the result it is typically below 0.5 % (llama.cpp's
-// quantize_row_q8_0 stores d_x as float16 and is slightly coarser: here d_x
-// stays float32). Options.QuantizeActivations turns this on.
+// to int8 in blocks of 32 with one scale per block (q = round(x·127/amax),
+// d = float16(amax/127), as ggml's quantize_row_q8_0: see actBlock), and
+// the products are integer dot products scaled by d_x·d_w. The weights
+// stay int8 in memory. The activation rounding adds an error of at most
+// d_x/2 + 127·|d_x − amax/127| ≤ 0.57·d_x per element (the second term from
+// the float16 scale), so per block |error| ≤ 0.57·d_x · Σ|w_j|; relative to
+// the result it is typically below 0.5 %. Options.QuantizeActivations turns
+// this on.
 
 // quantizeQ8Act quantizes x (a multiple of 32 long) into q and per-block
-// scales d (len(x)/32).
+// scales d (len(x)/32) as ggml's quantize_row_q8_0 does (see actBlock).
 func quantizeQ8Act(x []float32, q []int8, d []float32) {
 	for b := 0; b < len(x)/kernels.Q8Block; b++ {
-		xb := x[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
-		qb := q[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		s := amax / 127
-		d[b] = s
-		var inv float32
-		if s != 0 {
-			inv = 1 / s
-		}
-		for j, v := range xb {
-			qb[j] = int8(math.RoundToEven(float64(v * inv))) // as quantizeActRow and ggml (nearest, ties to even)
-		}
+		d[b] = actBlock(x[b*kernels.Q8Block:(b+1)*kernels.Q8Block], q[b*kernels.Q8Block:(b+1)*kernels.Q8Block])
 	}
 }
 
@@ -62,18 +48,19 @@ func (k kern) dotq8q8x4(xq []int8, xd []float32, w []byte, ws int, sc []float32,
 	}
 }
 
-// dotQ8Q8Go is the plain twin of the integer kernel for one row.
+// dotQ8Q8Go is the plain twin of the integer kernel for one row, summed in
+// ggml's order (see lanes8).
 func dotQ8Q8Go(xq []int8, xd []float32, q []byte, nb int) float32 {
-	var s float32
+	var acc lanes8
 	for b := 0; b < nb; b++ {
 		blk := q[b*kernels.Q8BlockBytes : (b+1)*kernels.Q8BlockBytes]
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b]
 		xb := xq[b*kernels.Q8Block : (b+1)*kernels.Q8Block]
-		var acc int32
+		var l [8]int32
 		for j, v := range xb {
-			acc += int32(v) * int32(int8(blk[2+j]))
+			l[j/4] += int32(v) * int32(int8(blk[2+j]))
 		}
-		s += d * xd[b] * float32(acc)
+		acc.add(d, &l)
 	}
-	return s
+	return acc.sum()
 }

@@ -29,10 +29,17 @@ func checkDotQ8Q8(t *testing.T, x []float32, wf []float32, nb int) {
 	quantizeQ8Act(x, q, d)
 	xd := make([]float32, K)
 	for j := range xd {
-		xd[j] = float32(q[j]) * d[j/kernels.Q8Block]
-		// the rounding error per element is at most half a step
-		if e := math.Abs(float64(xd[j] - x[j])); e > float64(d[j/kernels.Q8Block])/2*1.0001+1e-30 {
-			t.Fatalf("element %d: %v quantized to %v (step %v)", j, x[j], xd[j], d[j/kernels.Q8Block])
+		b := j / kernels.Q8Block
+		var amax float64
+		for _, v := range x[b*kernels.Q8Block : (b+1)*kernels.Q8Block] {
+			amax = math.Max(amax, math.Abs(float64(v)))
+		}
+		xd[j] = float32(q[j]) * d[b]
+		// the rounding error per element is at most half a step of
+		// amax/127, plus |q| ≤ 127 times the float16 scale's rounding
+		step := amax / 127
+		if e := math.Abs(float64(xd[j] - x[j])); e > step/2*1.0001+127*math.Abs(float64(d[b])-step)+1e-30 {
+			t.Fatalf("element %d: %v quantized to %v (step %v, scale %v)", j, x[j], xd[j], step, d[b])
 		}
 	}
 	ws := w.DT.RowBytes(K)

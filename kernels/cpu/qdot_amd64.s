@@ -525,9 +525,11 @@ DATA qperm<>+28(SB)/4, $7
 GLOBL qperm<>(SB), RODATA|NOPTR, $32
 
 // func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int)
-// blk is a multiple of 32. Per block: d = max|x|/127, q = x·(1/d) rounded
-// to nearest even (VCVTPS2DQ under the default MXCSR), and the sums of
-// every 16 q; the same arithmetic as quantizeActRow, bit for bit.
+// blk is 32 or 256. Per block: inv = 127/max|x|, q = x·inv rounded to
+// nearest even (VCVTPS2DQ under the default MXCSR; inv = 0 where it
+// overflows), d = float16(max|x|/127) for blk 32 and 1/inv for blk 256,
+// and the sums of every 16 q; the same arithmetic as quantizeActRow (see
+// actBlock), bit for bit.
 TEXT ·quantActAVX2(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
 	MOVQ q+8(FP), DI
@@ -563,14 +565,24 @@ qamax:
 	VMAXPS X1, X0, X0
 	VPERMILPS $0xb1, X0, X1
 	VMAXPS X1, X0, X0
-	VDIVSS X11, X0, X0
-	VMOVSS X0, (DX)
+	VDIVSS X0, X11, X3 // inv = 127/amax
+	CMPQ R8, $256
+	JEQ  qadk
+	VDIVSS X11, X0, X4 // blk 32: d = float16(amax/127)
+	VCVTPS2PH $0, X4, X4
+	VCVTPH2PS X4, X4
+	JMP  qads
+qadk:
+	MOVL $0x3f800000, AX // blk 256: d = 1/inv
+	VMOVD AX, X4
+	VDIVSS X3, X4, X4
+qads:
+	VMOVSS X4, (DX)
+	MOVL $0x7f800000, AX // inv = +Inf (amax 0 or tiny): q = 0
+	VMOVD AX, X4
+	VUCOMISS X4, X3
+	JNE  qazero
 	VXORPS X3, X3, X3
-	VUCOMISS X3, X0
-	JEQ  qazero
-	MOVL $0x3f800000, AX
-	VMOVD AX, X3
-	VDIVSS X0, X3, X3
 qazero:
 	VBROADCASTSS X3, Y3
 	MOVQ R8, R10

@@ -20,17 +20,40 @@ import (
 //     the result equals the reference product on the decoded weights to
 //     float32 rounding.
 //   - Block-quantized weights meet activations quantized to int8 once per
-//     MatMul, as llama.cpp does: for Q8_0 and Q4_0 in blocks of 32 (one
-//     float32 scale per block), for the k-quants Q4_K, Q5_K and Q6_K in
-//     blocks of 256 (one float32 scale) with the sums of every 16 quantized
-//     values. The scale is d = max|x|/127 and q = round-half-even(x/d).
+//     MatMul (for every number of rows: prefill as decode), exactly as
+//     ggml quantizes them (the vec_dot_type of each weight type): for Q8_0
+//     and Q4_0 in blocks of 32 as quantize_row_q8_0 (scale
+//     float16(amax/127), q = round-half-even(x·127/amax)), for the k-quants
+//     Q4_K, Q5_K and Q6_K in blocks of 256 as quantize_row_q8_K (scale
+//     1/(127/amax), the same q) with the sums of every 16 q (actBlock;
+//     table tests against ggml's own output in testdata). The layout is
+//     int8 q, one float32 scale per block, int16 sums; where ggml's Q8_K
+//     has the opposite sign (its largest value positive) q, scale and sums
+//     are all negated, which leaves every product unchanged bit for bit.
 //     Every block product is an exact integer dot product; the rounding
 //     happens once per block (or per super-block), where the integer sum is
 //     converted to float32 and multiplied by the weight's scales (and the
-//     k-quants' mins) and d. The activation rounding adds at most d/2·|w_j|
-//     per element, i.e. |error| ≤ Σ_blocks d/2 · Σ_j |w_j| for one output,
-//     typically well below 1 % of the result (tests check that bound).
+//     k-quants' mins) and d. The activation rounding adds at most
+//     0.57·d·|w_j| per element, i.e. |error| ≤ Σ_blocks 0.57·d · Σ_j |w_j|
+//     for one output, typically well below 1 % of the result (tests check
+//     that bound).
+//   - The plain-Go kernels also sum in ggml's AVX2 order (8 lanes of fused
+//     multiply-adds, see lanes8), so their float32 results equal
+//     llama.cpp's on x86 bit for bit; the AVX2 assembly computes the same
+//     integers but reduces in its own order (two accumulators in the row
+//     loops, horizontal adds), which differs in the last bits.
 //
+// Why bit-level agreement matters: an activation is rounded to int8 (or a
+// query or probability to float16) after every layer, so a last-bit
+// difference moves a rounding by a whole step now and then, and a model
+// amplifies that step through its layers. On llama.cpp's quantized files
+// of ../shared/models/quant-ref, llama.cpp's own rounding moves
+// log-probabilities by up to 0.22 from the exact product, and an exact
+// reference, or llama.cpp itself with an F32 KV cache, disagrees with it by
+// ~0.1; computing as ggml does brings the served path within 0.06 and the
+// plain kernels, which also sum in ggml's order, to llama.cpp's values to 4
+// decimals on all five files; see docs/bench/quant-exactness.md.
+
 // Rows of weights are the unit of work: a weight row (at most a few KiB) is
 // read from memory once and, while it sits in L1, multiplied with every
 // activation row of the batch.
@@ -117,24 +140,12 @@ func f32Bytes(f []float32) []byte {
 }
 
 // quantizeActRow quantizes x in blocks of blk values into q, one scale per
-// block into d, and the sum of every 16 quantized values into bs.
+// block into d, and the sum of every 16 quantized values into bs, exactly
+// as ggml quantizes the activations its dot products meet (see the numeric
+// contract above and actBlock).
 func quantizeActRow(x []float32, q []int8, d []float32, bs []int16, blk int) {
 	for b := 0; b < len(x)/blk; b++ {
-		xb := x[b*blk : (b+1)*blk]
-		qb := q[b*blk : (b+1)*blk]
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
-		}
-		s := amax / 127
-		d[b] = s
-		var inv float32
-		if s != 0 {
-			inv = 1 / s
-		}
-		for j, v := range xb {
-			qb[j] = int8(math.RoundToEven(float64(v * inv)))
-		}
+		d[b] = actBlock(x[b*blk:(b+1)*blk], q[b*blk:(b+1)*blk])
 	}
 	for g := range bs {
 		var s int16
@@ -143,6 +154,46 @@ func quantizeActRow(x []float32, q []int8, d []float32, bs []int16, blk int) {
 		}
 		bs[g] = s
 	}
+}
+
+// actBlock quantizes one block of activations into q and returns its
+// scale: with amax = max|x|, inv = 127/amax (float32) and
+// q = round-half-even(x·inv); the scale is float16(amax/127) for blocks of
+// 32 (ggml's Q8_0, whose scale is stored as float16) and 1/inv for blocks
+// of 256 (ggml's Q8_K). ggml's Q8_K takes the signed value of largest
+// magnitude m and uses −127/m, which negates q, the scale and the sums
+// together when m > 0: every product is the same bit for bit. A block whose
+// amax is 0 or so small that 127/amax overflows has scale 0 and q = 0.
+func actBlock(x []float32, q []int8) float32 {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
+	}
+	inv := 127 / amax
+	var d float32
+	if len(x) == quant.QKBlock {
+		d = 1 / inv
+	} else {
+		d = quant.F16ToF32(quant.F32ToF16(amax / 127))
+	}
+	if math.IsInf(float64(inv), 0) {
+		inv = 0
+	}
+	for j, v := range x {
+		q[j] = cvtI8(v * inv)
+	}
+	return d
+}
+
+// cvtI8 rounds f to the nearest integer (ties to even) and saturates it to
+// int8 as VCVTPS2DQ followed by the signed packs does: NaN and values
+// beyond the int32 range become −128.
+func cvtI8(f float32) int8 {
+	r := math.RoundToEven(float64(f))
+	if !(r >= -(1<<31) && r < 1<<31) {
+		return -128
+	}
+	return int8(min(127, max(-128, r)))
 }
 
 // rowDot returns row m of the activations · one encoded weight row w (K
@@ -191,115 +242,150 @@ func dotHalfGo(dt kernels.DType, w []byte, x []float32) float32 {
 	return s0 + s1
 }
 
+// The plain-Go twins of the integer kernels below sum in the order of
+// ggml's AVX2 dot products (ggml_vec_dot_*_q8_0 / *_q8_K; Q4_0 see
+// dotQ4_0Go), so that their
+// float32 results equal llama.cpp's on x86 bit for bit: per block (32
+// values for Q8_0/Q4_0, a super-block of 256 for the k-quants) the exact
+// integer products fall into 8 lanes, lane i holding the values whose
+// index within their 32 is 4i..4i+3 (with their sub-block scales); each
+// lane is a chain of fused multiply-adds acc_i += d·lane_i over the blocks,
+// d = d_x·d_w rounded to float32; the lanes are then reduced as
+// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). The k-quants' min terms are
+// accumulated apart (see each kernel) and added last.
+
+// lanes8 is ggml's 8-lane float32 accumulator.
+type lanes8 [8]float32
+
+// add sets acc_i = fma(d, lane_i, acc_i).
+func (a *lanes8) add(d float32, l *[8]int32) {
+	for i, v := range l {
+		a[i] = fma32(d, float32(v), a[i])
+	}
+}
+
+// sum reduces the lanes as ggml's hsum_float_8.
+func (a *lanes8) sum() float32 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
+// fma32 is a·b+c rounded once to float32 (through math.FMA's float64,
+// which equals the single rounding but for a double-rounding tie no
+// operand of these kernels produces in practice).
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
 // dotQ4_0Go is the integer dot product of one Q4_0 row with Q8 activations
-// (blocks of 32).
+// (blocks of 32). On x86 with AVX2 ggml repacks Q4_0 weights (rows a
+// multiple of 8) into interleaved blocks (q4_0_8x8) whose kernels add each
+// block's whole integer sum in one chain of fused multiply-adds,
+// acc = fma(Σ_block q·x, d_w·d_x, acc); this twin sums in that order.
 func dotQ4_0Go(w []byte, xq []int8, xd []float32) float32 {
-	var s float32
+	var acc float32
 	for b := range xd {
 		blk := w[b*quant.Q4_0BlockBytes : (b+1)*quant.Q4_0BlockBytes]
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b]
 		xb := xq[b*32 : (b+1)*32]
-		var acc int32
+		var isum int32
 		for j := 0; j < 16; j++ {
-			acc += (int32(blk[2+j]&0xf) - 8) * int32(xb[j])
-			acc += (int32(blk[2+j]>>4) - 8) * int32(xb[j+16])
+			isum += (int32(blk[2+j]&0xf) - 8) * int32(xb[j])
+			isum += (int32(blk[2+j]>>4) - 8) * int32(xb[j+16])
 		}
-		s += d * xd[b] * float32(acc)
+		acc = fma32(float32(isum), d, acc)
 	}
-	return s
+	return acc
 }
 
 // dotQ4KGo is the integer dot product of one Q4_K row with Q8_K
 // activations: per super-block d·Σ_j sc_j·(q·x)_j − dmin·Σ_j m_j·(Σx)_j,
-// times the activation scale.
+// times the activation scale. The min terms go to 4 lanes of their own
+// (pairs of sub-blocks), reduced as (m0+m2)+(m1+m3) and added last.
 func dotQ4KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
-	var s float32
+	var acc lanes8
+	var accM [4]float32
 	for b := range xd {
 		blk := w[b*quant.Q4KBlockBytes : (b+1)*quant.Q4KBlockBytes]
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
-		dmin := quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		d := xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		dmin := -xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
 		scales, qs := blk[4:16], blk[16:]
 		xb := xq[b*256 : (b+1)*256]
 		bb := bs[b*16 : (b+1)*16]
-		var sumQ, sumM int32
+		var l [8]int32
+		var m [8]int32
 		for g := 0; g < 4; g++ {
 			sc1, m1 := scaleMinK4(2*g, scales)
 			sc2, m2 := scaleMinK4(2*g+1, scales)
-			var a1, a2 int32
-			for l := 0; l < 32; l++ {
-				a1 += int32(qs[32*g+l]&0xf) * int32(xb[64*g+l])
-				a2 += int32(qs[32*g+l]>>4) * int32(xb[64*g+32+l])
+			for j := 0; j < 32; j++ {
+				l[j/4] += int32(sc1)*int32(qs[32*g+j]&0xf)*int32(xb[64*g+j]) + int32(sc2)*int32(qs[32*g+j]>>4)*int32(xb[64*g+32+j])
 			}
-			sumQ += a1*int32(sc1) + a2*int32(sc2)
-			sumM += int32(m1)*(int32(bb[4*g])+int32(bb[4*g+1])) + int32(m2)*(int32(bb[4*g+2])+int32(bb[4*g+3]))
+			m[2*g] = int32(m1) * (int32(bb[4*g]) + int32(bb[4*g+1]))
+			m[2*g+1] = int32(m2) * (int32(bb[4*g+2]) + int32(bb[4*g+3]))
 		}
-		s += xd[b] * (d*float32(sumQ) - dmin*float32(sumM))
+		acc.add(d, &l)
+		for j := range accM {
+			accM[j] = fma32(dmin, float32(m[2*j]+m[2*j+1]), accM[j])
+		}
 	}
-	return s
+	return acc.sum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 }
 
-// dotQ5KGo is dotQ4KGo for Q5_K (the fifth bit from qh).
+// dotQ5KGo is dotQ4KGo for Q5_K (the fifth bit from qh); its min terms
+// are summed per super-block as one integer and accumulated in one float.
 func dotQ5KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
-	var s float32
+	var acc lanes8
+	var sumM float32
 	for b := range xd {
 		blk := w[b*quant.Q5KBlockBytes : (b+1)*quant.Q5KBlockBytes]
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
-		dmin := quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		d := xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+		dmin := -xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
 		scales, qh, qs := blk[4:16], blk[16:48], blk[48:]
 		xb := xq[b*256 : (b+1)*256]
 		bb := bs[b*16 : (b+1)*16]
-		var sumQ, sumM int32
+		var l [8]int32
+		var mins int32
 		for g := 0; g < 4; g++ {
 			sc1, m1 := scaleMinK4(2*g, scales)
 			sc2, m2 := scaleMinK4(2*g+1, scales)
-			var a1, a2 int32
-			for l := 0; l < 32; l++ {
-				lo := int32(qs[32*g+l]&0xf) | int32(qh[l]>>(2*g)&1)<<4
-				hi := int32(qs[32*g+l]>>4) | int32(qh[l]>>(2*g+1)&1)<<4
-				a1 += lo * int32(xb[64*g+l])
-				a2 += hi * int32(xb[64*g+32+l])
+			for j := 0; j < 32; j++ {
+				lo := int32(qs[32*g+j]&0xf) | int32(qh[j]>>(2*g)&1)<<4
+				hi := int32(qs[32*g+j]>>4) | int32(qh[j]>>(2*g+1)&1)<<4
+				l[j/4] += int32(sc1)*lo*int32(xb[64*g+j]) + int32(sc2)*hi*int32(xb[64*g+32+j])
 			}
-			sumQ += a1*int32(sc1) + a2*int32(sc2)
-			sumM += int32(m1)*(int32(bb[4*g])+int32(bb[4*g+1])) + int32(m2)*(int32(bb[4*g+2])+int32(bb[4*g+3]))
+			mins += int32(m1)*(int32(bb[4*g])+int32(bb[4*g+1])) + int32(m2)*(int32(bb[4*g+2])+int32(bb[4*g+3]))
 		}
-		s += xd[b] * (d*float32(sumQ) - dmin*float32(sumM))
+		acc.add(d, &l)
+		sumM += dmin * float32(mins)
 	}
-	return s
+	return acc.sum() + sumM
 }
 
 // dotQ6KGo is the integer dot product of one Q6_K row with Q8_K
-// activations: per super-block d·Σ_i sc_i·((q·x)_i − 32·(Σx)_i) over the 16
-// groups of 16 values.
+// activations: per super-block d·Σ_i sc_i·Σ (q−32)·x over the 16 groups
+// of 16 values.
 func dotQ6KGo(w []byte, xq []int8, xd []float32, bs []int16) float32 {
-	var s float32
+	var acc lanes8
 	for b := range xd {
 		blk := w[b*quant.Q6KBlockBytes : (b+1)*quant.Q6KBlockBytes]
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
+		d := xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
 		xb := xq[b*256 : (b+1)*256]
-		bb := bs[b*16 : (b+1)*16]
-		var sum int32
+		var l [8]int32
 		for h := 0; h < 2; h++ {
 			ql, qh, sc := blk[64*h:], blk[128+32*h:], blk[192+8*h:]
 			x := xb[128*h:]
-			var g [8]int32 // per group of 16: Σ q·x
-			for l := 0; l < 32; l++ {
-				q1 := int32(ql[l]&0xf | (qh[l]&3)<<4)
-				q2 := int32(ql[l+32]&0xf | (qh[l]>>2&3)<<4)
-				q3 := int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
-				q4 := int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
-				is := l / 16
-				g[is] += q1 * int32(x[l])
-				g[is+2] += q2 * int32(x[l+32])
-				g[is+4] += q3 * int32(x[l+64])
-				g[is+6] += q4 * int32(x[l+96])
-			}
-			for i := 0; i < 8; i++ {
-				sum += int32(int8(sc[i])) * (g[i] - 32*int32(bb[8*h+i]))
+			for j := 0; j < 32; j++ {
+				q1 := int32(ql[j]&0xf|(qh[j]&3)<<4) - 32
+				q2 := int32(ql[j+32]&0xf|(qh[j]>>2&3)<<4) - 32
+				q3 := int32(ql[j]>>4|(qh[j]>>4&3)<<4) - 32
+				q4 := int32(ql[j+32]>>4|(qh[j]>>6&3)<<4) - 32
+				is := j / 16
+				l[j/4] += int32(int8(sc[is]))*q1*int32(x[j]) + int32(int8(sc[is+2]))*q2*int32(x[j+32]) +
+					int32(int8(sc[is+4]))*q3*int32(x[j+64]) + int32(int8(sc[is+6]))*q4*int32(x[j+96])
 			}
 		}
-		s += xd[b] * d * float32(sum)
+		acc.add(d, &l)
 	}
-	return s
+	return acc.sum()
 }
 
 // scaleMinK4 is ggml's get_scale_min_k4 (see quant): the 6-bit scale and

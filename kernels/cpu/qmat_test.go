@@ -373,13 +373,15 @@ func TestQuantizeActTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 5))
 	for _, blk := range []int{32, 256} {
 		for _, k := range []int{256, 512, 2048} {
-			n := 3
+			n := 4
 			x := randF(r, n*k)
 			for i := 0; i < k; i++ {
-				x[k+i] = 0 // an all-zero row
+				x[k+i] = 0                        // an all-zero row
+				x[3*k+i] = float32(i%5-2) * 1e-39 // 127/max|x| overflows
 			}
 			x[2*k+7] = 1e30
 			x[2*k+300%k] = -3e-39 // subnormal
+			x[40] = float32(math.Inf(1))
 			var fast, plain actQ
 			fast.quantize(kern{avx2: hasAVX2}, x, k, n, k, blk)
 			plain.quantize(kern{}, x, k, n, k, blk)
@@ -401,7 +403,11 @@ func TestQuantizeActTwins(t *testing.T) {
 			// same input: reused; changed input: quantized again
 			x[k+5] = 100
 			fast.quantize(kern{avx2: hasAVX2}, x, k, n, k, blk)
-			if fast.q[k+5] != 127 || fast.d[(k+5)/blk] != 100.0/127 {
+			wantD := quant.F16ToF32(quant.F32ToF16(100.0 / 127)) // Q8_0: float16 scale
+			if blk == 256 {
+				wantD = 1 / (float32(127) / 100) // Q8_K
+			}
+			if fast.q[k+5] != 127 || fast.d[(k+5)/blk] != wantD {
 				t.Fatalf("blk=%d k=%d: changed input not quantized again: q=%d d=%v", blk, k, fast.q[k+5], fast.d[(k+5)/blk])
 			}
 		}

@@ -18,8 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"syscall"
+
+	"github.com/sluice-llm/sluice/modelfile/mapfile"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -86,29 +86,13 @@ type File struct {
 // Open memory-maps path and parses its header, metadata and tensor
 // directory. Close releases the mapping.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	data, err := mapfile.Map(path, 24)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: open %s: %w", path, err)
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("gguf: stat %s: %w", path, err)
-	}
-	size := st.Size()
-	if size < 24 {
-		return nil, fmt.Errorf("gguf: %s: file is %d bytes, too short for a GGUF header", path, size)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("gguf: %s: file too large to map (%d bytes)", path, size)
-	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: mmap %s: %w", path, err)
+		return nil, fmt.Errorf("gguf: %w", err)
 	}
 	f, err := parse(path, data)
 	if err != nil {
-		_ = syscall.Munmap(data)
+		_ = mapfile.Unmap(data)
 		return nil, err
 	}
 	f.mapped = true
@@ -128,9 +112,8 @@ func (f *File) Close() error {
 	}
 	var err error
 	if f.mapped {
-		err = syscall.Munmap(f.data)
-		if err != nil {
-			err = fmt.Errorf("gguf: munmap %s: %w", f.Path, err)
+		if err = mapfile.Unmap(f.data); err != nil {
+			err = fmt.Errorf("gguf: %s: %w", f.Path, err)
 		}
 	}
 	f.data = nil
@@ -473,67 +456,36 @@ func scalarSlice(et ValueType, b []byte, n int) any {
 	case ValueUint8:
 		return append([]uint8(nil), b...)
 	case ValueInt8:
-		out := make([]int8, n)
-		for i := range out {
-			out[i] = int8(b[i])
-		}
-		return out
+		return decodeEach(b, n, 1, func(p []byte) int8 { return int8(p[0]) })
 	case ValueBool:
-		out := make([]bool, n)
-		for i := range out {
-			out[i] = b[i] != 0
-		}
-		return out
+		return decodeEach(b, n, 1, func(p []byte) bool { return p[0] != 0 })
 	case ValueUint16:
-		out := make([]uint16, n)
-		for i := range out {
-			out[i] = le.Uint16(b[2*i:])
-		}
-		return out
+		return decodeEach(b, n, 2, le.Uint16)
 	case ValueInt16:
-		out := make([]int16, n)
-		for i := range out {
-			out[i] = int16(le.Uint16(b[2*i:]))
-		}
-		return out
+		return decodeEach(b, n, 2, func(p []byte) int16 { return int16(le.Uint16(p)) })
 	case ValueUint32:
-		out := make([]uint32, n)
-		for i := range out {
-			out[i] = le.Uint32(b[4*i:])
-		}
-		return out
+		return decodeEach(b, n, 4, le.Uint32)
 	case ValueInt32:
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32(le.Uint32(b[4*i:]))
-		}
-		return out
+		return decodeEach(b, n, 4, func(p []byte) int32 { return int32(le.Uint32(p)) })
 	case ValueFloat32:
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		return out
+		return decodeEach(b, n, 4, func(p []byte) float32 { return math.Float32frombits(le.Uint32(p)) })
 	case ValueUint64:
-		out := make([]uint64, n)
-		for i := range out {
-			out[i] = le.Uint64(b[8*i:])
-		}
-		return out
+		return decodeEach(b, n, 8, le.Uint64)
 	case ValueInt64:
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = int64(le.Uint64(b[8*i:]))
-		}
-		return out
+		return decodeEach(b, n, 8, func(p []byte) int64 { return int64(le.Uint64(p)) })
 	case ValueFloat64:
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		return out
+		return decodeEach(b, n, 8, func(p []byte) float64 { return math.Float64frombits(le.Uint64(p)) })
 	}
 	return nil
+}
+
+// decodeEach decodes n little-endian values of size bytes each from b.
+func decodeEach[T any](b []byte, n, size int, dec func([]byte) T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = dec(b[size*i:])
+	}
+	return out
 }
 
 // Check verifies that every tensor's data lies inside the file, returning

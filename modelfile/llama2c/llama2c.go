@@ -14,9 +14,8 @@ package llama2c
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
-	"syscall"
+
+	"github.com/sluice-llm/sluice/modelfile/mapfile"
 )
 
 // Config is a checkpoint's header.
@@ -102,25 +101,13 @@ type File struct {
 
 // Open memory-maps a checkpoint and lays out its tensors.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	data, err := mapfile.Map(path, v0HeaderBytes)
 	if err != nil {
-		return nil, fmt.Errorf("llama2c: open %s: %w", path, err)
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("llama2c: stat %s: %w", path, err)
-	}
-	if st.Size() < v0HeaderBytes || st.Size() > math.MaxInt {
-		return nil, fmt.Errorf("llama2c: %s: bad size %d", path, st.Size())
-	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("llama2c: mmap %s: %w", path, err)
+		return nil, fmt.Errorf("llama2c: %w", err)
 	}
 	f, err := parse(path, data)
 	if err != nil {
-		_ = syscall.Munmap(data)
+		_ = mapfile.Unmap(data)
 		return nil, err
 	}
 	return f, nil
@@ -216,10 +203,10 @@ func (f *File) Close() error {
 	if f.data == nil || f.Path == "<memory>" {
 		return nil
 	}
-	err := syscall.Munmap(f.data)
+	err := mapfile.Unmap(f.data)
 	f.data = nil
 	if err != nil {
-		return fmt.Errorf("llama2c: munmap %s: %w", f.Path, err)
+		return fmt.Errorf("llama2c: %s: %w", f.Path, err)
 	}
 	return nil
 }

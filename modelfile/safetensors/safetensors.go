@@ -20,7 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
+
+	"github.com/sluice-llm/sluice/modelfile/mapfile"
 )
 
 // maxHeader bounds the JSON header (the reference implementation uses
@@ -73,28 +74,13 @@ type File struct {
 
 // Open memory-maps path and parses its header.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	data, err := mapfile.Map(path, 8)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: open %s: %w", path, err)
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: stat %s: %w", path, err)
-	}
-	if st.Size() < 8 {
-		return nil, fmt.Errorf("safetensors: %s: file is %d bytes, too short for a header", path, st.Size())
-	}
-	if st.Size() > math.MaxInt {
-		return nil, fmt.Errorf("safetensors: %s: file too large to map", path)
-	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: mmap %s: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	f, err := parse(path, data)
 	if err != nil {
-		_ = syscall.Munmap(data)
+		_ = mapfile.Unmap(data)
 		return nil, err
 	}
 	f.mapped = true
@@ -164,8 +150,8 @@ func (f *File) Close() error {
 	}
 	var err error
 	if f.mapped {
-		if err = syscall.Munmap(f.whole); err != nil {
-			err = fmt.Errorf("safetensors: munmap %s: %w", f.Path, err)
+		if err = mapfile.Unmap(f.whole); err != nil {
+			err = fmt.Errorf("safetensors: %s: %w", f.Path, err)
 		}
 	}
 	f.whole, f.data = nil, nil

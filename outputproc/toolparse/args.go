@@ -1,9 +1,9 @@
 package toolparse
 
-// This file holds the machinery the family parsers share once a call's
-// header has been read: the streamed JSON-arguments machine (deepseek,
-// mistral), the open/close of arguments built from other syntaxes
-// (pythonic, qwen3_coder), and the uncommitted-region rules.
+// This file holds the machinery the machine's argument steps share: the
+// streamed JSON-arguments value (opArgs: deepseek, mistral), the open/close
+// of arguments built from other syntaxes (pythonic, qwen3_coder), and the
+// uncommitted-region rules.
 
 // argStep is what jsonArgs.step reports to the family parser.
 type argStep uint8
@@ -57,10 +57,7 @@ func (a *jsonArgs) step(b *base, final bool) argStep {
 		b.truncated(final)
 		return argWait
 	}
-	if b.pos > a.emitted {
-		b.addArgs(b.str(a.emitted, b.pos))
-		a.emitted = b.pos
-	}
+	b.streamArgs(&a.emitted)
 	switch res {
 	case scanMore:
 		return argWait
@@ -68,6 +65,15 @@ func (a *jsonArgs) step(b *base, final bool) argStep {
 		return argFault
 	}
 	return argDone
+}
+
+// streamArgs sends the arguments scanned since *emitted, verbatim, and
+// moves *emitted to the cursor.
+func (b *base) streamArgs(emitted *int) {
+	if b.pos > *emitted {
+		b.addArgs(b.str(*emitted, b.pos))
+		*emitted = b.pos
+	}
 }
 
 // truncated handles the end of output inside uncommitted markup: its raw
@@ -100,41 +106,3 @@ func (b *base) finishCall(final bool) {
 		b.pos = len(b.buf)
 	}
 }
-
-// family is one tool-call syntax's state machine over the shared base:
-// run advances it over the text added so far (final at the end of output).
-type family interface {
-	run(final bool)
-	core() *base
-}
-
-// core returns the shared state; every family gets it by embedding base.
-func (b *base) core() *base { return b }
-
-// parser is the Parser of every family F: Add and Finish drive F's
-// machine around the shared accumulation and delta building.
-type parser[F any, P interface {
-	*F
-	family
-}] struct {
-	f F
-}
-
-// Add implements Parser.
-func (p *parser[F, P]) Add(text string) Delta {
-	f := P(&p.f)
-	b := f.core()
-	b.add(text)
-	f.run(false)
-	return b.take()
-}
-
-// Finish implements Parser.
-func (p *parser[F, P]) Finish() Delta {
-	f := P(&p.f)
-	f.run(true)
-	return f.core().end()
-}
-
-// Called implements Parser.
-func (p *parser[F, P]) Called() bool { return P(&p.f).core().Called() }

@@ -1,8 +1,6 @@
 package toolparse
 
-import "bytes"
-
-// deepseek parses DeepSeek-V3 tool calls:
+// deepseekSpec parses DeepSeek-V3 tool calls:
 //
 //	<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
 //	```json
@@ -11,11 +9,22 @@ import "bytes"
 //
 // It also accepts the V3.1 form, <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>,
 // and a call block that starts at <｜tool▁call▁begin｜> without the outer tag.
-type deepseek struct {
-	base
-	st     uint8
-	args   jsonArgs
-	fenced bool
+var deepseekSpec = spec{
+	start: dProse, bad: dRawBefore, fault: dRawAfter,
+	states: []state{
+		dProse:      {op: opProse, tags: []string{dsCallsBegin, dsCallBegin}, tos: []uint8{dOpen, dType}},
+		dOpen:       {op: opExpect, tags: []string{dsCallBegin}, tos: []uint8{dType}},
+		dType:       {op: opHook, hook: deepseekType},
+		dName:       {op: opHook, hook: deepseekName},
+		dFence:      {op: opExpect, tags: []string{dsFence + "json"}, tos: []uint8{dFencedArgs}},
+		dArgs:       {op: opArgs, to: dCallEnd},
+		dFencedArgs: {op: opArgs, to: dFenceEnd},
+		dFenceEnd:   {op: opClose, tags: []string{dsFence}, to: dCallEnd},
+		dCallEnd:    {op: opClose, tags: []string{dsCallEnd}, to: dBetween, after: setAfter},
+		dBetween:    {op: opHook, hook: deepseekBetween},
+		dRawBefore:  {op: opRaw, tags: []string{dsCallsEnd}, keep: true, to: dProse},
+		dRawAfter:   {op: opRaw, tags: []string{dsCallEnd}, to: dBetween, after: setAfter},
+	},
 }
 
 const (
@@ -33,210 +42,68 @@ const (
 	dType       // after call begin: "function" or the name, up to <｜tool▁sep｜>
 	dName       // V3: the name, up to a newline
 	dFence      // V3: ```json
-	dArgs       // streaming arguments
+	dArgs       // V3.1: streaming arguments
+	dFencedArgs // V3: streaming arguments
 	dFenceEnd   // V3: closing ```
 	dCallEnd    // expect <｜tool▁call▁end｜>
 	dBetween    // after a call: another call, or the outer end tag
 	dRawBefore  // malformed, uncommitted: raw text through the outer end tag
 	dRawAfter   // malformed after commit: raw text up to the call's end tag
-	dAfterRawCE // after a raw call end: like dBetween
 )
 
-func (p *deepseek) run(final bool) {
-	for {
-		switch p.st {
-		case dProse:
-			if !p.skipCallWS() {
-				return
-			}
-			rest := p.buf[p.pos:]
-			i := bytes.Index(rest, []byte(dsCallsBegin))
-			j := bytes.Index(rest, []byte(dsCallBegin))
-			if i < 0 && j < 0 {
-				p.emitHeld(final, dsCallsBegin, dsCallBegin)
-				return
-			}
-			if i < 0 || (j >= 0 && j < i) {
-				p.emitContent(p.pos, p.pos+j)
-				p.region = p.pos + j
-				p.pos = p.region + len(dsCallBegin)
-				p.st = dType
-				continue
-			}
-			p.emitContent(p.pos, p.pos+i)
-			p.region = p.pos + i
-			p.pos = p.region + len(dsCallsBegin)
-			p.st = dOpen
-		case dOpen:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			switch p.match(dsCallBegin) {
-			case needMore:
-				p.truncated(final)
-				return
-			case noMatch:
-				p.broken(false)
-				continue
-			}
-			p.st = dType
-		case dType:
-			i := bytes.Index(p.buf[p.pos:], []byte(dsSep))
-			if i+len(dsSep)-1 > maxNameLen+len(dsSep) {
-				i = -1 // as when streamed in pieces: too long before the separator
-			}
-			if i < 0 {
-				if len(p.buf)-p.pos > maxNameLen+len(dsSep) {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
-				return
-			}
-			typ := string(bytes.TrimSpace(p.buf[p.pos : p.pos+i]))
-			p.pos += i + len(dsSep)
-			if typ == "function" {
-				p.st = dName
-				continue
-			}
-			if !p.tools.known(typ) {
-				p.broken(false)
-				continue
-			}
-			p.args.begin(typ)
-			p.fenced = false
-			p.st = dArgs
-		case dName:
-			i := bytes.IndexByte(p.buf[p.pos:], '\n')
-			if i > maxNameLen {
-				i = -1 // as when streamed in pieces
-			}
-			if i < 0 {
-				if len(p.buf)-p.pos > maxNameLen {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
-				return
-			}
-			name := string(bytes.TrimSpace(p.buf[p.pos : p.pos+i]))
-			p.pos += i + 1
-			if !p.tools.known(name) {
-				p.broken(false)
-				continue
-			}
-			p.args.begin(name)
-			p.fenced = true
-			p.st = dFence
-		case dFence:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			switch p.match(dsFence + "json") {
-			case needMore:
-				p.truncated(final)
-				return
-			case noMatch:
-				p.broken(false)
-				continue
-			}
-			p.st = dArgs
-		case dArgs:
-			switch p.args.step(&p.base, final) {
-			case argWait:
-				return
-			case argBroken:
-				p.broken(false)
-				continue
-			case argFault:
-				p.st = dRawAfter
-				continue
-			}
-			if p.fenced {
-				p.st = dFenceEnd
-			} else {
-				p.st = dCallEnd
-			}
-		case dFenceEnd, dCallEnd:
-			at := p.pos
-			if !p.skipWS() {
-				p.pos = at // the whitespace may turn out to be content
-				return
-			}
-			tag := dsCallEnd
-			if p.st == dFenceEnd {
-				tag = dsFence
-			}
-			switch p.match(tag) {
-			case needMore:
-				if final {
-					p.emitContent(at, len(p.buf))
-					p.pos = len(p.buf)
-				} else {
-					p.pos = at
-				}
-				return
-			case noMatch:
-				p.pos = at
-				p.st = dRawAfter
-				continue
-			}
-			if p.st == dFenceEnd {
-				p.st = dCallEnd
-				continue
-			}
-			p.afterCall = true
-			p.st = dBetween
-		case dBetween:
-			if !p.skipCallWS() {
-				return
-			}
-			p.afterCall = true
-			switch p.match(dsCallBegin) {
-			case matched:
-				p.region = p.pos - len(dsCallBegin)
-				p.st = dType
-				continue
-			case needMore:
-				if !final {
-					return
-				}
-			}
-			switch p.match(dsCallsEnd) {
-			case matched:
-				p.st = dProse
-				continue
-			case needMore:
-				if !final {
-					return
-				}
-			}
-			p.afterCall = false
-			p.st = dProse
-		case dRawBefore:
-			if !p.rawUntil(dsCallsEnd, true, final) {
-				return
-			}
-			p.st = dProse
-		case dRawAfter:
-			if !p.rawUntil(dsCallEnd, false, final) {
-				return
-			}
-			p.afterCall = true
-			p.st = dBetween
-		}
+// deepseekType reads "function" (V3) or the function name (V3.1) up to
+// <｜tool▁sep｜>.
+func deepseekType(m *machine, final bool) bool {
+	typ, ok, goOn := m.field(dsSep, maxNameLen+len(dsSep), final)
+	if !ok {
+		return goOn
 	}
+	if typ == "function" {
+		return m.then(dName)
+	}
+	return deepseekCall(m, typ, dArgs)
 }
 
-// broken handles malformed markup: uncommitted, the region so far and the
-// rest of the call block are content; committed, the rest of the call is.
-func (p *deepseek) broken(committed bool) {
-	if committed {
-		p.st = dRawAfter
-		return
+// deepseekName reads the V3 function name up to its newline.
+func deepseekName(m *machine, final bool) bool {
+	name, ok, goOn := m.field("\n", maxNameLen, final)
+	if !ok {
+		return goOn
 	}
-	p.emitContent(p.region, p.pos)
-	p.st = dRawBefore
+	return deepseekCall(m, name, dFence)
+}
+
+// deepseekCall starts the arguments of a call to name at state next, if
+// name is one of the tools.
+func deepseekCall(m *machine, name string, next uint8) bool {
+	if !m.tools.known(name) {
+		return m.fail(false)
+	}
+	m.args.begin(name)
+	return m.then(next)
+}
+
+// deepseekBetween reads what follows a call: another call, the end of the
+// call block, or prose.
+func deepseekBetween(m *machine, final bool) bool {
+	if !m.skipCallWS() {
+		return false
+	}
+	m.afterCall = true
+	switch m.match(dsCallBegin) {
+	case matched:
+		m.region = m.pos - len(dsCallBegin)
+		return m.then(dType)
+	case needMore:
+		if !final {
+			return false
+		}
+	}
+	if mt := m.match(dsCallsEnd); mt != matched {
+		if mt == needMore && !final {
+			return false
+		}
+		m.afterCall = false // neither tag: prose follows the calls
+	}
+	return m.then(dProse)
 }

@@ -66,6 +66,18 @@
 // pythonic only when the answer starts with "[" (optionally after
 // <|python_start|>), as in vLLM.
 //
+// # Structure
+//
+// Every family runs one streaming machine (machine.go): prose → header →
+// arguments → close, and back to prose. A family is a table of states (its
+// spec, in the family's file) whose generic steps are parameterised by the
+// family's markers: find an opener in prose, expect a tag, read a JSON call
+// object, stream a JSON arguments value, expect a closing tag, pass
+// malformed markup through as content up to a tag. Steps particular to one
+// syntax are small hooks beside its table: names up to a delimiter,
+// mistral's name form, qwen3_coder's XML-ish parameters and pythonic's
+// keyword arguments, which are converted to JSON argument fragments.
+//
 // The detokenizer must not skip special tokens for these markers to reach
 // the parser (for example <tool_call> is a special token in Qwen's vocab).
 //

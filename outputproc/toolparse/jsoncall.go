@@ -121,9 +121,8 @@ func (w *objWalker) step(b *base) int {
 				b.beginCall(w.name)
 				w.committed = true
 			}
-			if w.committed && w.streaming && b.pos > w.emitted {
-				b.addArgs(b.str(w.emitted, b.pos))
-				w.emitted = b.pos
+			if w.committed && w.streaming {
+				b.streamArgs(&w.emitted)
 			}
 			switch res {
 			case scanMore:

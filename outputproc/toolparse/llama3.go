@@ -1,15 +1,19 @@
 package toolparse
 
-import "bytes"
-
-// llama3 parses Llama 3.x JSON tool calls: an optional <|python_tag|>, then
-// {"name": …, "parameters"|"arguments": {…}} objects separated by ';'. A
+// llama3Spec parses Llama 3.x JSON tool calls: an optional <|python_tag|>,
+// then {"name": …, "parameters"|"arguments": {…}} objects separated by ';'. A
 // bare object is recognised only at the start of the answer; after prose,
 // only <|python_tag|> starts calls.
-type llama3 struct {
-	base
-	st uint8
-	w  objWalker
+var llama3Spec = spec{
+	start: lStart, bad: lProse, fault: lProse,
+	states: []state{
+		lStart: {op: opHook, hook: llamaStart},
+		lProse: {op: opProse, tags: []string{llamaTag}, tos: []uint8{lTag}},
+		lTag:   {op: opHook, hook: llamaTagged},
+		lObj:   {op: opObj, strict: true, to: lNext, after: setAfter},
+		lNext:  {op: opHook, hook: llamaNext},
+		lSemi:  {op: opHook, hook: llamaSemi},
+	},
 }
 
 const llamaTag = "<|python_tag|>"
@@ -23,97 +27,46 @@ const (
 	lSemi // after ';': '{', a tag, or prose
 )
 
-func (p *llama3) run(final bool) {
-	for {
-		switch p.st {
-		case lStart:
-			start := p.pos
-			more := p.skipWS()
-			if p.pos > start {
-				// Leading whitespace is dropped if a call follows.
-				if !p.wsPend {
-					p.wsPend, p.wsStart = true, start
-				}
-				p.wsEnd = p.pos
-			}
-			if !more {
-				if final {
-					p.flushWS()
-				}
-				return
-			}
-			if p.buf[p.pos] == '{' {
-				p.startObj()
-				continue
-			}
-			p.st = lProse
-		case lProse:
-			if !p.skipCallWS() {
-				return
-			}
-			i := bytes.Index(p.buf[p.pos:], []byte(llamaTag))
-			if i < 0 {
-				p.emitHeld(final, llamaTag)
-				return
-			}
-			p.emitContent(p.pos, p.pos+i)
-			p.region = p.pos + i
-			p.pos = p.region + len(llamaTag)
-			p.st = lTag
-		case lTag:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			if p.buf[p.pos] != '{' {
-				p.emitContent(p.region, p.pos)
-				p.st = lProse
-				continue
-			}
-			p.w.reset(true)
-			p.st = lObj
-		case lObj:
-			switch p.w.step(&p.base) {
-			case walkMore:
-				if !p.w.committed {
-					p.truncated(final)
-				}
-				return
-			case walkDone:
-				p.afterCall = true
-				p.st = lNext
-			case walkBroken:
-				if !p.w.committed {
-					p.emitContent(p.region, p.pos)
-				}
-				p.st = lProse
-			}
-		case lNext:
-			if !p.skipCallWS() {
-				return
-			}
-			if p.buf[p.pos] == ';' {
-				p.pos++
-				p.afterCall = true
-				p.st = lSemi
-				continue
-			}
-			p.st = lProse
-		case lSemi:
-			if !p.skipCallWS() {
-				return
-			}
-			if p.buf[p.pos] == '{' {
-				p.startObj()
-				continue
-			}
-			p.st = lProse
-		}
-	}
+// llamaStart recognises a bare call object at the start of the answer.
+func llamaStart(m *machine, final bool) bool {
+	return m.leadingWS(final) && llamaObj(m)
 }
 
-func (p *llama3) startObj() {
-	p.region = p.pos
-	p.w.reset(true)
-	p.st = lObj
+// llamaTagged expects the call object after <|python_tag|>.
+func llamaTagged(m *machine, final bool) bool {
+	c, ok := m.peek(final)
+	if !ok {
+		return false
+	}
+	if c != '{' {
+		return m.fail(false)
+	}
+	return m.then(lObj)
+}
+
+// llamaNext reads what follows a call: ';' starts another.
+func llamaNext(m *machine, _ bool) bool {
+	if !m.skipCallWS() {
+		return false
+	}
+	if m.buf[m.pos] != ';' {
+		return m.then(lProse)
+	}
+	m.pos++
+	m.afterCall = true
+	return m.then(lSemi)
+}
+
+// llamaSemi reads the call after ';', if one follows.
+func llamaSemi(m *machine, _ bool) bool {
+	return m.skipCallWS() && llamaObj(m)
+}
+
+// llamaObj starts a call object at '{'; anything else is prose.
+func llamaObj(m *machine) bool {
+	if m.buf[m.pos] != '{' {
+		return m.then(lProse)
+	}
+	m.region = m.pos
+	return m.then(lObj)
 }

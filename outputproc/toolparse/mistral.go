@@ -2,17 +2,22 @@ package toolparse
 
 import "bytes"
 
-// mistral parses Mistral tool calls in both tokenizer generations:
+// mistralSpec parses Mistral tool calls in both tokenizer generations:
 // [TOOL_CALLS][{"name": …, "arguments": {…}}, …] (JSON array) and
 // [TOOL_CALLS]name[ARGS]{…} (also name[CALL_ID]id[ARGS]{…} and
 // name{…}), each call with its own [TOOL_CALLS].
-type mistral struct {
-	base
-	st       uint8
-	args     jsonArgs
-	w        objWalker
-	nameAt   int // start of the function name (name form)
-	arrCalls int // calls read from the current array
+var mistralSpec = spec{
+	start: mProse, bad: mProse, fault: mProse,
+	states: []state{
+		mProse:    {op: opProse, tags: []string{mistralTag}, tos: []uint8{mAfterTag}},
+		mAfterTag: {op: opHook, hook: mistralAfterTag},
+		mElem:     {op: opHook, hook: mistralElem},
+		mObj:      {op: opObj, to: mArrNext},
+		mArrNext:  {op: opList, tags: []string{"]"}, to: mElem, tos: []uint8{mProse}, after: setAfter},
+		mName:     {op: opHook, hook: mistralName},
+		mCallID:   {op: opHook, hook: mistralCallID},
+		mArgs:     {op: opArgs, to: mProse, after: setAfter},
+	},
 }
 
 const (
@@ -33,164 +38,60 @@ const (
 	mArgs     // streaming the arguments value
 )
 
-func (p *mistral) run(final bool) {
-	for {
-		switch p.st {
-		case mProse:
-			if !p.skipCallWS() {
-				return
-			}
-			i := bytes.Index(p.buf[p.pos:], []byte(mistralTag))
-			if i < 0 {
-				p.emitHeld(final, mistralTag)
-				return
-			}
-			p.emitContent(p.pos, p.pos+i)
-			p.region = p.pos + i
-			p.pos = p.region + len(mistralTag)
-			p.arrCalls = 0
-			p.st = mAfterTag
-		case mAfterTag:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			if p.buf[p.pos] == '[' {
-				p.pos++
-				p.st = mElem
-				continue
-			}
-			p.nameAt = p.pos
-			p.st = mName
-		case mElem:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			if p.buf[p.pos] == ']' {
-				p.pos++
-				if p.arrCalls == 0 {
-					// An empty list is not a call: keep it as text.
-					p.broken(false)
-					continue
-				}
-				p.afterCall = true
-				p.st = mProse
-				continue
-			}
-			p.w.reset(false)
-			p.st = mObj
-		case mObj:
-			switch p.w.step(&p.base) {
-			case walkMore:
-				if !p.w.committed {
-					p.truncated(final)
-				}
-				return
-			case walkDone:
-				p.arrCalls++
-				p.region = p.pos // a later fault keeps earlier calls
-				p.st = mArrNext
-			case walkBroken:
-				p.broken(p.w.committed)
-			}
-		case mArrNext:
-			if !p.skipWS() {
-				return
-			}
-			switch p.buf[p.pos] {
-			case ',':
-				p.pos++
-				p.st = mElem
-			case ']':
-				p.pos++
-				p.afterCall = true
-				p.st = mProse
-			default:
-				p.broken(true)
-			}
-		case mName:
-			rest := p.buf[p.pos:]
-			i := bytes.IndexAny(rest, "[{")
-			if i < 0 {
-				if len(rest) > maxNameLen || bytes.ContainsAny(rest, " \n\t\"") {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
-				return
-			}
-			name := string(bytes.TrimSpace(p.buf[p.nameAt : p.pos+i]))
-			if !p.tools.known(name) || bytes.ContainsAny(p.buf[p.nameAt:p.pos+i], "\"") {
-				p.pos += i
-				p.broken(false)
-				continue
-			}
-			p.pos += i
-			if p.buf[p.pos] == '[' {
-				switch p.match(mistralArgs) {
-				case needMore:
-					p.truncated(final)
-					return
-				case noMatch:
-					switch p.match(mistralID) {
-					case needMore:
-						p.truncated(final)
-						return
-					case noMatch:
-						p.broken(false)
-						continue
-					}
-					p.st = mCallID
-					continue
-				}
-			}
-			p.commitName(name)
-		case mCallID:
-			i := bytes.Index(p.buf[p.pos:], []byte(mistralArgs))
-			if i+len(mistralArgs)-1 > maxNameLen {
-				i = -1 // as when streamed in pieces
-			}
-			if i < 0 {
-				if len(p.buf)-p.pos > maxNameLen {
-					p.broken(false)
-					continue
-				}
-				p.truncated(final)
-				return
-			}
-			name := string(bytes.TrimSpace(p.buf[p.nameAt : bytes.IndexByte(p.buf[p.nameAt:], '[')+p.nameAt]))
-			p.pos += i + len(mistralArgs)
-			p.commitName(name)
-		case mArgs:
-			switch p.args.step(&p.base, final) {
-			case argWait:
-				return
-			case argBroken:
-				p.broken(false)
-				continue
-			case argFault:
-				p.st = mProse
-				continue
-			}
-			p.afterCall = true
-			p.st = mProse
+// mistralAfterTag tells the array form from the name form.
+func mistralAfterTag(m *machine, final bool) bool {
+	ok, array := m.eat(final, '[')
+	if !ok || array {
+		return ok && m.then(mElem)
+	}
+	m.nameAt = m.pos
+	return m.then(mName)
+}
+
+// mistralElem expects an array element or the end of the array.
+func mistralElem(m *machine, final bool) bool {
+	if c, ok := m.peek(final); !ok || c != ']' {
+		return ok && m.then(mObj)
+	}
+	m.pos++
+	if m.inBlock == 0 {
+		return m.fail(false) // an empty list is not a call: keep it as text
+	}
+	m.afterCall = true
+	return m.then(mProse)
+}
+
+// mistralName reads the function name up to [ARGS], [CALL_ID] or '{'.
+func mistralName(m *machine, final bool) bool {
+	rest := m.buf[m.pos:]
+	i := bytes.IndexAny(rest, "[{")
+	if i < 0 {
+		return m.noDelim(len(rest) > maxNameLen || bytes.ContainsAny(rest, " \n\t\""), final)
+	}
+	name := string(bytes.TrimSpace(m.buf[m.nameAt : m.pos+i]))
+	m.pos += i
+	if !m.tools.known(name) || bytes.ContainsAny(m.buf[m.nameAt:m.pos], "\"") {
+		return m.fail(false)
+	}
+	if m.buf[m.pos] == '[' {
+		k, goOn := m.expect(final, mistralArgs, mistralID)
+		if k < 0 {
+			return goOn
+		}
+		if k == 1 {
+			return m.then(mCallID)
 		}
 	}
+	m.args.begin(name)
+	return m.then(mArgs)
 }
 
-// commitName records the call's name; the call is committed once its
-// arguments start well (see commitAfter).
-func (p *mistral) commitName(name string) {
-	p.args.begin(name)
-	p.st = mArgs
-}
-
-// broken returns malformed markup to prose: uncommitted markup is content;
-// after a commit, the text from the fault on is prose.
-func (p *mistral) broken(committed bool) {
-	if !committed {
-		p.emitContent(p.region, p.pos)
+// mistralCallID skips a call id up to [ARGS].
+func mistralCallID(m *machine, final bool) bool {
+	if _, ok, goOn := m.field(mistralArgs, maxNameLen, final); !ok {
+		return goOn
 	}
-	p.st = mProse
+	name := string(bytes.TrimSpace(m.buf[m.nameAt : bytes.IndexByte(m.buf[m.nameAt:], '[')+m.nameAt]))
+	m.args.begin(name)
+	return m.then(mArgs)
 }

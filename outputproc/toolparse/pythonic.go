@@ -2,20 +2,23 @@ package toolparse
 
 import "bytes"
 
-// pythonic parses a Python list of calls, [f(a=1, b="x"), g()], as Llama 3.2
-// and Llama 4 models write it (optionally inside <|python_start|> …
-// <|python_end|>). As in vLLM, the list is recognised only at the start of
+// pythonicSpec parses a Python list of calls, [f(a=1, b="x"), g()], as
+// Llama 3.2 and Llama 4 models write it (optionally inside <|python_start|>
+// … <|python_end|>). As in vLLM, the list is recognised only at the start of
 // the answer; anything else is prose. Keyword arguments are converted from
 // Python literals to JSON and sent one at a time.
-type pythonic struct {
-	base
-	st     uint8
-	scan   pyScan
-	key    string
-	valAt  int
-	nkw    int
-	inList int // calls committed in this list
-	tmp    []byte
+var pythonicSpec = spec{
+	start: pStart, bad: pProse, fault: pProse,
+	states: []state{
+		pStart:     {op: opHook, hook: pyStartList},
+		pOpen:      {op: opHook, hook: pyOpen},
+		pKw:        {op: opHook, hook: pyKeyword},
+		pVal:       {op: opHook, hook: pyValue},
+		pAfterKw:   {op: opList, tags: []string{")"}, to: pKw, tos: []uint8{pAfterCall}},
+		pAfterCall: {op: opList, tags: []string{"]"}, to: pOpen, tos: []uint8{pEnd}, keep: true, after: setAfter},
+		pEnd:       {op: opHook, hook: pyEndList},
+		pProse:     {op: opRest},
+	},
 }
 
 const (
@@ -34,179 +37,129 @@ const (
 	pProse            // everything else is content
 )
 
-func (p *pythonic) run(final bool) {
-	for {
-		switch p.st {
-		case pStart:
-			start := p.pos
-			more := p.skipWS()
-			if p.pos > start {
-				if !p.wsPend {
-					p.wsPend, p.wsStart = true, start
-				}
-				p.wsEnd = p.pos
-			}
-			if !more {
-				if final {
-					p.flushWS()
-				}
-				return
-			}
-			p.region = p.pos
-			m := p.match(pyStart)
-			if m == needMore && !final {
-				return
-			}
-			if m == matched && !p.skipWS() {
-				if final {
-					p.truncated(final)
-				} else {
-					p.pos = p.region // look again when more text comes
-				}
-				return
-			}
-			if p.pos < len(p.buf) && p.buf[p.pos] == '[' {
-				p.pos++
-				p.st = pOpen
-				continue
-			}
-			p.pos = p.region
-			p.st = pProse
-		case pOpen:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			j := p.pos
-			for j < len(p.buf) && (isIdent(p.buf[j]) || p.buf[j] == '.') {
-				j++
-			}
-			if j == len(p.buf) && j-p.pos <= maxNameLen {
-				p.truncated(final)
-				return
-			}
-			name := string(p.buf[p.pos:j])
-			if j == len(p.buf) || p.buf[j] != '(' || !p.tools.known(name) {
-				if p.inList == 0 {
-					p.pos = j
-				} else {
-					p.pos = p.region
-				}
-				p.broken()
-				continue
-			}
-			p.pos = j + 1
-			p.beginCall(name)
-			p.openArgs()
-			p.nkw = 0
-			p.inList++
-			p.st = pKw
-		case pKw:
-			if !p.skipWS() {
-				p.finishCall(final)
-				return
-			}
-			if p.buf[p.pos] == ')' {
-				p.pos++
-				p.closeArgs()
-				p.st = pAfterCall
-				continue
-			}
-			j := p.pos
-			for j < len(p.buf) && isIdent(p.buf[j]) {
-				j++
-			}
-			k := j
-			for k < len(p.buf) && isSpace(p.buf[k]) {
-				k++
-			}
-			if k == len(p.buf) {
-				p.finishCall(final)
-				return
-			}
-			if j == p.pos || p.buf[k] != '=' || (k+1 < len(p.buf) && p.buf[k+1] == '=') {
-				p.broken()
-				continue
-			}
-			if k+1 == len(p.buf) {
-				p.finishCall(final)
-				return
-			}
-			p.key = string(p.buf[p.pos:j])
-			p.pos = k + 1
-			p.skipWS()
-			p.valAt = p.pos
-			p.scan = pyScan{}
-			p.st = pVal
-		case pVal:
-			n, done := p.scan.feed(p.buf[p.pos:])
-			p.pos += n
-			if !done {
-				if final {
-					p.writeKw(p.buf[p.valAt:p.pos], true)
-					p.closeArgs()
-				}
-				return
-			}
-			if !p.writeKw(p.buf[p.valAt:p.pos], false) {
-				p.broken()
-				continue
-			}
-			p.st = pAfterKw
-		case pAfterKw:
-			if !p.skipWS() {
-				p.finishCall(final)
-				return
-			}
-			switch p.buf[p.pos] {
-			case ',':
-				p.pos++
-				p.st = pKw
-			case ')':
-				p.pos++
-				p.closeArgs()
-				p.st = pAfterCall
-			default:
-				p.broken()
-			}
-		case pAfterCall:
-			if !p.skipWS() {
-				return
-			}
-			switch p.buf[p.pos] {
-			case ',':
-				p.pos++
-				p.region = p.pos
-				p.st = pOpen
-			case ']':
-				p.pos++
-				p.afterCall = true
-				p.st = pEnd
-			default:
-				p.broken()
-			}
-		case pEnd:
-			if !p.skipCallWS() {
-				return
-			}
-			if p.match(pyEnd) == needMore && !final {
-				return
-			}
-			p.afterCall = true
-			p.st = pProse
-		case pProse:
-			if !p.skipCallWS() {
-				return
-			}
-			p.emitHeld(true)
-			return
-		}
+// pyStartList recognises the list at the start of the answer.
+func pyStartList(m *machine, final bool) bool {
+	if !m.leadingWS(final) {
+		return false
 	}
+	m.region = m.pos
+	mt := m.match(pyStart)
+	if mt == needMore && !final {
+		return false
+	}
+	if mt == matched && !m.skipWS() {
+		if final {
+			m.truncated(final)
+		} else {
+			m.pos = m.region // look again when more text comes
+		}
+		return false
+	}
+	if m.pos < len(m.buf) && m.buf[m.pos] == '[' {
+		m.pos++
+		return m.then(pOpen)
+	}
+	m.pos = m.region
+	return m.then(pProse)
 }
 
-// writeKw sends one keyword argument; false when the value is not a Python
-// literal (unless partial, where the raw text is sent as a string).
-func (p *pythonic) writeKw(raw []byte, partial bool) bool {
+// pyOpen reads a call's name and '(' and commits the call.
+func pyOpen(m *machine, final bool) bool {
+	if _, ok := m.peek(final); !ok {
+		return false
+	}
+	j := m.pos
+	for j < len(m.buf) && (isIdent(m.buf[j]) || m.buf[j] == '.') {
+		j++
+	}
+	if j == len(m.buf) && j-m.pos <= maxNameLen {
+		return m.wait(final)
+	}
+	name := string(m.buf[m.pos:j])
+	if j == len(m.buf) || m.buf[j] != '(' || !m.tools.known(name) {
+		if m.inBlock == 0 {
+			m.pos = j
+		} else {
+			m.pos = m.region
+		}
+		return m.fail(m.inBlock > 0)
+	}
+	m.pos = j + 1
+	m.beginCall(name)
+	m.openArgs()
+	m.nargs = 0
+	m.inBlock++
+	return m.then(pKw)
+}
+
+// pyKeyword reads a keyword argument's name and '=', or the call's ')'.
+func pyKeyword(m *machine, final bool) bool {
+	if ok, end := m.eat(final, ')'); !ok || end {
+		return ok && pyCallEnd(m)
+	}
+	j := m.pos
+	for j < len(m.buf) && isIdent(m.buf[j]) {
+		j++
+	}
+	k := j
+	for k < len(m.buf) && isSpace(m.buf[k]) {
+		k++
+	}
+	if k == len(m.buf) {
+		return m.wait(final)
+	}
+	if j == m.pos || m.buf[k] != '=' || (k+1 < len(m.buf) && m.buf[k+1] == '=') {
+		return m.fail(true)
+	}
+	if k+1 == len(m.buf) {
+		return m.wait(final)
+	}
+	m.key = string(m.buf[m.pos:j])
+	m.pos = k + 1
+	m.skipWS()
+	m.valAt = m.pos
+	m.py = pyScan{}
+	return m.then(pVal)
+}
+
+// pyCallEnd closes the call's arguments at its ')'.
+func pyCallEnd(m *machine) bool {
+	m.closeArgs()
+	return m.then(pAfterCall)
+}
+
+// pyValue scans a keyword argument's value and sends it as JSON.
+func pyValue(m *machine, final bool) bool {
+	n, done := m.py.feed(m.buf[m.pos:])
+	m.pos += n
+	if !done {
+		if final {
+			pyWriteKw(m, m.buf[m.valAt:m.pos], true)
+			m.closeArgs()
+		}
+		return false
+	}
+	if !pyWriteKw(m, m.buf[m.valAt:m.pos], false) {
+		return m.fail(true)
+	}
+	return m.then(pAfterKw)
+}
+
+// pyEndList skips an optional <|python_end|> after the list.
+func pyEndList(m *machine, final bool) bool {
+	if !m.skipCallWS() {
+		return false
+	}
+	if m.match(pyEnd) == needMore && !final {
+		return false
+	}
+	m.afterCall = true
+	return m.then(pProse)
+}
+
+// pyWriteKw sends one keyword argument; false when the value is not a
+// Python literal (unless partial, where the raw text is sent as a string).
+func pyWriteKw(m *machine, raw []byte, partial bool) bool {
 	v, ok := pyToJSON(raw)
 	if !ok && partial {
 		// A string cut off by the end of output: close its quote.
@@ -220,27 +173,16 @@ func (p *pythonic) writeKw(raw []byte, partial bool) bool {
 	if !ok {
 		return false
 	}
-	p.tmp = p.tmp[:0]
-	if p.nkw > 0 {
-		p.tmp = append(p.tmp, ", "...)
+	m.tmp = m.tmp[:0]
+	if m.nargs > 0 {
+		m.tmp = append(m.tmp, ", "...)
 	}
-	p.nkw++
-	p.tmp = append(p.tmp, quoteJSON(p.key)...)
-	p.tmp = append(p.tmp, ": "...)
-	p.tmp = append(p.tmp, v...)
-	p.addArgs(string(p.tmp))
+	m.nargs++
+	m.tmp = append(m.tmp, quoteJSON(m.key)...)
+	m.tmp = append(m.tmp, ": "...)
+	m.tmp = append(m.tmp, v...)
+	m.addArgs(string(m.tmp))
 	return true
-}
-
-// broken ends the list at malformed text: before any call the list so far
-// is content; after a commit the call is closed and the rest is content.
-func (p *pythonic) broken() {
-	if p.inList == 0 {
-		p.emitContent(p.region, p.pos)
-	} else {
-		p.closeArgs()
-	}
-	p.st = pProse
 }
 
 // pyScan finds where a Python literal argument ends: at a ',' or ')' outside

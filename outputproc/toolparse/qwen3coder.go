@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// qwen3Coder parses the XML-style calls of Qwen3-Coder:
+// qwen3CoderSpec parses the XML-style calls of Qwen3-Coder:
 //
 //	<tool_call>
 //	<function=NAME>
@@ -25,16 +25,20 @@ import (
 // and array values are parsed when complete ("null" gives null; objects and
 // arrays may also be Python literals), falling back to the string when they
 // do not parse. Arguments are written as {"p": v, "q": w}.
-type qwen3Coder struct {
-	base
-	st       uint8
-	fn       string // current function
-	nparams  int    // parameters written in the current call
-	typ      string // current parameter's type
-	valStart int    // current value's first byte
-	emitted  int    // string value sent up to here
-	scanFrom int    // where to resume looking for the value's end
-	tmp      []byte
+var qwen3CoderSpec = spec{
+	start: qProse, bad: qRawBefore, fault: qRawAfter,
+	states: []state{
+		qProse:     {op: opProse, tags: []string{hermesOpen}, tos: []uint8{qOpen}},
+		qOpen:      {op: opExpect, tags: []string{qcFunc}, tos: []uint8{qFname}},
+		qFname:     {op: opHook, hook: qwenFname},
+		qBody:      {op: opExpect, tags: []string{qcParam, qcFuncEnd}, tos: []uint8{qPname, qAfterFn}},
+		qPname:     {op: opHook, hook: qwenPname},
+		qPvalStart: {op: opHook, hook: qwenPvalStart},
+		qPval:      {op: opHook, hook: qwenPval},
+		qAfterFn:   {op: opHook, hook: qwenAfterFn},
+		qRawBefore: {op: opRaw, tags: []string{hermesClose}, keep: true, to: qProse, after: clearAfter},
+		qRawAfter:  {op: opRaw, tags: []string{hermesClose}, to: qProse, after: setAfter},
+	},
 }
 
 const (
@@ -57,160 +61,88 @@ const (
 	qRawAfter  // malformed after commit
 )
 
-func (p *qwen3Coder) run(final bool) {
-	for {
-		switch p.st {
-		case qProse:
-			if !p.skipCallWS() {
-				return
-			}
-			i := bytes.Index(p.buf[p.pos:], []byte(hermesOpen))
-			if i < 0 {
-				p.emitHeld(final, hermesOpen)
-				return
-			}
-			p.emitContent(p.pos, p.pos+i)
-			p.region = p.pos + i
-			p.pos = p.region + len(hermesOpen)
-			p.st = qOpen
-		case qOpen:
-			if !p.skipWS() {
-				p.truncated(final)
-				return
-			}
-			switch p.match(qcFunc) {
-			case needMore:
-				p.truncated(final)
-				return
-			case noMatch:
-				p.broken()
-				continue
-			}
-			p.st = qFname
-		case qFname:
-			start := p.pos
-			name, ok := p.upTo('>')
-			if ok && p.pos-1-start > maxNameLen {
-				p.pos, ok = start, false // as when streamed in pieces
-			}
-			if !ok {
-				if len(p.buf)-p.pos > maxNameLen {
-					p.broken()
-					continue
-				}
-				p.truncated(final)
-				return
-			}
-			if !p.tools.known(name) {
-				p.broken()
-				continue
-			}
-			p.fn = name
-			p.beginCall(name)
-			p.openArgs()
-			p.nparams = 0
-			p.st = qBody
-		case qBody:
-			if !p.skipWS() {
-				p.finishCall(final)
-				return
-			}
-			m1 := p.match(qcParam)
-			if m1 == matched {
-				p.st = qPname
-				continue
-			}
-			m2 := p.match(qcFuncEnd)
-			if m2 == matched {
-				p.closeArgs()
-				p.st = qAfterFn
-				continue
-			}
-			if m1 == needMore || m2 == needMore {
-				p.finishCall(final)
-				return
-			}
-			p.closeArgs()
-			p.st = qRawAfter
-		case qPname:
-			start := p.pos
-			name, ok := p.upTo('>')
-			if ok && p.pos-1-start > maxNameLen {
-				// The same outcome whatever the chunking: streamed in pieces,
-				// more than maxNameLen bytes without '>' end the call here.
-				p.pos, ok = start, false
-			}
-			if !ok {
-				if len(p.buf)-p.pos > maxNameLen {
-					p.closeArgs()
-					p.st = qRawAfter
-					continue
-				}
-				p.finishCall(final)
-				return
-			}
-			p.typ = paramKind(p.tools.paramType(p.fn, name))
-			sep := ", "
-			if p.nparams == 0 {
-				sep = ""
-			}
-			p.nparams++
-			s := sep + quoteJSON(name) + ": "
-			if p.typ == "string" {
-				s += `"`
-			}
-			p.addArgs(s)
-			p.st = qPvalStart
-		case qPvalStart:
-			if p.pos == len(p.buf) {
-				p.finishCall(final)
-				return
-			}
-			if p.buf[p.pos] == '\n' {
-				p.pos++
-			}
-			p.valStart, p.emitted, p.scanFrom = p.pos, p.pos, p.pos
-			p.st = qPval
-		case qPval:
-			if !p.value(final) {
-				return
-			}
-			p.st = qBody
-		case qAfterFn:
-			if !p.skipWS() {
-				p.afterCall = true
-				return
-			}
-			m1 := p.match(hermesClose)
-			if m1 == matched {
-				p.afterCall = true
-				p.st = qProse
-				continue
-			}
-			m2 := p.match(qcFunc)
-			if m2 == matched {
-				p.region = p.pos - len(qcFunc)
-				p.st = qFname
-				continue
-			}
-			if (m1 == needMore || m2 == needMore) && !final {
-				return
-			}
-			p.st = qRawAfter
-		case qRawBefore, qRawAfter:
-			after := p.st == qRawAfter
-			if !p.rawUntil(hermesClose, !after, final) {
-				return
-			}
-			p.afterCall = after
-			p.st = qProse
-		}
+// qwenFname reads the function name up to '>' and commits the call.
+func qwenFname(m *machine, final bool) bool {
+	name, ok, goOn := m.field(">", maxNameLen, final)
+	if !ok {
+		return goOn
 	}
+	if !m.tools.known(name) {
+		return m.fail(false)
+	}
+	m.fn = name
+	m.beginCall(name)
+	m.openArgs()
+	m.nargs = 0
+	return m.then(qBody)
 }
 
-// value scans the current parameter value; true when it ended.
-func (p *qwen3Coder) value(final bool) bool {
-	rest := p.buf[p.scanFrom:]
+// qwenPname reads a parameter name up to '>' and writes its key.
+func qwenPname(m *machine, final bool) bool {
+	// More than maxNameLen bytes without '>' end the call here.
+	name, ok, goOn := m.field(">", maxNameLen, final)
+	if !ok {
+		return goOn
+	}
+	m.typ = paramKind(m.tools.paramType(m.fn, name))
+	m.tmp = m.tmp[:0]
+	if m.nargs > 0 {
+		m.tmp = append(m.tmp, ", "...)
+	}
+	m.nargs++
+	m.tmp = append(m.tmp, quoteJSON(name)...)
+	m.tmp = append(m.tmp, ": "...)
+	if m.typ == "string" {
+		m.tmp = append(m.tmp, '"')
+	}
+	m.addArgs(string(m.tmp))
+	return m.then(qPvalStart)
+}
+
+// qwenPvalStart skips the value's leading newline.
+func qwenPvalStart(m *machine, final bool) bool {
+	if m.pos == len(m.buf) {
+		return m.wait(final)
+	}
+	if m.buf[m.pos] == '\n' {
+		m.pos++
+	}
+	m.valAt, m.emitted, m.scanFrom = m.pos, m.pos, m.pos
+	return m.then(qPval)
+}
+
+// qwenPval streams the current parameter value until it ends.
+func qwenPval(m *machine, final bool) bool {
+	return qwenValue(m, final) && m.then(qBody)
+}
+
+// qwenAfterFn expects </tool_call> or another <function=, after the
+// call's arguments were closed at </function>.
+func qwenAfterFn(m *machine, final bool) bool {
+	m.closeArgs()
+	if !m.skipWS() {
+		m.afterCall = true
+		return false
+	}
+	m1 := m.match(hermesClose)
+	if m1 == matched {
+		m.afterCall = true
+		return m.then(qProse)
+	}
+	m2 := m.match(qcFunc)
+	if m2 == matched {
+		m.region = m.pos - len(qcFunc)
+		return m.then(qFname)
+	}
+	if (m1 == needMore || m2 == needMore) && !final {
+		return false
+	}
+	return m.then(qRawAfter)
+}
+
+// qwenValue scans the current parameter value; true when it ended.
+func qwenValue(m *machine, final bool) bool {
+	rest := m.buf[m.scanFrom:]
 	end, next := -1, 0
 	for _, t := range [...]string{qcParamEnd, qcParam, qcFuncEnd} {
 		if i := bytes.Index(rest, []byte(t)); i >= 0 && (end < 0 || i < end) {
@@ -222,70 +154,52 @@ func (p *qwen3Coder) value(final bool) bool {
 	}
 	if end < 0 {
 		if final {
-			p.endValue(len(p.buf))
-			p.pos = len(p.buf)
-			p.closeArgs()
+			qwenEndValue(m, len(m.buf))
+			m.pos = len(m.buf)
+			m.closeArgs()
 			return false
 		}
-		safe := len(p.buf) - partialSuffix(p.buf[p.valStart:], qcParamEnd, qcParam, qcFuncEnd)
-		if safe > p.valStart && p.buf[safe-1] == '\n' {
+		safe := len(m.buf) - partialSuffix(m.buf[m.valAt:], qcParamEnd, qcParam, qcFuncEnd)
+		if safe > m.valAt && m.buf[safe-1] == '\n' {
 			safe--
 		}
-		if p.typ == "string" && safe > p.emitted {
-			if needsEscape(p.buf[p.emitted:safe]) {
-				p.tmp = escapeJSON(p.tmp[:0], p.buf[p.emitted:safe])
-				p.addArgs(string(p.tmp))
+		if m.typ == "string" && safe > m.emitted {
+			if needsEscape(m.buf[m.emitted:safe]) {
+				m.tmp = escapeJSON(m.tmp[:0], m.buf[m.emitted:safe])
+				m.addArgs(string(m.tmp))
 			} else {
-				p.addArgs(p.str(p.emitted, safe))
+				m.addArgs(m.str(m.emitted, safe))
 			}
-			p.emitted = safe
+			m.emitted = safe
 		}
-		p.pos = len(p.buf)
-		if s := len(p.buf) - len(qcParamEnd) + 1; s > p.scanFrom {
-			p.scanFrom = s
+		m.pos = len(m.buf)
+		if s := len(m.buf) - len(qcParamEnd) + 1; s > m.scanFrom {
+			m.scanFrom = s
 		}
 		return false
 	}
-	stop := p.scanFrom + end
-	if stop > p.valStart && p.buf[stop-1] == '\n' {
+	stop := m.scanFrom + end
+	if stop > m.valAt && m.buf[stop-1] == '\n' {
 		stop--
 	}
-	p.endValue(stop)
-	p.pos = p.scanFrom + next
+	qwenEndValue(m, stop)
+	m.pos = m.scanFrom + next
 	return true
 }
 
-// endValue writes the rest of the value buf[valStart:stop].
-func (p *qwen3Coder) endValue(stop int) {
-	if stop < p.emitted {
-		stop = p.emitted
+// qwenEndValue writes the rest of the value buf[valAt:stop].
+func qwenEndValue(m *machine, stop int) {
+	if stop < m.emitted {
+		stop = m.emitted
 	}
-	if p.typ == "string" {
-		p.tmp = escapeJSON(p.tmp[:0], p.buf[p.emitted:stop])
-		p.tmp = append(p.tmp, '"')
-		p.addArgs(string(p.tmp))
-		p.emitted = stop
+	if m.typ == "string" {
+		m.tmp = escapeJSON(m.tmp[:0], m.buf[m.emitted:stop])
+		m.tmp = append(m.tmp, '"')
+		m.addArgs(string(m.tmp))
+		m.emitted = stop
 		return
 	}
-	p.addArgs(typedValue(p.typ, string(p.buf[p.valStart:stop])))
-}
-
-// upTo reads up to c at the cursor and consumes it; false if c has not
-// arrived.
-func (p *qwen3Coder) upTo(c byte) (string, bool) {
-	i := bytes.IndexByte(p.buf[p.pos:], c)
-	if i < 0 {
-		return "", false
-	}
-	s := strings.TrimSpace(string(p.buf[p.pos : p.pos+i]))
-	p.pos += i + 1
-	return s, true
-}
-
-// broken returns uncommitted malformed markup as content.
-func (p *qwen3Coder) broken() {
-	p.emitContent(p.region, p.pos)
-	p.st = qRawBefore
+	m.addArgs(typedValue(m.typ, string(m.buf[m.valAt:stop])))
 }
 
 // paramKind folds a schema type into the kinds values are converted by.

@@ -62,6 +62,16 @@ type Parser interface {
 	Called() bool
 }
 
+// families is every parser's machine, by name.
+var families = map[string]*spec{
+	"deepseek_v3": &deepseekSpec,
+	"hermes":      &hermesSpec,
+	"llama3_json": &llama3Spec,
+	"mistral":     &mistralSpec,
+	"pythonic":    &pythonicSpec,
+	"qwen3_coder": &qwen3CoderSpec,
+}
+
 // names lists the parsers New knows, sorted.
 var names = []string{"deepseek_v3", "hermes", "llama3_json", "mistral", "pythonic", "qwen3_coder"}
 
@@ -71,25 +81,14 @@ func Names() []string { return append([]string(nil), names...) }
 // New returns a fresh parser named name for a request offering tools. idGen
 // makes call ids; nil means random "chatcmpl-tool-<32 hex>" ids.
 func New(name string, tools []Tool, idGen func() string) (Parser, error) {
+	s, ok := families[name]
+	if !ok {
+		return nil, fmt.Errorf("toolparse: unknown tool call parser %q (known: %s)", name, strings.Join(names, ", "))
+	}
 	if idGen == nil {
 		idGen = randomID
 	}
-	b := base{idGen: idGen, tools: newToolSet(tools), afterCall: true}
-	switch name {
-	case "hermes":
-		return &parser[hermes, *hermes]{f: hermes{base: b}}, nil
-	case "llama3_json":
-		return &parser[llama3, *llama3]{f: llama3{base: b}}, nil
-	case "mistral":
-		return &parser[mistral, *mistral]{f: mistral{base: b}}, nil
-	case "qwen3_coder":
-		return &parser[qwen3Coder, *qwen3Coder]{f: qwen3Coder{base: b}}, nil
-	case "pythonic":
-		return &parser[pythonic, *pythonic]{f: pythonic{base: b}}, nil
-	case "deepseek_v3":
-		return &parser[deepseek, *deepseek]{f: deepseek{base: b}}, nil
-	}
-	return nil, fmt.Errorf("toolparse: unknown tool call parser %q (known: %s)", name, strings.Join(names, ", "))
+	return newMachine(s, base{idGen: idGen, tools: newToolSet(tools), afterCall: true}), nil
 }
 
 // ParseAll parses a whole answer at once: it is New + Add(text) + Finish, so
