@@ -175,8 +175,8 @@ type Backend interface {
 	// Name identifies the backend ("ref", "cpu").
 	Name() string
 	// Weight makes a read-only tensor from encoded host bytes in any DType
-	// (F32 little endian, F16, BF16, or ggml's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
-	// blocks, as a GGUF file stores them). The backend may keep referring
+	// (F32 little endian, F16, BF16, or ggml's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K,
+	// MXFP4 blocks, as a GGUF file stores them). The backend may keep referring
 	// to data (for example a memory-mapped file) instead of copying it, so
 	// data must stay valid and unchanged for the tensor's life; it never
 	// writes into it.

@@ -54,6 +54,11 @@ func procCPUSplit(pid int) (user, sys time.Duration, err error) {
 // default 20) and SLUICE_BENCH_SECONDS (measured window, default 10) tune it.
 // The window starts once every stream is running; tokens are the engine's
 // own count of generated tokens over the window.
+//
+// split/streams=N/interval=I (benchmarkSplit) solves the CPU per request
+// and per token from a window of short and one of long outputs:
+//
+//	SLUICE_BENCH_SECONDS=8 go test -run XXX -bench 'FrontendCPU/split/streams=256/interval=1$' -benchtime 1x ./api-frontend/e2etest/
 func BenchmarkFrontendCPU(b *testing.B) {
 	streams := envInt("SLUICE_BENCH_STREAMS", 1024)
 	stepMS := envInt("SLUICE_BENCH_STEP_MS", 20)
@@ -62,6 +67,16 @@ func BenchmarkFrontendCPU(b *testing.B) {
 		b.Run(fmt.Sprintf("streams=%d/interval=%d", streams, iv), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				benchOnce(b, streams, iv, stepMS, window)
+			}
+		})
+	}
+	// The split: CPU per request and per token at SLUICE_BENCH_SPLIT_STREAMS
+	// (default 256) streams (benchmarkSplit).
+	split := envInt("SLUICE_BENCH_SPLIT_STREAMS", 256)
+	for _, iv := range []int{1, 10} {
+		b.Run(fmt.Sprintf("split/streams=%d/interval=%d", split, iv), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				benchmarkSplit(b, split, iv, stepMS, window)
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/server"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/api-frontend/webui"
 	"github.com/sluice-llm/sluice/configs"
 	"github.com/sluice-llm/sluice/constraint"
@@ -180,7 +181,9 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	// Slow clients: headers must arrive within 30 s, bodies within 30 s
 	// (server.readBody), and idle keep-alive connections close after 30 s.
 	// No ReadTimeout/WriteTimeout: they would cut long streams.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
+	// ConnContext lets streams send on their sockets and keep the
+	// connection alive (sse.Start).
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: sse.ConnContext}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("model", served), zap.Strings("engines", addrs), zap.String("frontend_id", cfg.FrontendID))

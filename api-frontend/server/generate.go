@@ -37,8 +37,9 @@ const (
 	// is set for a non-streamed request. Later outputs are ignored.
 	stateEnded
 	// stateClosed: the final bytes have been handed to the socket
-	// (written, or queued in framed for the handler): nothing more is
-	// rendered or written except framed.
+	// (written, or queued in framed for the handler), or the stream's
+	// handler returned: nothing more is rendered or written except
+	// framed.
 	stateClosed
 )
 
@@ -261,7 +262,7 @@ func (r *stream) tryDirect() bool {
 	if size <= 0 && !last {
 		return true
 	}
-	b := sse.Frame(&r.buf, last)
+	b := r.send.Frame(&r.buf, last)
 	n, err := r.send.TrySend(b)
 	if last {
 		r.state = stateClosed
@@ -525,18 +526,30 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 	defer w.Close()
 	r.mu.Lock()
 	r.conn, r.direct, r.send = w, w.Direct(), w.Sender()
+	// What arrived before the socket was attached signalled already (no
+	// direct path then); signal again only if bytes wait, saving a wake.
+	pending := len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.state == stateEnded
 	r.mu.Unlock()
-	r.signal() // write what arrived before the socket was attached
+	if pending {
+		r.signal()
+	}
 	spare := sse.GetBuf()
 	var framed []byte
 	defer func() {
-		// The buffer's array goes back to the pool; spare's takes its place
-		// for appends that still arrive.
+		// Nothing is rendered or written from here on (a client that went
+		// away leaves the stream running until run aborts its engine
+		// requests: their outputs are dropped), so both buffers' arrays go
+		// back to the pool.
 		r.mu.Lock()
-		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
+		r.leaveQueue()
+		r.state = stateClosed
+		buf := r.buf
+		r.buf = nil
 		r.conn, r.direct, r.send = nil, false, sse.Sender{}
 		r.mu.Unlock()
+		*spare = (*spare)[:0]
 		sse.PutBuf(spare)
+		sse.PutBuf(&buf)
 	}()
 	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
 	defer stopEnd()

@@ -93,7 +93,7 @@ func (s *Server) completions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
-	s.metrics.APIRequests.WithLabelValues("completions").Inc()
+	s.metrics.CountAPI("completions")
 	lim := s.limits()
 	cr, e := req.Validate(lim)
 	if e != nil {
@@ -152,7 +152,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !s.bind(c, &req, &req.Model) {
 		return
 	}
-	s.metrics.APIRequests.WithLabelValues("chat").Inc()
+	s.metrics.CountAPI("chat")
 	chat, e := req.Validate(s.limits(), openai.ToolConfig{AutoEnabled: s.cfg.EnableAutoToolChoice, Parser: s.cfg.ToolCallParser})
 	if e != nil {
 		writeError(c, e)

@@ -46,7 +46,7 @@ func (s *Server) mapMessages(c *gin.Context, countOnly bool) (*anthropic.Request
 // a chat request (anthropic.Map), max_tokens clamped to the context left,
 // rendered by an anthropic.Stream.
 func (s *Server) messages(c *gin.Context) {
-	s.metrics.APIRequests.WithLabelValues("messages").Inc()
+	s.metrics.CountAPI("messages")
 	req, _, chat := s.mapMessages(c, false)
 	if chat == nil {
 		return

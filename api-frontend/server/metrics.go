@@ -33,6 +33,11 @@ type Metrics struct {
 	APIRequests *prometheus.CounterVec
 	engineUp    *prometheus.GaugeVec
 
+	// successBy and apiBy are success's and APIRequests' series of the
+	// known label values, looked up once (read-only after NewMetrics).
+	successBy map[string]prometheus.Counter
+	apiBy     map[string]prometheus.Counter
+
 	mu   sync.Mutex
 	last map[int]ipc.SchedulerStats // per engine, for cumulative counters
 }
@@ -74,11 +79,12 @@ func NewMetrics(model string) *Metrics {
 		m.prefixQueries, m.prefixHits, m.preemptions, m.StreamsOpen, m.Chunks, m.Bytes, m.CoalescedTokens, m.Rejected, m.APIRequests, m.engineUp} {
 		f(c)
 	}
+	m.successBy, m.apiBy = make(map[string]prometheus.Counter), make(map[string]prometheus.Counter)
 	for _, reason := range []string{"stop", "length", "abort", "error"} {
-		m.success.WithLabelValues(reason)
+		m.successBy[reason] = m.success.WithLabelValues(reason)
 	}
 	for _, api := range []string{"completions", "chat", "responses", "messages"} {
-		m.APIRequests.WithLabelValues(api)
+		m.apiBy[api] = m.APIRequests.WithLabelValues(api)
 	}
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -146,8 +152,22 @@ func (m *Metrics) EngineStats() map[int]ipc.SchedulerStats {
 
 // Finished records a finished completion.
 func (m *Metrics) Finished(reason string, promptTokens, genTokens int, e2e float64) {
-	m.success.WithLabelValues(reason).Inc()
+	if c, ok := m.successBy[reason]; ok {
+		c.Inc()
+	} else {
+		m.success.WithLabelValues(reason).Inc()
+	}
 	m.promptTokens.Add(float64(promptTokens))
 	m.genTokens.Add(float64(genTokens))
 	m.e2e.Observe(e2e)
+}
+
+// CountAPI counts a generation request of the API surface api
+// (APIRequests).
+func (m *Metrics) CountAPI(api string) {
+	if c, ok := m.apiBy[api]; ok {
+		c.Inc()
+		return
+	}
+	m.APIRequests.WithLabelValues(api).Inc()
 }

@@ -24,7 +24,7 @@ const storeTimeout = 10 * time.Second
 // responses.Stream; with store (the default) the response and its
 // conversation are kept for GET and previous_response_id.
 func (s *Server) responses(c *gin.Context) {
-	s.metrics.APIRequests.WithLabelValues("responses").Inc()
+	s.metrics.CountAPI("responses")
 	body, e := s.readBody(c, s.cfg.MaxBodyBytes)
 	if e != nil {
 		writeError(c, e)

@@ -7,9 +7,10 @@
 // request per choice; ids <id>-<i>), and then served by its handler
 // goroutine. The engine's output goroutine runs each choice's outputproc
 // State, the reasoning and tool parsers, and renders ready-to-send SSE bytes
-// into the request's mailbox. Streams over HTTP/1.1 are hijacked: the output
+// into the request's mailbox. Over HTTP/1.1 (sse.Start) the output
 // goroutine then writes the mailbox to the socket itself with one
-// non-blocking write (chunk framing pre-reserved in the buffer). When the
+// non-blocking write (chunk framing pre-reserved in the buffer), and the
+// connection stays alive for the client's next request. When the
 // socket is full, when batches queue behind the one being dispatched, or
 // for HTTP/2, it wakes the stream's handler goroutine instead (a one-slot
 // channel, so wakes coalesce), which writes everything pending at once.

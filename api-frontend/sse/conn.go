@@ -99,14 +99,35 @@ func Frame(buf *[]byte, last bool) []byte {
 	return b[start:]
 }
 
-// Start sends the response head and returns the stream's Conn. It
-// takes the connection over (http.Hijacker) when it can: SSE frames then go
-// to the socket with one write each, skipping net/http's buffering, chunk
-// formatting and copies (the largest frontend cost per token after the
-// write syscall itself). gone is called once if the client disconnects.
-// Otherwise it falls back to the ResponseWriter.
+// connKey is the request-context key under which ConnContext keeps the
+// connection.
+type connKey struct{}
+
+// ConnContext is an http.Server ConnContext hook: it keeps each
+// connection in its requests' contexts, so that Start can send a stream's
+// chunks to its socket directly and still leave the connection to net/http
+// (kept alive) once the response ends.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// Start sends the response head and returns the stream's Conn. On
+// HTTP/1.1 its SSE frames go to the socket with one send each, skipping
+// net/http's buffering, chunk formatting and copies (the largest frontend
+// cost per token after the send syscall itself): when the server's
+// ConnContext is this package's, net/http writes the head and, once the
+// handler returns, the last chunk, and keeps the connection alive for the
+// client's next request; otherwise the connection is taken over
+// (http.Hijacker) and closed at the end. gone is called once if the client
+// disconnects. Without either, it falls back to the ResponseWriter.
 func Start(w http.ResponseWriter, req *http.Request, sndBuf int, gone func()) (Conn, error) {
-	if req.ProtoMajor == 1 && req.ProtoMinor == 1 && canHijack(w) {
+	http11 := req.ProtoMajor == 1 && req.ProtoMinor == 1
+	if c, ok := req.Context().Value(connKey{}).(net.Conn); ok && http11 {
+		if h := newKept(c, sndBuf); h != nil {
+			return h.start(w, req, gone)
+		}
+	}
+	if http11 && canHijack(w) {
 		conn, brw, err := http.NewResponseController(w).Hijack()
 		if err == nil {
 			if brw != nil && brw.Writer.Buffered() > 0 {
@@ -158,6 +179,16 @@ func newHijacked(conn net.Conn) *hijackedSSE {
 type Sender struct {
 	fd int          // the socket when > 0 (raw send(2))
 	h  *hijackedSSE // otherwise, when set
+	// kept: net/http writes the terminating chunk (keptSSE), so Frame
+	// leaves it out.
+	kept bool
+}
+
+// Frame is the package's Frame for this Sender's connection: the
+// terminating chunk is added when last only where the stream, not
+// net/http, ends the response.
+func (s Sender) Frame(buf *[]byte, last bool) []byte {
+	return Frame(buf, last && !s.kept)
 }
 
 // TrySend is Conn.TryWrite.
@@ -349,3 +380,88 @@ func (p *plainSSE) Abort() { _ = p.rc.SetWriteDeadline(time.Unix(1, 0)) }
 
 // Close implements Conn.
 func (p *plainSSE) Close() { p.stop() }
+
+// keptSSE sends a response's chunks straight to the socket of a connection
+// that net/http keeps: net/http wrote the head (chunked) and writes the
+// terminating chunk after the handler returns, then reads the client's
+// next request from the same connection. Between the two, net/http does
+// not write to the connection, so the stream's sends are the only ones.
+type keptSSE struct {
+	conn net.Conn // for blocking writes and Abort
+	fd   int      // the socket (non-blocking, as the runtime's poller sets every socket)
+	stop func() bool
+}
+
+// newKept returns a keptSSE for c, or nil when c has no socket descriptor
+// to send on (TLS, a pipe).
+func newKept(c net.Conn, sndBuf int) *keptSSE {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	fd := -1
+	if rc.Control(func(f uintptr) { fd = int(f) }) != nil || fd < 0 {
+		return nil
+	}
+	if tc, ok := c.(*net.TCPConn); ok && sndBuf > 0 {
+		_ = tc.SetWriteBuffer(sndBuf)
+	}
+	return &keptSSE{conn: c, fd: fd}
+}
+
+// start sends the head through net/http (chunked transfer encoding) and
+// watches the request's context for the client going away.
+func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (Conn, error) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return nil, err
+	}
+	k.stop = context.AfterFunc(req.Context(), gone)
+	return k, nil
+}
+
+// Write implements Conn; the terminating chunk is net/http's.
+func (k *keptSSE) Write(buf *[]byte, last bool) error {
+	return k.WriteRaw(Frame(buf, false))
+}
+
+// WriteRaw implements Conn: a non-blocking send, then the connection's
+// blocking write for what the socket did not take.
+func (k *keptSSE) WriteRaw(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := sendNonBlocking(k.fd, b)
+	if err != nil && err != syscall.EAGAIN {
+		return err
+	}
+	if b = b[max(n, 0):]; len(b) == 0 {
+		return nil
+	}
+	_, err = k.conn.Write(b)
+	return err
+}
+
+// Direct implements Conn.
+func (k *keptSSE) Direct() bool { return true }
+
+// TryWrite implements Conn.
+func (k *keptSSE) TryWrite(b []byte) (int, error) { return sendNonBlocking(k.fd, b) }
+
+// Sender implements Conn.
+func (k *keptSSE) Sender() Sender { return Sender{fd: k.fd, kept: true} }
+
+// Abort implements Conn: blocked and later writes, net/http's last chunk
+// included, fail at once, and net/http then closes the connection.
+func (k *keptSSE) Abort() { _ = k.conn.SetWriteDeadline(time.Unix(1, 0)) }
+
+// Close implements Conn: the connection stays net/http's.
+func (k *keptSSE) Close() { k.stop() }

@@ -2,9 +2,15 @@ package sse
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,5 +120,153 @@ func TestHijackedWriteRawPartial(t *testing.T) {
 	}
 	if b := <-got; !bytes.Equal(b, payload) {
 		t.Fatalf("reader got %d bytes, want %d in order", len(b), len(payload))
+	}
+}
+
+// keptServer serves handler over loopback with ConnContext, as the
+// frontend does, and counts the connections it accepted.
+func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = new(atomic.Int64)
+	hs := &http.Server{Handler: handler, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		accepted.Add(1)
+		return ConnContext(ctx, c)
+	}}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return "http://" + ln.Addr().String(), accepted
+}
+
+// TestKeptConnection streams through the kept path (ConnContext): every
+// chunk goes out by direct send (blocking Write, non-blocking Sender, last
+// chunk without a terminator), net/http ends the response, and the client's
+// next request reuses the connection.
+func TestKeptConnection(t *testing.T) {
+	events := []string{"data: one\n\n", "data: two\n\n", "data: [DONE]\n\n"}
+	url, accepted := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		if _, ok := c.(*keptSSE); !ok || !c.Direct() {
+			t.Errorf("Start gave %T (direct %v), want the kept path", c, c.Direct())
+		}
+		b := GetBuf()
+		defer PutBuf(b)
+		*b = append((*b)[:Headroom], events[0]...)
+		if err := c.Write(b, false); err != nil {
+			t.Error(err)
+		}
+		*b = append((*b)[:Headroom], events[1]...)
+		s := c.Sender()
+		if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
+			t.Errorf("TrySend: %d, %v", n, err)
+		}
+		*b = append((*b)[:Headroom], events[2]...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+	})
+	client := &http.Client{Transport: &http.Transport{}}
+	for i := 0; i < 3; i++ {
+		var reused bool
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }})
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader("{}"))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(body), strings.Join(events, ""); got != want {
+			t.Fatalf("request %d: body %q, want %q", i, got, want)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Close {
+			t.Fatalf("request %d: Content-Type %q, Close %v", i, ct, resp.Close)
+		}
+		if i > 0 && !reused {
+			t.Fatalf("request %d: connection not reused", i)
+		}
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("%d connections accepted, want 1", n)
+	}
+}
+
+// TestKeptClientGone: a client that goes away mid-stream on the kept path
+// is reported through gone, and sends then fail.
+func TestKeptClientGone(t *testing.T) {
+	gone := make(chan struct{})
+	sent := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() { close(gone) })
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		b := GetBuf()
+		*b = append((*b)[:Headroom], "data: one\n\n"...)
+		if err := c.Write(b, false); err != nil {
+			t.Error(err)
+		}
+		close(sent)
+		select {
+		case <-gone:
+		case <-time.After(10 * time.Second):
+			t.Error("client gone not reported")
+		}
+	})
+	resp, err := http.Post(url, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	resp.Body.Close() // closes the connection: the body was not read to its end
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gone not called")
+	}
+}
+
+// TestStartWithoutConnContext: without ConnContext an HTTP/1.1 stream
+// takes the connection over, as before.
+func TestStartWithoutConnContext(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		if _, ok := c.(*hijackedSSE); !ok {
+			t.Errorf("Start gave %T, want the hijacked path", c)
+		}
+		b := GetBuf()
+		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer hs.Close()
+	resp, err := http.Post(hs.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "data: [DONE]\n\n" || !resp.Close {
+		t.Fatalf("body %q, Close %v", body, resp.Close)
 	}
 }

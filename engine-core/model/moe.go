@@ -10,7 +10,8 @@ import (
 
 // This file is the mixture-of-experts feed-forward block, written as a plain
 // host reference (float32 slices, one goroutine) that fast backends and the
-// model loaders build on. Per token:
+// model loaders build on; once bound to a backend (MoE.Bind, moe_exec.go)
+// the expert projections run there as MatMulExperts. Per token:
 //
 //	logits  = router · x (+ router bias)
 //	choose top-k experts and their weights (Routing)
@@ -94,8 +95,10 @@ type Matrix struct {
 	Q          []byte
 }
 
-// check reports whether m is a rows × cols matrix the layer can read.
-func (m *Matrix) check(name string, rows, cols int) error {
+// check reports whether m is a rows × cols matrix the layer can read: F32,
+// Q8_0 or MXFP4 on the host path, any stored encoding once bound to a
+// backend (anyType).
+func (m *Matrix) check(name string, rows, cols int, anyType bool) error {
 	if m.Rows != rows || m.Cols != cols {
 		return fmt.Errorf("%s: shape %d×%d, want %d×%d", name, m.Rows, m.Cols, rows, cols)
 	}
@@ -106,6 +109,13 @@ func (m *Matrix) check(name string, rows, cols int) error {
 		}
 	case kernels.Q8_0, kernels.MXFP4:
 		if cols%32 != 0 || len(m.Q) != rows*m.DT.RowBytes(cols) {
+			return fmt.Errorf("%s: %d bytes of %s for %d×%d", name, len(m.Q), m.DT, rows, cols)
+		}
+	case kernels.F16, kernels.BF16, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+		if !anyType {
+			return fmt.Errorf("%s: %s experts are not supported (without a backend)", name, m.DT)
+		}
+		if cols%m.DT.BlockValues() != 0 || len(m.Q) != rows*m.DT.RowBytes(cols) {
 			return fmt.Errorf("%s: %d bytes of %s for %d×%d", name, len(m.Q), m.DT, rows, cols)
 		}
 	default:
@@ -141,6 +151,16 @@ type Expert struct {
 	DownBias []float32
 }
 
+// empty reports whether the expert has no weights at all.
+func (ex *Expert) empty() bool {
+	for _, m := range []*Matrix{&ex.Gate, &ex.Up, &ex.Down} {
+		if m.F != nil || m.Q != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // MoE is one mixture-of-experts block.
 type MoE struct {
 	Cfg MoEConfig
@@ -148,15 +168,21 @@ type MoE struct {
 	Router     Matrix
 	RouterBias []float32
 	Experts    []Expert
+
+	exec *moeExec // set by Bind: experts run on a backend (moe_exec.go)
 }
 
 // Validate checks that every tensor has the shape Cfg says.
-func (m *MoE) Validate() error {
+func (m *MoE) Validate() error { return m.validate(m.exec != nil) }
+
+// validate is Validate, accepting every stored expert encoding and
+// experts with no weights when anyType (a backend runs the experts).
+func (m *MoE) validate(anyType bool) error {
 	c := &m.Cfg
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if err := m.Router.check("router", c.Experts, c.Dim); err != nil {
+	if err := m.Router.check("router", c.Experts, c.Dim, false); err != nil {
 		return fmt.Errorf("moe: %w", err)
 	}
 	if m.RouterBias != nil && len(m.RouterBias) != c.Experts {
@@ -167,12 +193,15 @@ func (m *MoE) Validate() error {
 	}
 	for e := range m.Experts {
 		ex := &m.Experts[e]
+		if anyType && ex.empty() {
+			continue // bound: Forward fails if a token chooses it
+		}
 		for _, mc := range []struct {
 			name       string
 			m          *Matrix
 			rows, cols int
 		}{{"gate", &ex.Gate, c.Hidden, c.Dim}, {"up", &ex.Up, c.Hidden, c.Dim}, {"down", &ex.Down, c.Dim, c.Hidden}} {
-			if err := mc.m.check(mc.name, mc.rows, mc.cols); err != nil {
+			if err := mc.m.check(mc.name, mc.rows, mc.cols, anyType); err != nil {
 				return fmt.Errorf("moe: expert %d: %w", e, err)
 			}
 		}
@@ -204,12 +233,14 @@ type MoEScratch struct {
 	// RowsRead counts the weight rows Forward read (router excluded) since
 	// the scratch was made: the test of "each active expert once per step".
 	RowsRead int64
+
+	exec *moeExecScratch // the backend's working memory once bound
 }
 
 // NewScratch makes the working memory for batches of up to maxTokens.
 func (m *MoE) NewScratch(maxTokens int) *MoEScratch {
 	c := &m.Cfg
-	return &MoEScratch{
+	s := &MoEScratch{
 		MaxTokens: maxTokens,
 		logits:    make([]float32, maxTokens*c.Experts),
 		choice:    make([]int32, maxTokens*c.TopK),
@@ -220,6 +251,10 @@ func (m *MoE) NewScratch(maxTokens int) *MoEScratch {
 		up:        make([]float32, maxTokens*c.Hidden),
 		y:         make([]float32, maxTokens*c.Dim),
 	}
+	if m.exec != nil {
+		s.exec = m.newExecScratch(maxTokens)
+	}
+	return s
 }
 
 // Route computes, for n tokens of x ([n × Dim]), the chosen experts and
@@ -229,11 +264,17 @@ func (m *MoE) NewScratch(maxTokens int) *MoEScratch {
 func (m *MoE) Route(s *MoEScratch, x []float32, n int) (experts []int32, weights []float32) {
 	c := &m.Cfg
 	k := c.TopK
+	bound := m.exec != nil && s.exec != nil
+	if bound {
+		m.routerLogits(s, x, n)
+	}
 	for t := 0; t < n; t++ {
 		xt := x[t*c.Dim : (t+1)*c.Dim]
 		lg := s.logits[t*c.Experts : (t+1)*c.Experts]
 		for e := range lg {
-			lg[e] = m.Router.dotRow(e, xt)
+			if !bound {
+				lg[e] = m.Router.dotRow(e, xt)
+			}
 			if m.RouterBias != nil {
 				lg[e] += m.RouterBias[e]
 			}
@@ -309,6 +350,9 @@ func (m *MoE) Forward(s *MoEScratch, out, x []float32, n int) error {
 	}
 	// s.count[e] is now the end of expert e's group (its start is
 	// s.count[e-1], or 0).
+	if m.exec != nil {
+		return m.forwardExec(s, out, x, n, weight)
+	}
 
 	clear(out[:n*c.Dim])
 	start := int32(0)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/kernels/cpu"
 	"github.com/sluice-llm/sluice/quant"
 )
 
@@ -286,6 +287,28 @@ func TestMoEReadsActiveExpertsOnce(t *testing.T) {
 	fam := moeFamilies[2]
 	const dim, hidden, experts = 64, 32, 8
 	m, _ := newRandomMoE(fam, dim, hidden, experts, 2, 11)
+	testReadsOnce(t, m, dim, hidden)
+	// Bound to the CPU backend (moe_exec.go): the same rows.
+	be := cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
+	defer be.Close()
+	if err := m.Bind(be); err != nil {
+		t.Fatal(err)
+	}
+	testReadsOnce(t, m, dim, hidden)
+	m.exec = nil
+	// An expert with no weights at all is fine as long as nobody picks it.
+	m.Experts[experts-1] = Expert{}
+	m.RouterBias[experts-1] = -1e9
+	s := m.NewScratch(4)
+	x, _ := randVec(rand.New(rand.NewPCG(9, 9)), 4*dim, 1)
+	if err := m.Forward(s, make([]float32, 4*dim), x, 4); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testReadsOnce checks that a step reads each chosen expert's rows once.
+func testReadsOnce(t *testing.T, m *MoE, dim, hidden int) {
+	t.Helper()
 	for _, n := range []int{1, 4, 16, 64} {
 		r := rand.New(rand.NewPCG(uint64(n), 2))
 		x, _ := randVec(r, n*dim, 1)
@@ -300,30 +323,31 @@ func TestMoEReadsActiveExpertsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := int64(len(active) * (2*hidden + dim)); s.RowsRead != want {
-			t.Errorf("n=%d: read %d rows, want %d (%d active experts once each)", n, s.RowsRead, want, len(active))
+			t.Errorf("n=%d bound=%v: read %d rows, want %d (%d active experts once each)", n, m.exec != nil, s.RowsRead, want, len(active))
 		}
-	}
-	// An expert with no weights at all is fine as long as nobody picks it.
-	m.Experts[experts-1] = Expert{}
-	m.RouterBias[experts-1] = -1e9
-	s := m.NewScratch(4)
-	x, _ := randVec(rand.New(rand.NewPCG(9, 9)), 4*dim, 1)
-	if err := m.Forward(s, make([]float32, 4*dim), x, 4); err != nil {
-		t.Fatal(err)
 	}
 }
 
 func TestMoEForwardAllocatesNothing(t *testing.T) {
 	m, _ := newRandomMoE(moeFamilies[2], 64, 32, 8, 2, 4)
+	be := cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
+	defer be.Close()
 	const n = 8
 	x, _ := randVec(rand.New(rand.NewPCG(2, 2)), n*64, 1)
-	s := m.NewScratch(n)
-	out := make([]float32, n*64)
-	if a := testing.AllocsPerRun(20, func() { _ = m.Forward(s, out, x, n) }); a != 0 {
-		t.Errorf("Forward allocates %v times per call", a)
-	}
-	if err := m.Forward(s, out, x, n+1); err == nil {
-		t.Error("more tokens than the scratch holds accepted")
+	for _, bound := range []bool{false, true} {
+		if bound {
+			if err := m.Bind(be); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := m.NewScratch(n)
+		out := make([]float32, n*64)
+		if a := testing.AllocsPerRun(20, func() { _ = m.Forward(s, out, x, n) }); a != 0 {
+			t.Errorf("bound=%v: Forward allocates %v times per call", bound, a)
+		}
+		if err := m.Forward(s, out, x, n+1); err == nil {
+			t.Errorf("bound=%v: more tokens than the scratch holds accepted", bound)
+		}
 	}
 }
 

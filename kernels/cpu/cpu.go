@@ -9,10 +9,12 @@
 // on first use.
 //
 // Weights of every stored encoding (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K) are used in place, as the model file holds them: MatMul on them
-// streams each weight row once and multiplies it, from L1, with every
-// activation row of the batch (qmat.go), with activations quantized to
-// int8 once per MatMul for the block-quantized types.
+// Q6_K, MXFP4) are used in place, as the model file holds them: MatMul on
+// them streams each weight row once and multiplies it, from L1, with every
+// activation row of the batch (qmat.go, mxfp4.go), with activations
+// quantized to int8 once per MatMul for the block-quantized types.
+// MatMulExperts (experts.go) runs a mixture-of-experts batch, grouped by
+// expert, through the experts' weights in one parallel op.
 //
 // Where llama.cpp rounds, this backend rounds the same way, so that a
 // quantized model served here gives llama.cpp's log-probabilities (issue
@@ -74,17 +76,19 @@ type Backend struct {
 
 	mm   matmulTask
 	qm   qmatTask
+	ex   expertsTask
+	mxe  mxfp4ExactTask
 	pt   panelTask
 	att  attnTask
 	norm normTask
 	silu siluTask
 	rope ropeTask
-	mx   mxfp4Task
 }
 
 var (
-	_ kernels.Backend   = (*Backend)(nil)
-	_ kernels.ExpertOps = (*Backend)(nil)
+	_ kernels.Backend        = (*Backend)(nil)
+	_ kernels.ExpertOps      = (*Backend)(nil)
+	_ kernels.ExpertMatMuler = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
@@ -113,7 +117,7 @@ func (b *Backend) Close() { b.pool.close() }
 
 // Weight makes a host tensor over data, which may be a read-only memory
 // map: every type (F32 when 4-byte aligned, F16, BF16, Q8_0, Q4_0, Q4_K,
-// Q5_K, Q6_K) is used in place, never copied or written.
+// Q5_K, Q6_K, MXFP4) is used in place, never copied or written.
 func (b *Backend) Weight(dt kernels.DType, rows, cols int, data []byte) (kernels.Tensor, error) {
 	return kernels.NewHostWeight(dt, rows, cols, data)
 }
@@ -136,10 +140,6 @@ func (b *Backend) ToHost(t kernels.Tensor, n int) []float32 {
 
 // MatMul sets out[:n] = x[:n] · wᵀ.
 func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
-	if wh := w.(*kernels.Host); wh.DT == kernels.MXFP4 {
-		b.matmulMXFP4(out.(*kernels.Host), x.(*kernels.Host), wh, n)
-		return
-	}
 	if wh := w.(*kernels.Host); wh.P != nil && n > 0 {
 		b.matmulPanels(out.(*kernels.Host), x.(*kernels.Host), wh, n)
 		return

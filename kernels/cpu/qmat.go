@@ -71,13 +71,15 @@ type actQ struct {
 	n   int // rows
 
 	src []float32 // a copy of the rows last quantized (n×k)
+
+	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
 // quantized for it) and the activation block size it uses.
 func quantized(dt kernels.DType) (bool, int) {
 	switch dt {
-	case kernels.Q8_0, kernels.Q4_0:
+	case kernels.Q8_0, kernels.Q4_0, kernels.MXFP4:
 		return true, kernels.Q8Block
 	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
 		return true, quant.QKBlock
@@ -219,6 +221,8 @@ func (k kern) rowDot(dt kernels.DType, w []byte, x []float32, a *actQ, m int) fl
 		return k.dotQ5K(w, xq, xd, bs)
 	case kernels.Q6_K:
 		return k.dotQ6K(w, xq, xd, bs)
+	case kernels.MXFP4:
+		return k.dotMXFP4(w, a, m)
 	}
 	panic("cpu: rowDot: unsupported type " + dt.String())
 }
@@ -413,6 +417,10 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if t.n == 1 && t.k.avx2 && t.rows1(lo, hi) {
 		return
 	}
+	if w.DT == kernels.MXFP4 && t.n >= 2 && t.k.avx2 {
+		t.mxfp4Tiles(lo, hi)
+		return
+	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
@@ -431,10 +439,17 @@ func (t *qmatTask) run(lo, hi, _ int) {
 // matmulStored sets out[:n] = x[:n] · wᵀ for a weight in its stored
 // encoding (see the numeric contract above).
 func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
+	if w.DT == kernels.MXFP4 && !b.mm.q8act {
+		b.matmulMXFP4Exact(out, x, w, n)
+		return
+	}
 	t := &b.qm
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	if q, blk := quantized(w.DT); q {
 		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
+	}
+	if w.DT == kernels.MXFP4 && b.k.avx2 {
+		t.act.mxfp4Corr()
 	}
 	if n*w.R*w.C < 1<<15 {
 		t.run(0, w.R, 0)
@@ -581,6 +596,8 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		default:
 			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		}
+	case kernels.MXFP4:
+		mxfp4Rows(wr, a, K/32, rows, out)
 	default:
 		return false
 	}

@@ -1,6 +1,7 @@
 // Package asmgen generates the assembly of package cpu:
-// panel_amd64.s (the panel GEMM kernels, one per row count) and
-// exp_amd64.s (vector exp and the loops built on it). The kernels differ
+// panel_amd64.s (the panel GEMM kernels, one per row count),
+// exp_amd64.s (vector exp and the loops built on it), kv16_amd64.s and
+// mxfp4_amd64.s (the MXFP4 weight kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -18,7 +19,8 @@ import (
 
 // Files returns the generated files by name.
 func Files() map[string]string {
-	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16()}
+	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(),
+		"mxfp4_amd64.s": mxfp4File()}
 }
 
 type asm struct{ b strings.Builder }

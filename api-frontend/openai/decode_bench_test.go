@@ -1,0 +1,20 @@
+package openai
+
+import "testing"
+
+// BenchmarkDecodeValidate is the per-request decode and validation of a
+// typical streamed completion request (FrontendCPU/split's body).
+func BenchmarkDecodeValidate(b *testing.B) {
+	body := []byte(`{"model":"demo","prompt":"Once upon a time there was a little girl who loved to play in the park with her friends. Once upon a time there","max_tokens":16,"ignore_eos":true,"stream":true}`)
+	lim := Limits{VocabSize: 512, MaxModelLen: 2048, RequestLimits: RequestLimits{}.WithDefaults()}
+	b.ReportAllocs()
+	for b.Loop() {
+		var req CompletionRequest
+		if e := Decode(body, &req); e != nil {
+			b.Fatal(e)
+		}
+		if _, e := req.Validate(lim); e != nil {
+			b.Fatal(e)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// expertCase makes e experts of one type and a routing of n rows to them:
+// groups of random sizes, some empty (with a nil weight).
+func expertCase(r *rand.Rand, dt kernels.DType, e, n, rows, cols int) (w []kernels.Tensor, start []int32) {
+	start = make([]int32, e+1)
+	for i := 0; i < n; i++ {
+		start[1+r.IntN(e)]++
+	}
+	for g := 1; g <= e; g++ {
+		start[g] += start[g-1]
+	}
+	for g := 0; g < e; g++ {
+		if start[g+1] == start[g] && g%2 == 0 {
+			w = append(w, nil)
+			continue
+		}
+		var data []byte
+		if dt == kernels.MXFP4 {
+			data = randMXFP4(r, rows, cols, 118, 18)
+		} else if dt == kernels.F32 {
+			data = make([]byte, 4*rows*cols)
+			for i := 0; i < rows*cols; i++ {
+				v := math.Float32bits(float32(r.NormFloat64()))
+				data[4*i], data[4*i+1], data[4*i+2], data[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			}
+		} else {
+			data = randBlocks(r, dt, rows, cols)
+		}
+		t, err := kernels.NewHostWeight(dt, rows, cols, data)
+		if err != nil {
+			panic(err)
+		}
+		w = append(w, t)
+	}
+	return w, start
+}
+
+// TestMatMulExperts checks the CPU backend's MatMulExperts: bit for bit
+// what one MatMul per group gives (the same kernels on the same quantized
+// activations, now one parallel op), and close to the reference backend's
+// float64 product (within the activation-rounding error). Shapes cover one
+// row per call (decode), groups of 1 to 16 rows, empty groups and
+// gpt-oss-20b's 2880 width.
+func TestMatMulExperts(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 6))
+	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.F16, kernels.F32} {
+		for _, c := range []struct{ e, n, rows, cols int }{
+			{1, 1, 8, 256}, {4, 1, 64, 512}, {4, 4, 33, 256}, {8, 16, 40, 256}, {32, 16, 17, 512}, {4, 64, 24, 256}, {3, 2, 200, 2880 / 32 * 32},
+		} {
+			cols := c.cols
+			if dt == kernels.Q4_K {
+				cols = cols / 256 * 256
+			}
+			t.Run(fmt.Sprintf("%v/e%d_n%d_%dx%d", dt, c.e, c.n, c.rows, cols), func(t *testing.T) {
+				w, start := expertCase(r, dt, c.e, c.n, c.rows, cols)
+				x := &kernels.Host{R: c.n, C: cols, F: randF(r, c.n*cols)}
+				be := New(Options{Threads: 2, QuantizeActivations: true})
+				defer be.Close()
+				got := be.Alloc(c.n, c.rows).(*kernels.Host)
+				be.MatMulExperts(got, x, w, start)
+				want := be.Alloc(c.n, c.rows).(*kernels.Host)
+				ref := kernels.NewRef().Alloc(c.n, c.rows).(*kernels.Host)
+				kernels.NewRef().MatMulExperts(ref, x, w, start)
+				for g, wt := range w {
+					lo, hi := int(start[g]), int(start[g+1])
+					if hi == lo {
+						continue
+					}
+					be.MatMul(kernels.HostRows(want, lo, hi), kernels.HostRows(x, lo, hi), wt, hi-lo)
+					// the float64 product on the activations the kernels
+					// multiply (quantized ones for the block types), and
+					// on the float activations (the reference backend)
+					exact, onAct, _, mag := storedRef(wt.(*kernels.Host), x.F[lo*cols:hi*cols], hi-lo)
+					for m := lo; m < hi; m++ {
+						for o := 0; o < c.rows; o++ {
+							i, j := m*c.rows+o, (m-lo)*c.rows+o
+							if math.Float32bits(got.F[i]) != math.Float32bits(want.F[i]) {
+								t.Fatalf("[%d,%d] = %v, one MatMul per group gives %v", m, o, got.F[i], want.F[i])
+							}
+							if d := math.Abs(float64(got.F[i]) - onAct[j]); d > 2e-6*mag[j]+1e-6 && !(dt == kernels.Q8_0 && hasAVX512) {
+								t.Fatalf("[%d,%d] = %v, float64 product %v", m, o, got.F[i], onAct[j])
+							}
+							if d := math.Abs(float64(ref.F[i]) - exact[j]); d > 2e-6*mag[j]+1e-6 {
+								t.Fatalf("reference backend [%d,%d] = %v, float64 product %v", m, o, ref.F[i], exact[j])
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulExpertsAllocs checks that a decode-sized call allocates
+// nothing once the backend's scratch has grown.
+func TestMatMulExpertsAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 7))
+	w, start := expertCase(r, kernels.MXFP4, 8, 4, 256, 512)
+	be := New(Options{Threads: 2})
+	defer be.Close()
+	x := &kernels.Host{R: 4, C: 512, F: randF(r, 4*512)}
+	out := be.Alloc(4, 256)
+	be.MatMulExperts(out, x, w, start)
+	if a := testing.AllocsPerRun(20, func() {
+		x.F[0]++
+		be.MatMulExperts(out, x, w, start)
+	}); a != 0 {
+		t.Errorf("%v allocations per call", a)
+	}
+}
+
+// TestCheckExperts lists the calls MatMulExperts refuses.
+func TestCheckExperts(t *testing.T) {
+	mk := func(dt kernels.DType, rows, cols int) kernels.Tensor {
+		h, err := kernels.NewHostWeight(dt, rows, cols, make([]byte, rows*dt.RowBytes(cols)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := mk(kernels.MXFP4, 8, 64), mk(kernels.MXFP4, 8, 64)
+	x := &kernels.Host{R: 4, C: 64, F: make([]float32, 256)}
+	out := &kernels.Host{R: 4, C: 8, F: make([]float32, 32)}
+	for _, c := range []struct {
+		name  string
+		w     []kernels.Tensor
+		start []int32
+		want  string
+	}{
+		{"ok", []kernels.Tensor{a, b}, []int32{0, 1, 4}, ""},
+		{"empty group nil", []kernels.Tensor{a, nil, b}, []int32{0, 1, 1, 4}, ""},
+		{"starts", []kernels.Tensor{a, b}, []int32{0, 4}, "group starts"},
+		{"first not 0", []kernels.Tensor{a}, []int32{1, 4}, "group starts"},
+		{"decreasing", []kernels.Tensor{a, b}, []int32{0, 3, 2}, "before it starts"},
+		{"nil with rows", []kernels.Tensor{a, nil}, []int32{0, 1, 2}, "no weight"},
+		{"shape", []kernels.Tensor{a, mk(kernels.MXFP4, 4, 64)}, []int32{0, 1, 2}, "expert before"},
+		{"type", []kernels.Tensor{a, mk(kernels.Q8_0, 8, 64)}, []int32{0, 1, 2}, "expert before"},
+		{"too many rows", []kernels.Tensor{a, b}, []int32{0, 1, 5}, "for 5 rows"},
+		{"x width", []kernels.Tensor{mk(kernels.MXFP4, 8, 32)}, []int32{0, 1}, "x 4×64"},
+	} {
+		err := kernels.CheckExperts(out, x, c.w, c.start)
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
