@@ -188,41 +188,7 @@ func (m *Model) loadMoELayer(src source, l int, get func(name string, rows, cols
 	default:
 		L.Experts, err = m.stackedExperts(src, l)
 	}
-	if err != nil || L.Experts == nil {
-		return err
-	}
-	return m.stackExperts(L)
-}
-
-// stackExperts makes the layer's expert lists and stacked biases for
-// kernels.ExpertMatMuler (the biases are copied: experts × width floats).
-func (m *Model) stackExperts(L *Layer) error {
-	for e := range L.Experts {
-		ex := &L.Experts[e]
-		L.expGate, L.expUp, L.expDown = append(L.expGate, ex.Gate), append(L.expUp, ex.Up), append(L.expDown, ex.Down)
-	}
-	stack := func(bias func(*ExpertWeights) kernels.Tensor) (kernels.Tensor, error) {
-		if bias(&L.Experts[0]) == nil {
-			return nil, nil
-		}
-		w := bias(&L.Experts[0]).Cols()
-		all := make([]float32, 0, len(L.Experts)*w)
-		for e := range L.Experts {
-			all = append(all, m.be.ToHost(bias(&L.Experts[e]), 1)[:w]...)
-		}
-		return m.be.WeightF32(len(L.Experts), w, all)
-	}
-	var err error
-	if L.expGateBias, err = stack(func(e *ExpertWeights) kernels.Tensor { return e.GateBias }); err != nil {
-		return fmt.Errorf("model: expert biases: %w", err)
-	}
-	if L.expUpBias, err = stack(func(e *ExpertWeights) kernels.Tensor { return e.UpBias }); err != nil {
-		return fmt.Errorf("model: expert biases: %w", err)
-	}
-	if L.expDownBias, err = stack(func(e *ExpertWeights) kernels.Tensor { return e.DownBias }); err != nil {
-		return fmt.Errorf("model: expert biases: %w", err)
-	}
-	return nil
+	return err
 }
 
 // decodeF32 returns a 1-D or 2-D tensor's values as float32 (a copy).

@@ -23,11 +23,6 @@ type Layer struct {
 	Experts            []ExpertWeights
 	// Sinks is one learned attention logit per query head (gpt-oss).
 	Sinks []float32
-
-	// the experts' matrices as lists and their biases stacked [experts ×
-	// width], for kernels.ExpertMatMuler (set by loadMoELayer)
-	expGate, expUp, expDown             []kernels.Tensor
-	expGateBias, expUpBias, expDownBias kernels.Tensor
 }
 
 // Model is a loaded model: its config and its weights on a backend.

@@ -588,15 +588,10 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 				toks[i] = int32(r.IntN(mm.vocab))
 			}
 			want := mm.naiveLogits(toks)
-			for _, bn := range []string{"cpu", "ref", "ref-per-expert"} {
+			for _, bn := range []string{"cpu", "ref"} {
 				var be kernels.Backend = kernels.NewRef()
-				switch bn {
-				case "cpu":
+				if bn == "cpu" {
 					be = cpu.New(cpu.Options{Threads: 2})
-				case "ref-per-expert":
-					// no kernels.ExpertMatMuler: one MatMul per expert
-					ref := kernels.NewRef()
-					be = perExpert{ref, ref}
 				}
 				m, err := Load(path, be, LoadOptions{})
 				if err != nil {
@@ -721,13 +716,6 @@ func checkDecodeAllocs(t *testing.T, m *Model) {
 	if n := testing.AllocsPerRun(10, step); n != 0 {
 		t.Errorf("decode step allocates %v times", n)
 	}
-}
-
-// perExpert is a backend with kernels.ExpertOps but without
-// kernels.ExpertMatMuler.
-type perExpert struct {
-	kernels.Backend
-	kernels.ExpertOps
 }
 
 // noExpertOps is a backend without kernels.ExpertOps.
