@@ -8,8 +8,8 @@
 //	    [--kv-cache-memory BYTES] [--num-kv-blocks N] [--sim-step-ms F]
 //	    [--sim-script FILE] [--tokenizer FILE] [--served-model-name NAME]
 //	    [--config FILE] [--log-format json|console] [--log-level LEVEL]
-//	engine-core gen-model --out DIR [--shape tiny|15m|110m|1b-v32k|llama3.2-1b|qwen3-0.6b|…] [--seed N]
-//	    [--format hf|gguf|gguf-f16|gguf-bf16|gguf-q8_0|gguf-q4_0|gguf-q4_k_m|gguf-q5_k_m|gguf-q6_k]
+//	engine-core gen-model --out DIR [--shape tiny|15m|110m|1b-v32k|llama3.2-1b|qwen3-0.6b|gpt-oss-20b|qwen3-30b-a3b|…] [--seed N]
+//	    [--format hf|gguf|gguf-f16|gguf-bf16|gguf-q8_0|gguf-q4_0|gguf-q4_k_m|gguf-q5_k_m|gguf-q6_k|gguf-mxfp4]
 //
 // Every flag can also come from a YAML file (--config) or the environment
 // (SLUICE_MAX_NUM_SEQS, …); see configs.Engine. On SIGTERM or SIGINT the

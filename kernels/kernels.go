@@ -148,6 +148,23 @@ type AttnShape struct {
 	Heads, KVHeads, HeadDim int
 	// Scale multiplies q·k, usually 1/sqrt(HeadDim).
 	Scale float32
+	// Window, when positive, limits each query to the last Window
+	// positions up to its own (a sliding-window layer: keys at p with
+	// pos-Window < p ≤ pos); 0 attends to every earlier position.
+	Window int
+	// Sinks, when not nil, holds one learned logit per query head that
+	// joins the softmax and takes probability mass without adding a value
+	// (gpt-oss's attention sinks). The slice is read during the op.
+	Sinks []float32
+}
+
+// AttnFirst returns the first cache position a query at position pos
+// attends to under s.Window.
+func (s *AttnShape) AttnFirst(pos int) int {
+	if s.Window > 0 {
+		return max(pos-s.Window+1, 0)
+	}
+	return 0
 }
 
 // Backend runs tensor ops. Ops are issued in program order from one

@@ -105,30 +105,56 @@ func Softmax(x []float32) {
 }
 
 // AttendRow computes attention for one query row (all heads) over the paged
-// cache of one sequence: positions [0, ctx) with blocks from table. scores
-// is scratch of at least ctx floats. out receives heads*headDim values.
+// cache of one sequence: the query is at position ctx-1 and attends to
+// positions [s.AttnFirst(ctx-1), ctx) with blocks from table, and to the
+// head's sink logit when s.Sinks is set. scores is scratch of at least ctx
+// floats. out receives heads*headDim values.
 func AttendRow(out, q []float32, kc, vc *Host, table []int32, blockSize, ctx int, s AttnShape, scores []float32) {
 	kvDim := s.KVHeads * s.HeadDim
 	group := s.Heads / s.KVHeads
+	first := s.AttnFirst(ctx - 1)
 	for h := 0; h < s.Heads; h++ {
 		qh := q[h*s.HeadDim : (h+1)*s.HeadDim]
 		off := (h / group) * s.HeadDim
-		sc := scores[:ctx]
-		for p := 0; p < ctx; p++ {
+		sc := scores[first:ctx]
+		for p := first; p < ctx; p++ {
 			slot := int(table[p/blockSize])*blockSize + p%blockSize
-			sc[p] = Dot(qh, kc.F[slot*kvDim+off:slot*kvDim+off+s.HeadDim]) * s.Scale
+			sc[p-first] = Dot(qh, kc.F[slot*kvDim+off:slot*kvDim+off+s.HeadDim]) * s.Scale
 		}
-		Softmax(sc)
+		if s.Sinks != nil {
+			softmaxSink(sc, s.Sinks[h])
+		} else {
+			Softmax(sc)
+		}
 		oh := out[h*s.HeadDim : (h+1)*s.HeadDim]
 		clear(oh)
-		for p := 0; p < ctx; p++ {
+		for p := first; p < ctx; p++ {
 			slot := int(table[p/blockSize])*blockSize + p%blockSize
 			vr := vc.F[slot*kvDim+off : slot*kvDim+off+s.HeadDim]
-			w := sc[p]
+			w := sc[p-first]
 			for d := range oh {
 				oh[d] += w * vr[d]
 			}
 		}
+	}
+}
+
+// softmaxSink is Softmax over x together with one extra logit, sink, whose
+// probability is dropped: x[i] = exp(x[i]) / (exp(sink) + Σ exp(x[j])).
+func softmaxSink(x []float32, sink float32) {
+	mx := sink
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	sum := math.Exp(float64(sink - mx))
+	for i, v := range x {
+		e := math.Exp(float64(v - mx))
+		x[i] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
 	}
 }
 

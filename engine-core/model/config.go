@@ -1,5 +1,6 @@
 // Package model holds the decoder-only transformer architectures the engine
-// runs (Llama 2 and 3, Mistral, Qwen2/2.5, Qwen3), written plainly, top to
+// runs (Llama 2 and 3, Mistral, Qwen2/2.5, Qwen3, and the mixture-of-experts
+// families Qwen3-MoE and gpt-oss), written plainly, top to
 // bottom like the papers, over the kernels.Backend interface, and the code
 // that loads their weights from Hugging Face directories (config.json +
 // safetensors), GGUF files and llama2.c checkpoints.
@@ -14,9 +15,14 @@
 // pairs. Loading picks the style per file so the same model gives the same
 // logits from every format.
 //
-// Not implemented: sliding-window attention (Mistral's sliding_window is
-// ignored, which is exact for contexts up to the window) and RoPE scaling
-// other than "llama3" and "linear" (such configs fail at load).
+// The mixture-of-experts families add a Config.MoE (moe_model.go): expert
+// blocks run per expert on the rows routed to them, gpt-oss's attention
+// sinks, sliding-window layers and YaRN (load_moe.go reads both formats).
+//
+// Not implemented: Mistral's sliding_window (ignored, which is exact for
+// contexts up to the window; gpt-oss's is implemented), freeing KV blocks
+// that left a sliding layer's window, and RoPE scaling other than
+// "llama3", "linear" and gpt-oss's "yarn" (such configs fail at load).
 package model
 
 import (
@@ -28,7 +34,7 @@ import (
 )
 
 // SupportedArchitectures lists the Hugging Face architectures Load accepts.
-var SupportedArchitectures = []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
+var SupportedArchitectures = []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM"}
 
 // RopeScaling is a RoPE frequency scaling rule.
 type RopeScaling struct {
@@ -64,6 +70,11 @@ type Config struct {
 	QKVBias, OBias bool
 	// QKNorm applies an RMSNorm to each query and key head (Qwen3).
 	QKNorm bool
+
+	// MoE, when set, describes a mixture-of-experts family (gpt-oss,
+	// Qwen3-MoE): which layers have an expert block instead of the dense
+	// MLP, sliding-window layers, attention sinks and YaRN (moe_model.go).
+	MoE *MoEArch
 
 	// BOS is the beginning-of-sequence token, or -1.
 	BOS int32
@@ -101,6 +112,16 @@ func archFromHF(archs []string, modelType string) (string, error) {
 		archs, modelType, strings.Join(SupportedArchitectures, ", "))
 }
 
+// RopeAttnFactor is the factor YaRN applies to RoPE's cosines and sines
+// (1 without YaRN).
+func (c *Config) RopeAttnFactor() float64 {
+	if c.MoE == nil || c.MoE.YaRN == nil {
+		return 1
+	}
+	_, f := c.MoE.YaRN.InvFreq(c.HeadDim, c.RopeTheta)
+	return f
+}
+
 // validate checks the geometry.
 func (c *Config) validate() error {
 	if c.Dim <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.HeadDim <= 0 || c.Vocab <= 0 {
@@ -118,6 +139,22 @@ func (c *Config) validate() error {
 	if c.MaxPos <= 0 {
 		return fmt.Errorf("max position %d", c.MaxPos)
 	}
+	if a := c.MoE; a != nil {
+		if a.MoE.Dim != c.Dim {
+			return fmt.Errorf("expert block width %d, model width %d", a.MoE.Dim, c.Dim)
+		}
+		if err := a.MoE.validate(); err != nil {
+			return err
+		}
+		if len(a.SparseLayer) != c.Layers || len(a.SlidingLayer) != c.Layers {
+			return fmt.Errorf("%d sparse / %d sliding layer flags for %d layers", len(a.SparseLayer), len(a.SlidingLayer), c.Layers)
+		}
+		for l, sl := range a.SlidingLayer {
+			if sl && a.SlidingWindow <= 0 {
+				return fmt.Errorf("layer %d slides over a window of %d positions", l, a.SlidingWindow)
+			}
+		}
+	}
 	return nil
 }
 
@@ -125,6 +162,10 @@ func (c *Config) validate() error {
 // model's scaling applied, as transformers' rope initialisation functions
 // compute them.
 func (c *Config) InvFreq() []float64 {
+	if c.MoE != nil && c.MoE.YaRN != nil {
+		inv, _ := c.MoE.YaRN.InvFreq(c.HeadDim, c.RopeTheta)
+		return inv
+	}
 	half := c.HeadDim / 2
 	inv := make([]float64, half)
 	for j := range inv {

@@ -31,6 +31,9 @@ type rawTensor struct {
 	enc        string
 	rows, cols int
 	data       []byte
+	// experts is the leading dimension of a 3-D tensor (a stack of
+	// experts' [rows × cols] matrices, back to back), 0 for 2-D.
+	experts int
 }
 
 // source is one weight file format, addressed by Hugging Face tensor names.
@@ -126,6 +129,9 @@ func openHF(dir string) (*Config, source, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
 	}
+	if moeFamilyHF(hc.Architectures, hc.ModelType) != "" {
+		return openHFMoE(dir, hc)
+	}
 	arch, err := archFromHF(hc.Architectures, hc.ModelType)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: %s: %w", dir, err)
@@ -170,8 +176,10 @@ func (s *hfSource) get(name string) (rawTensor, bool, error) {
 		t.rows, t.cols = 1, ti.Shape[0]
 	case 2:
 		t.rows, t.cols = ti.Shape[0], ti.Shape[1]
+	case 3:
+		t.experts, t.rows, t.cols = ti.Shape[0], ti.Shape[1], ti.Shape[2]
 	default:
-		return rawTensor{}, true, fmt.Errorf("tensor %s has shape %v, want 1 or 2 dimensions", name, ti.Shape)
+		return rawTensor{}, true, fmt.Errorf("tensor %s has shape %v, want 1 to 3 dimensions", name, ti.Shape)
 	}
 	return t, true, nil
 }
@@ -181,7 +189,12 @@ func (s *hfSource) close() error { return s.m.Close() }
 
 // ---- GGUF ----
 
-type ggufSource struct{ f *gguf.File }
+type ggufSource struct {
+	f *gguf.File
+	// arch is the file's general.architecture: gpt-oss names the norm
+	// before the feed-forward block post_attention_norm.
+	arch string
+}
 
 // ggufName maps a Hugging Face tensor name to llama.cpp's.
 func ggufName(name string) string {
@@ -198,7 +211,15 @@ func ggufName(name string) string {
 	if n, _ := fmt.Sscanf(name, "model.layers.%d.%s", &layer, &rest); n != 2 {
 		return name
 	}
+	if rest == "self_attn.sinks" {
+		return fmt.Sprintf("blk.%d.attn_sinks.weight", layer)
+	}
 	for hf, gg := range map[string]string{
+		// mixture of experts: the router, and the experts' matrices stacked
+		// into one 3-D tensor each (names as loadExperts asks for them)
+		"mlp.router": "ffn_gate_inp", "mlp.gate": "ffn_gate_inp",
+		"mlp.experts.gate_proj": "ffn_gate_exps", "mlp.experts.up_proj": "ffn_up_exps", "mlp.experts.down_proj": "ffn_down_exps",
+
 		"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
 		"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
 		"self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
@@ -221,13 +242,14 @@ func openGGUF(path string) (*Config, source, error) {
 	switch arch {
 	case "llama":
 		c.RopeStyle = kernels.RoPEInterleaved // llama.cpp's converter permuted q/k
-	case "qwen2", "qwen3":
+	case "qwen2", "qwen3", "qwen3moe", "gpt-oss":
 		c.RopeStyle = kernels.RoPEHalf
-		c.QKVBias = arch == "qwen2"
-		c.QKNorm = arch == "qwen3"
+		c.QKVBias = arch == "qwen2" || arch == "gpt-oss"
+		c.OBias = arch == "gpt-oss"
+		c.QKNorm = arch == "qwen3" || arch == "qwen3moe"
 	default:
 		f.Close()
-		return nil, nil, fmt.Errorf("model: %s: unsupported GGUF architecture %q; supported: llama, qwen2, qwen3 (%s)",
+		return nil, nil, fmt.Errorf("model: %s: unsupported GGUF architecture %q; supported: llama, qwen2, qwen3, qwen3moe, gpt-oss (%s)",
 			path, arch, strings.Join(SupportedArchitectures, ", "))
 	}
 	u := func(key string) int {
@@ -278,7 +300,13 @@ func openGGUF(path string) (*Config, source, error) {
 	}
 	_, hasOut := f.Tensor("output.weight")
 	c.Tied = !hasOut
-	src := &ggufSource{f: f}
+	if arch == "gpt-oss" || arch == "qwen3moe" {
+		if c.MoE, err = ggufMoEArch(f, arch, c); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("model: %s: %w", path, err)
+		}
+	}
+	src := &ggufSource{f: f, arch: arch}
 	if t, ok, err := src.get("rope_freqs.weight"); ok && err == nil && t.enc == "F32" {
 		c.RopeFreqFactors = append([]float32(nil), kernels.BytesToF32(t.data)...)
 	}
@@ -287,6 +315,9 @@ func openGGUF(path string) (*Config, source, error) {
 
 func (s *ggufSource) get(name string) (rawTensor, bool, error) {
 	gn := ggufName(name)
+	if s.arch == "gpt-oss" {
+		gn = strings.Replace(gn, ".ffn_norm.", ".post_attention_norm.", 1)
+	}
 	if _, ok := s.f.Tensor(gn); !ok {
 		return rawTensor{}, false, nil
 	}
@@ -300,8 +331,10 @@ func (s *ggufSource) get(name string) (rawTensor, bool, error) {
 		t.rows, t.cols = 1, int(ti.Dims[0])
 	case 2:
 		t.rows, t.cols = int(ti.Dims[1]), int(ti.Dims[0])
+	case 3:
+		t.experts, t.rows, t.cols = int(ti.Dims[2]), int(ti.Dims[1]), int(ti.Dims[0])
 	default:
-		return rawTensor{}, true, fmt.Errorf("tensor %s has dims %v, want 1 or 2", gn, ti.Dims)
+		return rawTensor{}, true, fmt.Errorf("tensor %s has dims %v, want 1 to 3", gn, ti.Dims)
 	}
 	return t, true, nil
 }
@@ -349,26 +382,28 @@ var errMissing = errors.New("missing")
 var storedTypes = map[string]kernels.DType{
 	"F32": kernels.F32, "F16": kernels.F16, "BF16": kernels.BF16, "Q8_0": kernels.Q8_0,
 	"Q4_0": kernels.Q4_0, "Q4_K": kernels.Q4_K, "Q5_K": kernels.Q5_K, "Q6_K": kernels.Q6_K,
+	"MXFP4": kernels.MXFP4,
 }
 
 // dequantizers decode each non-F32 stored type to float32, for the small
 // vectors (norms, biases) that the element-wise ops read as F32, and for
 // backends that cannot compute on a stored type (see loadTensor).
 var dequantizers = map[kernels.DType]func(out []float32, data []byte){
-	kernels.F16:  quant.DequantizeF16,
-	kernels.BF16: quant.DequantizeBF16,
-	kernels.Q8_0: quant.DequantizeQ8_0,
-	kernels.Q4_0: quant.DequantizeQ4_0,
-	kernels.Q4_K: quant.DequantizeQ4K,
-	kernels.Q5_K: quant.DequantizeQ5K,
-	kernels.Q6_K: quant.DequantizeQ6K,
+	kernels.F16:   quant.DequantizeF16,
+	kernels.BF16:  quant.DequantizeBF16,
+	kernels.Q8_0:  quant.DequantizeQ8_0,
+	kernels.Q4_0:  quant.DequantizeQ4_0,
+	kernels.Q4_K:  quant.DequantizeQ4K,
+	kernels.Q5_K:  quant.DequantizeQ5K,
+	kernels.Q6_K:  quant.DequantizeQ6K,
+	kernels.MXFP4: quant.DequantizeMXFP4,
 }
 
 // blockValues is the number of values per block of a stored type (1 for
 // the float types).
 func blockValues(dt kernels.DType) int {
 	switch dt {
-	case kernels.Q8_0, kernels.Q4_0:
+	case kernels.Q8_0, kernels.Q4_0, kernels.MXFP4:
 		return kernels.Q8Block
 	case kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
 		return quant.QKBlock
@@ -394,6 +429,9 @@ func loadTensor(src source, be kernels.Backend, name string, rows, cols int, opt
 			return nil, nil, false, nil
 		}
 		return nil, nil, false, fmt.Errorf("model: %s: tensor %s (want [%d × %d]): %w", src.path(), name, rows, cols, errMissing)
+	}
+	if t.experts != 0 {
+		return nil, nil, false, fmt.Errorf("model: %s: tensor %s has shape [%d × %d × %d], want [%d × %d]", src.path(), name, t.experts, t.rows, t.cols, rows, cols)
 	}
 	if t.rows != rows || t.cols != cols {
 		return nil, nil, false, fmt.Errorf("model: %s: tensor %s has shape [%d × %d], want [%d × %d]", src.path(), name, t.rows, t.cols, rows, cols)
@@ -475,6 +513,9 @@ func referencesData(t kernels.Tensor) bool {
 // build uploads every weight the config calls for.
 func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	m := &Model{Cfg: *c, be: be, src: src}
+	if _, ok := be.(kernels.ExpertOps); c.MoE != nil && !ok {
+		return nil, fmt.Errorf("model: %s: the %s backend has no mixture-of-experts ops (kernels.ExpertOps)", src.path(), be.Name())
+	}
 	var err error
 	// the file bytes each matrix was made from, to release once the
 	// backend has re-laid the matrix without them
@@ -533,6 +574,14 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 			L.KNorm = get(p+"self_attn.k_norm.weight", 1, c.HeadDim, false)
 		}
 		L.FFNNorm = get(p+"post_attention_layernorm.weight", 1, c.Dim, false)
+		if c.MoE != nil && err == nil {
+			if lerr := m.loadMoELayer(src, i, get); lerr != nil && err == nil {
+				err = lerr
+			}
+		}
+		if c.MoE != nil && c.MoE.SparseLayer[i] {
+			continue
+		}
 		L.Gate = get(p+"mlp.gate_proj.weight", c.Hidden, c.Dim, false)
 		L.Up = get(p+"mlp.up_proj.weight", c.Hidden, c.Dim, false)
 		L.Down = get(p+"mlp.down_proj.weight", c.Dim, c.Hidden, false)
@@ -545,7 +594,7 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 	mats := []kernels.Tensor{m.LMHead}
 	for i := range m.Layers {
 		L := &m.Layers[i]
-		mats = append(mats, L.Wq, L.Wk, L.Wv, L.Wo, L.Gate, L.Up, L.Down)
+		mats = append(mats, L.Wq, L.Wk, L.Wv, L.Wo, L.Gate, L.Up, L.Down, L.Router)
 	}
 	for _, w := range mats {
 		if err := kernels.PrepareMatMul(be, w, w == m.Embed); err != nil {
@@ -556,9 +605,14 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		}
 	}
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
-	if c.RopeScaling == nil && len(c.RopeFreqFactors) == 0 {
+	if c.RopeScaling == nil && len(c.RopeFreqFactors) == 0 && (c.MoE == nil || c.MoE.YaRN == nil) {
 		// unscaled RoPE: llama.cpp's angles, for bit-exact rotations
 		table = kernels.RoPETableGGML(c.MaxPos, c.HeadDim, c.RopeTheta)
+	}
+	if f := float32(c.RopeAttnFactor()); f != 1 {
+		for i := range table {
+			table[i] *= f
+		}
 	}
 	if m.rope, err = be.WeightF32(c.MaxPos, c.HeadDim, table); err != nil {
 		return nil, fmt.Errorf("model: rope table: %w", err)
@@ -589,7 +643,7 @@ func WeightsF32(path string) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("model: %w", err)
 		}
-		src = &ggufSource{f: f}
+		src = &ggufSource{f: f, arch: f.Arch()}
 	default:
 		return true, nil // llama2.c checkpoints are float32
 	}

@@ -16,6 +16,13 @@ type Layer struct {
 	QNorm, KNorm   kernels.Tensor // [1 × headDim] (Qwen3)
 	FFNNorm        kernels.Tensor // [1 × dim]
 	Gate, Up, Down kernels.Tensor // [hidden × dim] ×2, [dim × hidden]
+
+	// Mixture-of-experts layers (moe_model.go): the router [experts × dim]
+	// and its bias (gpt-oss) replace Gate/Up/Down.
+	Router, RouterBias kernels.Tensor
+	Experts            []ExpertWeights
+	// Sinks is one learned attention logit per query head (gpt-oss).
+	Sinks []float32
 }
 
 // Model is a loaded model: its config and its weights on a backend.
@@ -87,6 +94,7 @@ type Scratch struct {
 
 	x, xb, q, k, v, att, gate, up kernels.Tensor
 	last, logits                  kernels.Tensor
+	moe                           *moeScratch
 }
 
 // NewScratch allocates activations for batches of up to maxTokens tokens of
@@ -99,6 +107,7 @@ func (m *Model) NewScratch(maxTokens, maxOut int) *Scratch {
 		q: be.Alloc(maxTokens, c.QDim()), k: be.Alloc(maxTokens, c.KVDim()), v: be.Alloc(maxTokens, c.KVDim()),
 		att: be.Alloc(maxTokens, c.QDim()), gate: be.Alloc(maxTokens, c.Hidden), up: be.Alloc(maxTokens, c.Hidden),
 		last: be.Alloc(maxOut, c.Dim), logits: be.Alloc(maxOut, c.Vocab),
+		moe: m.newMoEScratch(maxTokens),
 	}
 }
 
@@ -171,7 +180,7 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 
 		// store this step's keys and values, attend over the paged cache
 		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, &b.Attn)
-		be.Attention(s.att, s.q, kv.K[l], kv.V[l], &b.Attn, shape)
+		be.Attention(s.att, s.q, kv.K[l], kv.V[l], &b.Attn, m.attnShape(shape, l))
 
 		// output projection and residual
 		be.MatMul(s.xb, s.att, L.Wo, n)
@@ -180,8 +189,12 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 		}
 		be.Add(s.x, s.x, s.xb, n)
 
-		// SwiGLU feed-forward and residual
+		// SwiGLU feed-forward (or the expert block) and residual
 		be.RMSNorm(s.xb, s.x, L.FFNNorm, n, c.NormEps)
+		if L.Router != nil {
+			m.moeFFN(s, L, n)
+			continue
+		}
 		be.MatMul(s.gate, s.xb, L.Gate, n)
 		be.MatMul(s.up, s.xb, L.Up, n)
 		be.SiLUMul(s.gate, s.gate, s.up, n)

@@ -64,13 +64,17 @@ type MoEConfig struct {
 // its config.json; alpha 1.702 in the reference implementation).
 func GptOssSwiGLU() (alpha, limit float32) { return 1.702, 7.0 }
 
+// maxExperts bounds the expert count a config may declare (the released
+// families have 32 and 128; llama.cpp allows 512).
+const maxExperts = 1024
+
 // validate reports a config the layer cannot run.
 func (c *MoEConfig) validate() error {
 	switch {
 	case c.Dim <= 0 || c.Hidden <= 0:
 		return fmt.Errorf("moe: bad widths dim %d, hidden %d", c.Dim, c.Hidden)
-	case c.Experts <= 0 || c.TopK <= 0 || c.TopK > c.Experts:
-		return fmt.Errorf("moe: top-%d of %d experts", c.TopK, c.Experts)
+	case c.Experts <= 0 || c.TopK <= 0 || c.TopK > c.Experts || c.Experts > maxExperts:
+		return fmt.Errorf("moe: top-%d of %d experts (at most %d)", c.TopK, c.Experts, maxExperts)
 	case c.Routing > RouteTopKSoftmax:
 		return fmt.Errorf("moe: unknown routing %d", c.Routing)
 	case c.Act > ActClampedSwiGLU:
@@ -275,25 +279,30 @@ func (m *MoE) Route(s *MoEScratch, x []float32, n int) (experts []int32, weights
 				lg[e] += m.RouterBias[e]
 			}
 		}
-		if c.Routing == RouteSoftmaxTopK {
-			kernels.Softmax(lg)
-		}
-		ch, w := s.choice[t*k:(t+1)*k], s.weight[t*k:(t+1)*k]
-		topK(lg, ch, w)
-		switch {
-		case c.Routing == RouteTopKSoftmax:
-			kernels.Softmax(w)
-		case c.NormTopK:
-			var sum float32
-			for _, v := range w {
-				sum += v
-			}
-			for i := range w {
-				w[i] /= sum
-			}
-		}
+		c.route(lg, s.choice[t*k:(t+1)*k], s.weight[t*k:(t+1)*k])
 	}
 	return s.choice[:n*k], s.weight[:n*k]
+}
+
+// route turns one token's router logits lg (bias included; overwritten)
+// into its TopK expert choices ch and weights w, as Route documents.
+func (c *MoEConfig) route(lg []float32, ch []int32, w []float32) {
+	if c.Routing == RouteSoftmaxTopK {
+		kernels.Softmax(lg)
+	}
+	topK(lg, ch, w)
+	switch {
+	case c.Routing == RouteTopKSoftmax:
+		kernels.Softmax(w)
+	case c.NormTopK:
+		var sum float32
+		for _, v := range w {
+			sum += v
+		}
+		for i := range w {
+			w[i] /= sum
+		}
+	}
 }
 
 // topK writes the indices and values of the len(idx) largest values of v,

@@ -15,7 +15,7 @@ import (
 )
 
 // rssBytes reads VmRSS from /proc/self/status.
-func rssBytes(t *testing.T) int64 {
+func rssBytes(t testing.TB) int64 {
 	t.Helper()
 	f, err := os.Open("/proc/self/status")
 	if err != nil {

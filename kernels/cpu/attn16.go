@@ -77,6 +77,12 @@ func reduce32(s *[32]float32) float32 {
 // (lanes×len(out) floats) and reduced as dotF16Order does. Position pos
 // lives in cache slot table[pos/bs]·bs + pos%bs.
 func wsumF16Order(p []float32, v []uint16, table []int32, bs, stride, off int, out, part []float32, batched bool) {
+	wsumF16OrderFrom(p, v, table, bs, stride, off, 0, out, part, batched)
+}
+
+// wsumF16OrderFrom is wsumF16Order over the positions [first,
+// first+len(p)): p[i] weighs position first+i (a sliding window).
+func wsumF16OrderFrom(p []float32, v []uint16, table []int32, bs, stride, off, first int, out, part []float32, batched bool) {
 	hd := len(out)
 	lanes := 32
 	if batched {
@@ -84,9 +90,10 @@ func wsumF16Order(p []float32, v []uint16, table []int32, bs, stride, off int, o
 	}
 	part = part[:lanes*hd]
 	clear(part)
-	for pos, w := range p {
+	for i, w := range p {
+		pos := first + i
 		row := v[(int(table[pos/bs])*bs+pos%bs)*stride+off:][:hd]
-		acc := part[(pos%lanes)*hd:][:hd]
+		acc := part[(i%lanes)*hd:][:hd]
 		for d, h := range row {
 			acc[d] += w * quant.F16ToF32(h)
 		}

@@ -25,6 +25,13 @@ func checkAttention(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int
 // there (1e-4 otherwise).
 func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool) {
 	t.Helper()
+	checkAttentionWindow(t, r, nseq, kvHeads, group, hd, bs, half, 0, false)
+}
+
+// checkAttentionWindow is checkAttentionKV for a sliding-window layer
+// (window > 0) and, with sinks, a random sink logit per head.
+func checkAttentionWindow(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs int, half bool, window int, sinks bool) {
+	t.Helper()
 	heads := kvHeads * group
 	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
 	nblocks := 0
@@ -63,7 +70,13 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 			}
 		}
 	}
-	sh := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3}
+	sh := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3, Window: window}
+	if sinks {
+		sh.Sinks = randF(r, heads)
+		for i := range sh.Sinks {
+			sh.Sinks[i] *= 4
+		}
+	}
 	run := func(be kernels.Backend) []float32 {
 		mk := func(rows, cols int, src []float32) kernels.Tensor {
 			tt := be.Alloc(rows, cols)
@@ -101,7 +114,7 @@ func checkAttentionKV(t *testing.T, r *rand.Rand, nseq, kvHeads, group, hd, bs i
 		}
 		for i := range want {
 			if !close32(got[i], want[i], tol) {
-				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, i, got[i], want[i])
+				t.Fatalf("nseq=%d kv=%d group=%d hd=%d bs=%d plain=%v window=%d sinks=%v: [%d] got %v want %v", nseq, kvHeads, group, hd, bs, plain, window, sinks, i, got[i], want[i])
 			}
 		}
 	}
@@ -112,6 +125,18 @@ func TestAttentionShapes(t *testing.T) {
 	for _, c := range [][5]int{{1, 1, 1, 16, 16}, {3, 2, 3, 16, 4}, {5, 4, 1, 48, 16}, {2, 1, 8, 64, 8}, {4, 2, 2, 12, 3}, {2, 2, 1, 128, 16}} {
 		for _, half := range []bool{false, true} {
 			checkAttentionKV(t, r, c[0], c[1], c[2], c[3], c[4], half)
+		}
+	}
+}
+
+// TestAttentionWindowSinks checks sliding-window attention with and
+// without sink logits (gpt-oss) against the reference backend, with
+// windows shorter and longer than a block and than the context.
+func TestAttentionWindowSinks(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, c := range [][7]int{{3, 2, 3, 16, 4, 5, 1}, {2, 1, 8, 64, 8, 3, 1}, {4, 2, 2, 12, 3, 100, 1}, {2, 2, 1, 32, 16, 0, 1}, {3, 1, 2, 16, 4, 7, 0}, {1, 1, 1, 16, 16, 1, 1}} {
+		for _, half := range []bool{false, true} {
+			checkAttentionWindow(t, r, c[0], c[1], c[2], c[3], c[4], half, c[5], c[6] == 1)
 		}
 	}
 }
@@ -151,7 +176,11 @@ func FuzzAttention(f *testing.F) {
 		if seed%3 == 0 {
 			hd = 2 * (int(hd16%20) + 1) // also odd multiples for the Go path
 		}
-		checkAttentionKV(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1, seed%2 == 1)
+		window := 0
+		if seed%5 >= 3 {
+			window = int(seed/5%40) + 1
+		}
+		checkAttentionWindow(t, r, int(nseq%6)+1, int(kvHeads%4)+1, int(group%4)+1, hd, int(bs%17)+1, seed%2 == 1, window, seed%7 < 3)
 	})
 }
 
@@ -218,6 +247,56 @@ func benchAttentionDecode(b *testing.B, half bool) {
 	}
 	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*float64(eb)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+}
+
+// TestAttentionWindowReadsOnlyWindow fills every cache position outside
+// the last query's window with NaN: a sliding-window layer's attention
+// (with sinks, F32 and F16 caches) must never read them.
+func TestAttentionWindowReadsOnlyWindow(t *testing.T) {
+	const heads, hd, bs, ctx, window = 2, 16, 4, 23, 6
+	nan := float32(math.NaN())
+	for _, half := range []bool{false, true} {
+		for name, be := range map[string]kernels.Backend{"ref": kernels.NewRef(), "cpu": New(Options{Threads: 2, KVF16: half})} {
+			if name == "ref" && half {
+				continue
+			}
+			nb := (ctx + bs - 1) / bs
+			table := make([]int32, nb)
+			for i := range table {
+				table[i] = int32(nb - 1 - i)
+			}
+			kc, vc := kernels.AllocKV(be, nb*bs, heads*hd), kernels.AllocKV(be, nb*bs, heads*hd)
+			r := rand.New(rand.NewPCG(1, 1))
+			k, v := be.Alloc(ctx, heads*hd), be.Alloc(ctx, heads*hd)
+			kf, vf := be.ToHost(k, ctx), be.ToHost(v, ctx)
+			for p := 0; p < ctx; p++ {
+				for j := 0; j < heads*hd; j++ {
+					kf[p*heads*hd+j], vf[p*heads*hd+j] = float32(r.NormFloat64()), float32(r.NormFloat64())
+					if p <= ctx-1-window { // outside the last row's window
+						kf[p*heads*hd+j], vf[p*heads*hd+j] = nan, nan
+					}
+				}
+			}
+			a := &kernels.AttnBatch{QStart: []int32{0, ctx}, CtxLen: []int32{ctx}, Tables: table, TableStart: []int32{0, int32(nb)}, BlockSize: bs}
+			for p := 0; p < ctx; p++ {
+				a.Slots = append(a.Slots, table[p/bs]*bs+int32(p%bs))
+			}
+			be.WriteKV(kc, vc, k, v, a)
+			// attend with the last row only
+			last := &kernels.AttnBatch{QStart: []int32{0, 1}, CtxLen: []int32{ctx}, Tables: table, TableStart: []int32{0, int32(nb)}, BlockSize: bs}
+			q, out := be.Alloc(1, heads*hd), be.Alloc(1, heads*hd)
+			for i := range be.ToHost(q, 1) {
+				be.ToHost(q, 1)[i] = float32(r.NormFloat64())
+			}
+			be.Attention(out, q, kc, vc, last, kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.25, Window: window, Sinks: []float32{0.5, -1}})
+			for i, x := range be.ToHost(out, 1) {
+				if math.IsNaN(float64(x)) {
+					t.Fatalf("%s half=%v: out[%d] is NaN: a position outside the window was read", name, half, i)
+				}
+			}
+			be.Close()
+		}
+	}
 }
 
 // TestSoftmaxF16 checks the F16-cache softmax: every probability is a

@@ -89,6 +89,7 @@ type Backend struct {
 
 var (
 	_ kernels.Backend        = (*Backend)(nil)
+	_ kernels.ExpertOps      = (*Backend)(nil)
 	_ kernels.ExpertMatMuler = (*Backend)(nil)
 )
 
@@ -488,18 +489,26 @@ func (t *attnTask) run(lo, hi, wk int) {
 		sq := int(t.rowSeq[i])
 		q1 := int(a.QStart[sq+1])
 		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
-		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
-		if cap(t.scores[wk]) < ctx+33*hd {
-			t.scores[wk] = make([]float32, ctx+33*hd+256)
+		// a sliding-window layer reads only positions [first, ctx); sc[j]
+		// is position first+j
+		first := s.AttnFirst(ctx - 1)
+		n := ctx - first
+		sink := float32(math.Inf(-1))
+		if s.Sinks != nil {
+			sink = s.Sinks[h]
 		}
-		sc := t.scores[wk][:ctx]
+		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+		if cap(t.scores[wk]) < n+33*hd {
+			t.scores[wk] = make([]float32, n+33*hd+256)
+		}
+		sc := t.scores[wk][:n]
 		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
 		off := (h / group) * hd
 		half := t.kc.DT == kernels.F16
 		if half {
 			// as ggml multiplies an F32 query with an F16 key cache: the
 			// query is rounded to float16 first
-			q16 := t.scores[wk][ctx : ctx+hd]
+			q16 := t.scores[wk][n : n+hd]
 			for d, v := range qh {
 				q16[d] = quant.F16ToF32(quant.F32ToF16(v))
 			}
@@ -507,63 +516,70 @@ func (t *attnTask) run(lo, hi, wk int) {
 			if !t.k.simd && !t.k.avx2 {
 				// ggml's summation order (attn16.go)
 				batched := len(t.rowSeq) > 1
-				for p := 0; p < ctx; p++ {
+				for p := first; p < ctx; p++ {
 					at := (int(table[p/bs])*bs+p%bs)*kvDim + off
-					sc[p] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
+					sc[p-first] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
 				}
-				softmaxF16(sc, s.Scale)
+				softmaxF16Sink(sc, s.Scale, sink)
 				oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
-				part := t.scores[wk][ctx+hd : ctx+33*hd]
-				wsumF16Order(sc, t.vc.H, table, bs, kvDim, off, oh, part, batched)
+				part := t.scores[wk][n+hd : n+33*hd]
+				wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, off, first, oh, part, batched)
 				continue
 			}
 		}
-		// scores block by block: a block's keys for this kv head are kvDim
-		// apart
 		// Blocks lie anywhere in the cache and a head's keys are kvDim
 		// apart, which defeats the hardware prefetcher: each block's rows
-		// are prefetched attnAhead blocks before use.
-		pf := func(c *kernels.Host, p0 int) {
-			if p0 < ctx {
-				at := int(table[p0/bs])*bs*kvDim + off
+		// are prefetched attnAhead blocks before use. Positions are walked
+		// in runs that stay inside one block: [p, end).
+		pf := func(c *kernels.Host, p int) {
+			if p < ctx {
+				end := min(ctx, (p/bs+1)*bs)
+				at := (int(table[p/bs])*bs+p%bs)*kvDim + off
 				if half {
-					t.k.prefetchRowsH(c.H, at, kvDim, min(bs, ctx-p0), hd)
+					t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
 				} else {
-					t.k.prefetchRows(c.F, at, kvDim, min(bs, ctx-p0), hd)
+					t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
 				}
 			}
 		}
-		for d := 0; d < attnAhead; d++ {
-			pf(t.kc, d*bs)
+		// next returns the start of the block after the one holding p.
+		next := func(p int) int { return (p/bs + 1) * bs }
+		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+			pf(t.kc, p)
 		}
-		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.kc, p0+attnAhead*bs)
-			base := int(table[p0/bs]) * bs * kvDim
+		for p := first; p < ctx; p = next(p) {
+			pf(t.kc, p+attnAhead*bs)
+			end := min(ctx, next(p))
+			base := (int(table[p/bs])*bs + p%bs) * kvDim
 			if half {
-				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p-first:end-first])
 			} else {
-				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p0:min(ctx, p0+bs)])
+				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p-first:end-first])
 			}
 		}
-		for d := 0; d < attnAhead; d++ {
-			pf(t.vc, d*bs)
+		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+			pf(t.vc, p)
 		}
 		var inv float32
-		if half {
-			softmaxF16(sc, s.Scale)
+		switch {
+		case half:
+			softmaxF16Sink(sc, s.Scale, sink)
 			inv = 1
-		} else {
+		case s.Sinks != nil:
+			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, sink)
+		default:
 			inv = 1 / t.k.softmaxUnnorm(sc, s.Scale)
 		}
 		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
 		clear(oh)
-		for p0 := 0; p0 < ctx; p0 += bs {
-			pf(t.vc, p0+attnAhead*bs)
-			base := int(table[p0/bs]) * bs * kvDim
+		for p := first; p < ctx; p = next(p) {
+			pf(t.vc, p+attnAhead*bs)
+			end := min(ctx, next(p))
+			base := (int(table[p/bs])*bs + p%bs) * kvDim
 			if half {
-				t.k.wsumH(sc[p0:min(ctx, p0+bs)], t.vc.H[base+off:], kvDim, oh)
+				t.k.wsumH(sc[p-first:end-first], t.vc.H[base+off:], kvDim, oh)
 			} else {
-				t.k.wsum(sc[p0:min(ctx, p0+bs)], t.vc.F[base+off:], kvDim, oh)
+				t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
 			}
 		}
 		if !half {
@@ -574,13 +590,37 @@ func (t *attnTask) run(lo, hi, wk int) {
 	}
 }
 
-// softmaxF16 sets x = softmax(x·scale) with the probabilities rounded to
-// float16, as ggml computes attention over an F16 cache: scale, subtract
-// the maximum, exponentiate, sum (see below), multiply by the float32
-// reciprocal of the sum, and round each probability to float16 where it
-// meets the F16 values.
-func softmaxF16(x []float32, scale float32) {
-	mx := float32(math.Inf(-1))
+// softmaxSinkUnnorm is softmaxUnnorm with a sink logit in the softmax: it
+// sets x[i] = exp(x[i]*scale - m) for m = max(max x·scale, sink) and
+// returns 1 / (exp(sink - m) + Σ x), the factor that normalises them.
+func softmaxSinkUnnorm(k kern, x []float32, scale, sink float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	// softmaxUnnorm subtracts the scores' own maximum ms: rescale its
+	// exponentials by exp(ms - m) after the fact, and add the sink's share.
+	ms := float32(math.Inf(-1))
+	for _, v := range x {
+		ms = max(ms, v*scale)
+	}
+	mx := max(ms, sink)
+	sum := float64(k.softmaxUnnorm(x, scale))
+	shift := math.Exp(float64(ms - mx))
+	total := sum*shift + math.Exp(float64(sink-mx))
+	return float32(shift / total)
+}
+
+// softmaxF16 is softmaxF16Sink without a sink.
+func softmaxF16(x []float32, scale float32) { softmaxF16Sink(x, scale, float32(math.Inf(-1))) }
+
+// softmaxF16Sink sets x = softmax(x·scale) with the probabilities rounded
+// to float16, as ggml computes attention over an F16 cache: scale,
+// subtract the maximum, exponentiate, sum (see below), multiply by the
+// float32 reciprocal of the sum, and round each probability to float16
+// where it meets the F16 values. A finite sink logit joins the maximum and
+// the sum without a probability of its own (gpt-oss); -Inf is none.
+func softmaxF16Sink(x []float32, scale, sink float32) {
+	mx := sink
 	for i := range x {
 		x[i] *= scale
 		mx = max(mx, x[i])
@@ -588,6 +628,9 @@ func softmaxF16(x []float32, scale float32) {
 	// exponentials summed as ggml's AVX2 softmax: in float32 per group of
 	// 8 (positions 8g..8g+7, missing ones 0), the groups in float64
 	var sum float64
+	if !math.IsInf(float64(sink), -1) {
+		sum = math.Exp(float64(sink - mx))
+	}
 	var g [8]float32
 	for i, v := range x {
 		e := float32(math.Exp(float64(v - mx)))

@@ -33,6 +33,23 @@ type RealShape struct {
 	// QKVBias adds q/k/v biases (Qwen2); QKNorm adds per-head q/k norms
 	// (Qwen3).
 	QKVBias, QKNorm bool
+
+	// Mixture of experts (Arch "gpt-oss" or "qwen3moe"): every layer's
+	// feed-forward block is Experts experts of ExpertHidden, TopK per
+	// token, stored as llama.cpp does (3-D ffn_*_exps tensors, router
+	// ffn_gate_inp). gpt-oss adds attention and expert biases, sinks,
+	// SlidingWindow on every other layer and YaRN (YaRNFactor over
+	// YaRNOrigPos).
+	Experts, TopK, ExpertHidden int
+	SlidingWindow               int
+	YaRNFactor                  float64
+	YaRNOrigPos                 int
+	// TokenizerVocab, when set, sizes the built-in tokenizer written into
+	// the file below Vocab (gpt-oss files are served with
+	// --tokenizer o200k_harmony, and building a 201088-token BPE takes a
+	// CPU-minute); the file then names o200k_harmony's stop tokens
+	// <|return|> (200002) and <|call|> (200012) as EOS and EOT.
+	TokenizerVocab int
 }
 
 // RealShapes are the published geometries gen-model writes. "1b-v32k" is
@@ -47,6 +64,20 @@ var RealShapes = map[string]RealShape{
 	"qwen2.5-1.5b": {Name: "qwen2.5-1.5b", Arch: "qwen2", Dim: 1536, Hidden: 8960, Layers: 28, Heads: 12, KVHeads: 2, HeadDim: 128, Vocab: 151936, MaxPos: 32768, Tied: true, RopeTheta: 1e6, QKVBias: true},
 	"qwen3-0.6b":   {Name: "qwen3-0.6b", Arch: "qwen3", Dim: 1024, Hidden: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, MaxPos: 40960, Tied: true, RopeTheta: 1e6, QKNorm: true},
 	"qwen3-1.7b":   {Name: "qwen3-1.7b", Arch: "qwen3", Dim: 2048, Hidden: 6144, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, MaxPos: 40960, Tied: true, RopeTheta: 1e6, QKNorm: true},
+	// openai/gpt-oss-20b's config.json
+	"gpt-oss-20b": {Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Hidden: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, Vocab: 201088,
+		MaxPos: 131072, RopeTheta: 150000, NormEps: 1e-5, QKVBias: true, Experts: 32, TopK: 4, ExpertHidden: 2880, SlidingWindow: 128,
+		YaRNFactor: 32, YaRNOrigPos: 4096, TokenizerVocab: 1024},
+	// Qwen/Qwen3-30B-A3B's config.json
+	"qwen3-30b-a3b": {Name: "qwen3-30b-a3b", Arch: "qwen3moe", Dim: 2048, Hidden: 6144, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, Vocab: 151936,
+		MaxPos: 40960, RopeTheta: 1e6, QKNorm: true, Experts: 128, TopK: 8, ExpertHidden: 768},
+	// tiny variants of both, for tests and the served e2e (gpt-oss keeps
+	// o200k_harmony's vocabulary so that its tokenizer fits)
+	"gpt-oss-tiny": {Name: "gpt-oss-tiny", Arch: "gpt-oss", Dim: 64, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 201088,
+		MaxPos: 4096, RopeTheta: 150000, NormEps: 1e-5, QKVBias: true, Experts: 4, TopK: 2, ExpertHidden: 64, SlidingWindow: 8,
+		YaRNFactor: 32, YaRNOrigPos: 128, TokenizerVocab: 1024},
+	"qwen3-moe-tiny": {Name: "qwen3-moe-tiny", Arch: "qwen3moe", Dim: 256, Hidden: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 1024,
+		MaxPos: 4096, RopeTheta: 1e6, QKNorm: true, Experts: 8, TopK: 2, ExpertHidden: 256},
 }
 
 // FileType is a GGUF file's weight format (llama.cpp's llama_ftype).
@@ -60,19 +91,22 @@ type FileType struct {
 // The GGUF formats gen-model writes, beyond FormatGGUF (F32) and
 // FormatGGUFQ8_0.
 const (
-	FormatGGUFF16   = "gguf-f16"
-	FormatGGUFBF16  = "gguf-bf16"
-	FormatGGUFQ4_0  = "gguf-q4_0"
-	FormatGGUFQ4KM  = "gguf-q4_k_m"
-	FormatGGUFQ5KM  = "gguf-q5_k_m"
-	FormatGGUFQ6K   = "gguf-q6_k"
-	ggufFormatsList = "gguf (F32), gguf-f16, gguf-bf16, gguf-q8_0, gguf-q4_0, gguf-q4_k_m, gguf-q5_k_m, gguf-q6_k"
+	FormatGGUFF16  = "gguf-f16"
+	FormatGGUFBF16 = "gguf-bf16"
+	FormatGGUFQ4_0 = "gguf-q4_0"
+	FormatGGUFQ4KM = "gguf-q4_k_m"
+	FormatGGUFQ5KM = "gguf-q5_k_m"
+	FormatGGUFQ6K  = "gguf-q6_k"
+	// FormatGGUFMXFP4 is gpt-oss's published GGUF: experts MXFP4, other
+	// matrices BF16, vectors F32.
+	FormatGGUFMXFP4 = "gguf-mxfp4"
+	ggufFormatsList = "gguf (F32), gguf-f16, gguf-bf16, gguf-q8_0, gguf-q4_0, gguf-q4_k_m, gguf-q5_k_m, gguf-q6_k, gguf-mxfp4"
 )
 
 // fileTypes maps each GGUF format to general.file_type.
 var fileTypes = map[string]uint32{
 	FormatGGUF: 0, FormatGGUFF16: 1, FormatGGUFQ4_0: 2, FormatGGUFQ8_0: 7,
-	FormatGGUFQ4KM: 15, FormatGGUFQ5KM: 17, FormatGGUFQ6K: 18, FormatGGUFBF16: 32,
+	FormatGGUFQ4KM: 15, FormatGGUFQ5KM: 17, FormatGGUFQ6K: 18, FormatGGUFBF16: 32, FormatGGUFMXFP4: 38,
 }
 
 // useMoreBits is llama.cpp's use_more_bits: the layers whose attn_v and
@@ -88,7 +122,15 @@ func useMoreBits(layer, layers int) bool {
 // are not a multiple of 256 falls back to Q8_0.
 func tensorType(format, ggufName string, layer, layers int, cols int, tied bool) gguf.GGMLType {
 	var t gguf.GGMLType
+	if ggufName == "ffn_gate_inp" || strings.HasSuffix(ggufName, ".ffn_gate_inp.weight") {
+		return gguf.TypeF32 // llama-quantize keeps routers at F32
+	}
 	switch format {
+	case FormatGGUFMXFP4:
+		if strings.Contains(ggufName, "_exps.") {
+			return gguf.TypeMXFP4
+		}
+		return gguf.TypeBF16
 	case FormatGGUF:
 		return gguf.TypeF32
 	case FormatGGUFF16:
@@ -111,7 +153,8 @@ func tensorType(format, ggufName string, layer, layers int, cols int, tied bool)
 	case classifier:
 		t = gguf.TypeQ6_K
 	case (format == FormatGGUFQ4KM || format == FormatGGUFQ5KM) &&
-		(strings.HasSuffix(ggufName, ".attn_v.weight") || strings.HasSuffix(ggufName, ".ffn_down.weight")) &&
+		(strings.HasSuffix(ggufName, ".attn_v.weight") || strings.HasSuffix(ggufName, ".ffn_down.weight") ||
+			strings.HasSuffix(ggufName, ".ffn_down_exps.weight")) &&
 		useMoreBits(layer, layers):
 		t = gguf.TypeQ6_K
 	}
@@ -132,6 +175,8 @@ type realTensor struct {
 	// permuteHeads > 0: q/k rows are permuted to llama.cpp's interleaved
 	// RoPE layout (llama architecture).
 	permuteHeads int
+	// experts > 0 makes a 3-D tensor of experts [rows × cols] matrices.
+	experts int
 }
 
 func realTensors(s RealShape, format string) []realTensor {
@@ -167,6 +212,10 @@ func realTensors(s RealShape, format string) []realTensor {
 			add(g+"attn_k_norm.weight", h+"self_attn.k_norm.weight", 1, s.HeadDim, true, 0)
 		}
 		add(g+"attn_output.weight", h+"self_attn.o_proj.weight", s.Dim, q, false, 0)
+		if s.Experts > 0 {
+			ts = append(ts, moeTensors(s, format, l)...)
+			continue
+		}
 		add(g+"ffn_norm.weight", h+"post_attention_layernorm.weight", 1, s.Dim, true, 0)
 		add(g+"ffn_gate.weight", h+"mlp.gate_proj.weight", s.Hidden, s.Dim, false, 0)
 		add(g+"ffn_up.weight", h+"mlp.up_proj.weight", s.Hidden, s.Dim, false, 0)
@@ -178,6 +227,98 @@ func realTensors(s RealShape, format string) []realTensor {
 		add("output.weight", "lm_head.weight", s.Vocab, s.Dim, false, 0)
 	}
 	return ts
+}
+
+// moeTensors are layer l's tensors after attn_output in a gpt-oss or
+// qwen3moe file, with llama.cpp's names.
+func moeTensors(s RealShape, format string, l int) []realTensor {
+	g := fmt.Sprintf("blk.%d.", l)
+	var ts []realTensor
+	add := func(name string, experts, rows, cols int, norm bool) {
+		t := realTensor{name: g + name, hfName: g + name, rows: rows, cols: cols, norm: norm, experts: experts, typ: gguf.TypeF32}
+		if rows > 1 && !strings.HasSuffix(name, ".bias") {
+			t.typ = tensorType(format, t.name, l, s.Layers, cols, s.Tied)
+		}
+		ts = append(ts, t)
+	}
+	gpt := s.Arch == "gpt-oss"
+	if gpt {
+		add("attn_output.bias", 0, 1, s.Dim, false)
+		add("attn_sinks.weight", 0, 1, s.Heads, false)
+		add("post_attention_norm.weight", 0, 1, s.Dim, true)
+	} else {
+		add("ffn_norm.weight", 0, 1, s.Dim, true)
+	}
+	add("ffn_gate_inp.weight", 0, s.Experts, s.Dim, false)
+	if gpt {
+		add("ffn_gate_inp.bias", 0, 1, s.Experts, false)
+	}
+	add("ffn_gate_exps.weight", s.Experts, s.ExpertHidden, s.Dim, false)
+	add("ffn_up_exps.weight", s.Experts, s.ExpertHidden, s.Dim, false)
+	add("ffn_down_exps.weight", s.Experts, s.Dim, s.ExpertHidden, false)
+	if gpt {
+		add("ffn_gate_exps.bias", 0, s.Experts, s.ExpertHidden, false)
+		add("ffn_up_exps.bias", 0, s.Experts, s.ExpertHidden, false)
+		add("ffn_down_exps.bias", 0, s.Experts, s.Dim, false)
+	}
+	return ts
+}
+
+// fillMXFP4 writes n random MXFP4 values (ggml blocks) to w: uniform FP4
+// codes under an E8M0 scale of 2^-7 or 2^-8, a spread like the N(0, 0.02²)
+// other weights get, drawn as bytes rather than quantized from normals
+// (quantizing gpt-oss-20b's 19.6 billion expert values would take a
+// CPU-hour).
+func fillMXFP4(w io.Writer, rng *rand.Rand, n int) error {
+	const chunkBlocks = 1 << 14
+	buf := make([]byte, chunkBlocks*quant.MXFP4BlockBytes)
+	for left := n / quant.MXFP4Block; left > 0; {
+		nb := min(left, chunkBlocks)
+		out := buf[:nb*quant.MXFP4BlockBytes]
+		for b := 0; b < nb; b++ {
+			blk := out[b*quant.MXFP4BlockBytes : (b+1)*quant.MXFP4BlockBytes]
+			x, y := rng.Uint64(), rng.Uint64()
+			binary.LittleEndian.PutUint64(blk[1:], x)
+			binary.LittleEndian.PutUint64(blk[9:], y)
+			blk[0] = byte(119 + y>>63) // E8M0: 2^-8 or 2^-7
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		left -= nb
+	}
+	return nil
+}
+
+// fillKQuant writes n random Q4_K or Q6_K values: random quants and
+// sub-block scales under a fixed super-block scale that gives a spread like
+// N(0, 0.02²), drawn as bytes (quantizing a 30 B-parameter MoE's experts
+// from normals would take a CPU-hour). Only expert stacks are drawn so.
+func fillKQuant(w io.Writer, rng *rand.Rand, typ gguf.GGMLType, n int) error {
+	bb := int(typ.BlockBytes())
+	const chunkBlocks = 1 << 12
+	buf := make([]byte, chunkBlocks*bb)
+	for left := n / quant.QKBlock; left > 0; {
+		nb := min(left, chunkBlocks)
+		out := buf[:nb*bb]
+		for i := 0; i+8 <= len(out); i += 8 {
+			binary.LittleEndian.PutUint64(out[i:], rng.Uint64())
+		}
+		for b := 0; b < nb; b++ {
+			blk := out[b*bb : (b+1)*bb]
+			if typ == gguf.TypeQ4_K { // d, dmin first
+				binary.LittleEndian.PutUint16(blk[0:], quant.F32ToF16(5e-5))
+				binary.LittleEndian.PutUint16(blk[2:], quant.F32ToF16(5e-4))
+			} else { // Q6_K: d last
+				binary.LittleEndian.PutUint16(blk[bb-2:], quant.F32ToF16(5e-6))
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		left -= nb
+	}
+	return nil
 }
 
 // encodeRows appends rows of xs encoded as typ.
@@ -193,6 +334,8 @@ func encodeRows(dst []byte, typ gguf.GGMLType, xs []float32) []byte {
 		}
 	case gguf.TypeQ8_0:
 		dst = append(dst, quant.QuantizeQ8_0(xs)...)
+	case gguf.TypeMXFP4:
+		dst = append(dst, quant.QuantizeMXFP4(xs)...)
 	case gguf.TypeQ4_0:
 		dst = quant.AppendQ4_0(dst, xs)
 	case gguf.TypeQ4_K:
@@ -245,7 +388,11 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 	if !ok {
 		return fmt.Errorf("demo: format %q is not a GGUF format (known: %s)", format, ggufFormatsList)
 	}
-	tok := buildTokenizer(s.Vocab)
+	tokVocab := s.Vocab
+	if s.TokenizerVocab > 0 {
+		tokVocab = s.TokenizerVocab
+	}
+	tok := buildTokenizer(tokVocab)
 	ts := realTensors(s, format)
 	a := s.Arch
 	meta := []gguf.KV{
@@ -265,12 +412,40 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 		{Key: a + ".rope.freq_base", Value: float32(s.RopeTheta)},
 		{Key: a + ".vocab_size", Value: uint32(s.Vocab)},
 	}
-	meta = append(meta, tokenizerMeta(tok, s.Vocab)...)
+	if s.Experts > 0 {
+		meta = append(meta,
+			gguf.KV{Key: a + ".expert_count", Value: uint32(s.Experts)},
+			gguf.KV{Key: a + ".expert_used_count", Value: uint32(s.TopK)},
+			gguf.KV{Key: a + ".expert_feed_forward_length", Value: uint32(s.ExpertHidden)})
+	}
+	if s.SlidingWindow > 0 {
+		meta = append(meta, gguf.KV{Key: a + ".attention.sliding_window", Value: uint32(s.SlidingWindow)})
+	}
+	if s.YaRNFactor > 0 {
+		meta = append(meta,
+			gguf.KV{Key: a + ".rope.scaling.type", Value: "yarn"},
+			gguf.KV{Key: a + ".rope.scaling.factor", Value: float32(s.YaRNFactor)},
+			gguf.KV{Key: a + ".rope.scaling.original_context_length", Value: uint32(s.YaRNOrigPos)})
+	}
+	for _, kv := range tokenizerMeta(tok, tokVocab) {
+		if s.TokenizerVocab > 0 {
+			switch kv.Key {
+			case "tokenizer.ggml.eos_token_id":
+				kv.Value = uint32(200002) // <|return|>
+			case "tokenizer.ggml.eot_token_id":
+				kv.Value = uint32(200012) // <|call|>
+			}
+		}
+		meta = append(meta, kv)
+	}
 	infos := make([]gguf.Tensor, len(ts))
 	for i, t := range ts {
 		infos[i] = gguf.Tensor{Name: t.name, Dims: []uint64{uint64(t.cols)}, Type: t.typ}
 		if t.rows > 1 {
 			infos[i].Dims = append(infos[i].Dims, uint64(t.rows))
+		}
+		if t.experts > 0 {
+			infos[i].Dims = append(infos[i].Dims, uint64(t.experts))
 		}
 	}
 	var buf []byte
@@ -301,10 +476,17 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 			}
 			return nil
 		}
+		if t.typ == gguf.TypeMXFP4 {
+			return fillMXFP4(w, rng, t.rows*max(t.experts, 1)*t.cols)
+		}
+		if t.experts > 0 && (t.typ == gguf.TypeQ4_K || t.typ == gguf.TypeQ6_K) {
+			return fillKQuant(w, rng, t.typ, t.rows*t.experts*t.cols)
+		}
 		const chunkRows = 64
-		row := make([]float32, min(chunkRows, t.rows)*t.cols)
-		for r := 0; r < t.rows; r += chunkRows {
-			n := min(chunkRows, t.rows-r)
+		rows := t.rows * max(t.experts, 1)
+		row := make([]float32, min(chunkRows, rows)*t.cols)
+		for r := 0; r < rows; r += chunkRows {
+			n := min(chunkRows, rows-r)
 			xs := row[:n*t.cols]
 			for j := range xs {
 				xs[j] = next()
@@ -322,7 +504,8 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 // ShapeNames lists every shape Generate and GenerateReal know.
 func ShapeNames() []string {
 	names := []string{"tiny", "15m", "110m", "1b"}
-	for _, n := range []string{"1b-v32k", "llama3.2-1b", "llama3.2-3b", "llama3.1-8b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen3-0.6b", "qwen3-1.7b"} {
+	for _, n := range []string{"1b-v32k", "llama3.2-1b", "llama3.2-3b", "llama3.1-8b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen3-0.6b", "qwen3-1.7b",
+		"gpt-oss-20b", "qwen3-30b-a3b", "gpt-oss-tiny", "qwen3-moe-tiny"} {
 		if _, ok := RealShapes[n]; ok {
 			names = append(names, n)
 		}

@@ -90,12 +90,13 @@ func TestRealShapes(t *testing.T) {
 	}{
 		{"llama3.2-1b", 1.24}, {"llama3.2-3b", 3.21}, {"llama3.1-8b", 8.03},
 		{"qwen2.5-0.5b", 0.49}, {"qwen2.5-1.5b", 1.54}, {"qwen3-0.6b", 0.60}, {"qwen3-1.7b", 1.72},
+		{"gpt-oss-20b", 20.91}, {"qwen3-30b-a3b", 30.53},
 	}
 	for _, c := range cases {
 		s := RealShapes[c.name]
 		var n float64
 		for _, ti := range realTensors(s, FormatGGUF) {
-			n += float64(ti.rows) * float64(ti.cols)
+			n += float64(ti.rows) * float64(ti.cols) * float64(max(ti.experts, 1))
 		}
 		if d := n/1e9 - c.params; d > 0.02 || d < -0.02 {
 			t.Errorf("%s: %.3f B parameters, want %.2f B", c.name, n/1e9, c.params)

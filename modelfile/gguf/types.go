@@ -27,6 +27,9 @@ const (
 	TypeI64  GGMLType = 27
 	TypeF64  GGMLType = 28
 	TypeBF16 GGMLType = 30
+	// TypeMXFP4 is OCP microscaling FP4 (32 E2M1 values and one E8M0
+	// scale, 17 bytes), gpt-oss's expert weights.
+	TypeMXFP4 GGMLType = 39
 )
 
 // typeTraits gives, per type, the number of elements in one block and the
@@ -36,26 +39,27 @@ var typeTraits = map[GGMLType]struct {
 	blockElems uint64
 	blockBytes uint64
 }{
-	TypeF32:  {"F32", 1, 4},
-	TypeF16:  {"F16", 1, 2},
-	TypeBF16: {"BF16", 1, 2},
-	TypeF64:  {"F64", 1, 8},
-	TypeI8:   {"I8", 1, 1},
-	TypeI16:  {"I16", 1, 2},
-	TypeI32:  {"I32", 1, 4},
-	TypeI64:  {"I64", 1, 8},
-	TypeQ4_0: {"Q4_0", 32, 18},
-	TypeQ4_1: {"Q4_1", 32, 20},
-	TypeQ5_0: {"Q5_0", 32, 22},
-	TypeQ5_1: {"Q5_1", 32, 24},
-	TypeQ8_0: {"Q8_0", 32, 34},
-	TypeQ8_1: {"Q8_1", 32, 36},
-	TypeQ2_K: {"Q2_K", 256, 84},
-	TypeQ3_K: {"Q3_K", 256, 110},
-	TypeQ4_K: {"Q4_K", 256, 144},
-	TypeQ5_K: {"Q5_K", 256, 176},
-	TypeQ6_K: {"Q6_K", 256, 210},
-	TypeQ8_K: {"Q8_K", 256, 292},
+	TypeF32:   {"F32", 1, 4},
+	TypeF16:   {"F16", 1, 2},
+	TypeBF16:  {"BF16", 1, 2},
+	TypeF64:   {"F64", 1, 8},
+	TypeI8:    {"I8", 1, 1},
+	TypeI16:   {"I16", 1, 2},
+	TypeI32:   {"I32", 1, 4},
+	TypeI64:   {"I64", 1, 8},
+	TypeQ4_0:  {"Q4_0", 32, 18},
+	TypeQ4_1:  {"Q4_1", 32, 20},
+	TypeQ5_0:  {"Q5_0", 32, 22},
+	TypeQ5_1:  {"Q5_1", 32, 24},
+	TypeQ8_0:  {"Q8_0", 32, 34},
+	TypeQ8_1:  {"Q8_1", 32, 36},
+	TypeQ2_K:  {"Q2_K", 256, 84},
+	TypeQ3_K:  {"Q3_K", 256, 110},
+	TypeQ4_K:  {"Q4_K", 256, 144},
+	TypeQ5_K:  {"Q5_K", 256, 176},
+	TypeQ6_K:  {"Q6_K", 256, 210},
+	TypeQ8_K:  {"Q8_K", 256, 292},
+	TypeMXFP4: {"MXFP4", 32, 17},
 }
 
 // String returns ggml's name of the type ("F32", "Q4_K", ...).

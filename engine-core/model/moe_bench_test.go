@@ -1,0 +1,97 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/kernels/cpu"
+)
+
+// BenchmarkMoEFileDecode loads each model file in $SLUICE_BENCH_MOE
+// (colon-separated; e.g. `engine-core gen-model --shape gpt-oss-20b
+// --format gguf-mxfp4`) on the CPU backend and times one-sequence decode
+// steps of 1 and 16 sequences (the model's Forward, no runner), reporting
+// tok/s, CPU-ms per token, the resident set after load and after decoding, and the file's
+// weight bytes.
+func BenchmarkMoEFileDecode(b *testing.B) {
+	env := os.Getenv("SLUICE_BENCH_MOE")
+	if env == "" {
+		b.Skip("SKIP: set SLUICE_BENCH_MOE to model files (engine-core gen-model writes them)")
+	}
+	for _, path := range strings.Split(env, ":") {
+		b.Run(filepath.Base(filepath.Dir(path)), func(b *testing.B) {
+			rss0 := rssBytes(b)
+			be := cpu.New(cpu.Options{QuantizeActivations: true}) // the runner's default (--exact-q8 turns it off)
+			defer be.Close()
+			m, err := Load(path, be, LoadOptions{MaxPos: 1024})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			rssLoad := rssBytes(b) - rss0
+			const bs, maxCtx = 16, 256
+			for _, nseq := range []int{1, 16} {
+				b.Run(fmt.Sprintf("seqs%d", nseq), func(b *testing.B) {
+					decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad)
+				})
+			}
+		})
+	}
+}
+
+// decodeSteps times one-token decode steps of nseq sequences (each with
+// its own blocks, contexts growing from 1 to maxCtx and wrapping).
+func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int64) {
+	nb := maxCtx / bs
+	kv := m.NewKVCache(nseq*nb, bs)
+	s := m.NewScratch(nseq, nseq)
+	batch := &Batch{Attn: kernels.AttnBatch{BlockSize: bs, QStart: []int32{0}, TableStart: []int32{0}}}
+	for q := 0; q < nseq; q++ {
+		batch.Tokens = append(batch.Tokens, int32(q+1))
+		batch.Pos = append(batch.Pos, 0)
+		batch.OutRows = append(batch.OutRows, int32(q))
+		for i := 0; i < nb; i++ {
+			batch.Attn.Tables = append(batch.Attn.Tables, int32(q*nb+i))
+		}
+		batch.Attn.TableStart = append(batch.Attn.TableStart, int32((q+1)*nb))
+		batch.Attn.QStart = append(batch.Attn.QStart, int32(q+1))
+		batch.Attn.CtxLen = append(batch.Attn.CtxLen, 1)
+		batch.Attn.Slots = append(batch.Attn.Slots, int32(q*nb*bs))
+	}
+	step := func() {
+		if _, err := m.Forward(s, kv, batch); err != nil {
+			b.Fatal(err)
+		}
+		for q := 0; q < nseq; q++ {
+			p := (batch.Pos[q] + 1) % int32(maxCtx)
+			batch.Pos[q], batch.Attn.CtxLen[q] = p, p+1
+			batch.Attn.Slots[q] = int32(q*nb*bs) + p
+			batch.Tokens[q] = (batch.Tokens[q]*7919 + 13) % int32(m.Cfg.Vocab)
+		}
+	}
+	step()
+	b.ResetTimer()
+	cpu0 := benchCPUTime()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*nseq)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric(float64(benchCPUTime()-cpu0)/1e6/float64(b.N*nseq), "cpu-ms/tok")
+	b.ReportMetric(float64(rssLoad)/1e6, "rss-load-MB")
+	b.ReportMetric(float64(rssBytes(b)-rss0)/1e6, "rss-decode-MB")
+	b.ReportMetric(float64(m.WeightBytes())/1e6, "weights-MB")
+}
+
+// benchCPUTime is the process's user+system CPU time.
+func benchCPUTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

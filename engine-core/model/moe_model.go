@@ -1,0 +1,148 @@
+package model
+
+import (
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// This file wires the mixture-of-experts families (gpt-oss, Qwen3-MoE) into
+// the forward pass. Attention is the dense architectures' with gpt-oss's
+// additions passed to the backend's Attention (AttnShape.Window on the
+// sliding layers, AttnShape.Sinks); the feed-forward block of a sparse
+// layer is moeFFN: the router's logits come to the host, each token picks
+// its experts there, and each active expert then runs through the backend
+// on just the rows routed to it: Gather → MatMul gate/up → activation →
+// MatMul down → ScatterAdd into the residual stream, weighted by the
+// router. A step reads each active expert's weights once, whatever the
+// number of its tokens, and never an expert no token chose.
+//
+// KV cache: every layer keeps K and V for every position, sliding layers
+// included (2 · layers · kvDim values per token; gpt-oss-20b: 2 · 24 · 512
+// = 24,576 values, 48 KiB at F16). A sliding layer's attention reads only
+// its last SlidingWindow positions; freeing the blocks that fall out of
+// its window is not implemented.
+
+// ExpertWeights is one expert's matrices in their stored format (views
+// into the file's 3-D tensor where the format stacks experts), and its
+// biases (gpt-oss), nil where the family has none.
+type ExpertWeights struct {
+	Gate, Up kernels.Tensor // [expertHidden × dim]
+	Down     kernels.Tensor // [dim × expertHidden]
+	GateBias kernels.Tensor // [1 × expertHidden]
+	UpBias   kernels.Tensor // [1 × expertHidden]
+	DownBias kernels.Tensor // [1 × dim]
+}
+
+// moeScratch is the extra working memory of the expert blocks: host-side
+// routing and one expert's group of rows on the backend.
+type moeScratch struct {
+	rlog       kernels.Tensor // [maxTokens × experts] router logits
+	ex, ey     kernels.Tensor // [maxTokens × dim] an expert's rows in, out
+	eg, eu     kernels.Tensor // [maxTokens × expertHidden]
+	choice     []int32        // [maxTokens × topK] expert per (token, k)
+	weight     []float32      // [maxTokens × topK]
+	count      []int32        // [experts + 1]
+	order      []int32        // [maxTokens × topK] (token, k) slots by expert
+	rows       []int32        // [maxTokens × topK] the group's token rows
+	rowWeights []float32      // [maxTokens × topK] the group's weights
+}
+
+// newMoEScratch sizes the expert working memory for maxTokens rows; nil
+// for dense models.
+func (m *Model) newMoEScratch(maxTokens int) *moeScratch {
+	a := m.Cfg.MoE
+	if a == nil {
+		return nil
+	}
+	be, c := m.be, &a.MoE
+	slots := maxTokens * c.TopK
+	return &moeScratch{
+		rlog: be.Alloc(maxTokens, c.Experts),
+		ex:   be.Alloc(maxTokens, c.Dim), ey: be.Alloc(maxTokens, c.Dim),
+		eg: be.Alloc(maxTokens, c.Hidden), eu: be.Alloc(maxTokens, c.Hidden),
+		choice: make([]int32, slots), weight: make([]float32, slots),
+		count: make([]int32, c.Experts+1), order: make([]int32, slots),
+		rows: make([]int32, slots), rowWeights: make([]float32, slots),
+	}
+}
+
+// attnShape is layer l's attention geometry: the model's, with the
+// layer's window and sinks.
+func (m *Model) attnShape(base kernels.AttnShape, l int) kernels.AttnShape {
+	a := m.Cfg.MoE
+	if a == nil {
+		return base
+	}
+	if a.SlidingLayer[l] {
+		base.Window = a.SlidingWindow
+	}
+	base.Sinks = m.Layers[l].Sinks
+	return base
+}
+
+// moeFFN adds the expert block's output for the n normalised rows of
+// s.xb to the residual stream s.x.
+func (m *Model) moeFFN(s *Scratch, L *Layer, n int) {
+	be, ms := m.be, s.moe
+	ops := be.(kernels.ExpertOps) // checked at load
+	c := &m.Cfg.MoE.MoE
+	k := c.TopK
+
+	// Route on the host: n × experts logits.
+	be.MatMul(ms.rlog, s.xb, L.Router, n)
+	if L.RouterBias != nil {
+		be.AddRow(ms.rlog, L.RouterBias, n)
+	}
+	lg := be.ToHost(ms.rlog, n)
+	for t := 0; t < n; t++ {
+		c.route(lg[t*c.Experts:(t+1)*c.Experts], ms.choice[t*k:(t+1)*k], ms.weight[t*k:(t+1)*k])
+	}
+
+	// Group the (token, k) slots by expert: a counting sort.
+	choice := ms.choice[:n*k]
+	clear(ms.count)
+	for _, e := range choice {
+		ms.count[e+1]++
+	}
+	for e := 1; e <= c.Experts; e++ {
+		ms.count[e] += ms.count[e-1]
+	}
+	for slot, e := range choice {
+		ms.order[ms.count[e]] = int32(slot)
+		ms.count[e]++
+	}
+
+	start := int32(0)
+	for e := 0; e < c.Experts; e++ {
+		end := ms.count[e]
+		group := ms.order[start:end]
+		start = end
+		g := len(group)
+		if g == 0 {
+			continue // never read an expert no token chose
+		}
+		rows, w := ms.rows[:g], ms.rowWeights[:g]
+		for i, slot := range group {
+			rows[i], w[i] = slot/int32(k), ms.weight[slot]
+		}
+		ex := &L.Experts[e]
+		be.Gather(ms.ex, s.xb, rows)
+		be.MatMul(ms.eg, ms.ex, ex.Gate, g)
+		be.MatMul(ms.eu, ms.ex, ex.Up, g)
+		if ex.GateBias != nil {
+			be.AddRow(ms.eg, ex.GateBias, g)
+		}
+		if ex.UpBias != nil {
+			be.AddRow(ms.eu, ex.UpBias, g)
+		}
+		if c.Act == ActClampedSwiGLU {
+			ops.ClampedSwiGLU(ms.eg, ms.eg, ms.eu, g, c.Alpha, c.Limit)
+		} else {
+			be.SiLUMul(ms.eg, ms.eg, ms.eu, g)
+		}
+		be.MatMul(ms.ey, ms.eg, ex.Down, g)
+		if ex.DownBias != nil {
+			be.AddRow(ms.ey, ex.DownBias, g)
+		}
+		ops.ScatterAdd(s.x, ms.ey, rows, w)
+	}
+}
