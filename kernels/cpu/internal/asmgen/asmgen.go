@@ -1,6 +1,7 @@
 // Package asmgen generates the assembly of package cpu:
-// panel_amd64.s (the panel GEMM kernels, one per row count) and
-// exp_amd64.s (vector exp and the loops built on it). The kernels differ
+// panel_amd64.s (the panel GEMM kernels, one per row count),
+// exp_amd64.s (vector exp and the loops built on it), kv16_amd64.s and
+// qtile_amd64.s (batched tiles on block-quantized weights). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -18,7 +19,7 @@ import (
 
 // Files returns the generated files by name.
 func Files() map[string]string {
-	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16()}
+	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(), "qtile_amd64.s": qtile()}
 }
 
 type asm struct{ b strings.Builder }

@@ -1,0 +1,99 @@
+package cpu
+
+import "github.com/sluice-llm/sluice/kernels"
+
+// Batched products (prefill, and decode of many sequences) on block-quantized
+// weights: the ×4 integer tiles (one decoded weight vector feeds 4 activation
+// rows from registers) run over cache blocks, so that each stays in L1 while
+// it is reused:
+//
+//   - the reduction (K) is cut into spans of qTileSpan values, so that the 4
+//     activation rows of a span (4·qTileSpan int8 bytes) fit in L1 whatever
+//     the row length;
+//   - the weight rows are taken qTileRows at a time: for each span, every
+//     group of 4 activation rows meets every weight row of the block, so that
+//     the activations are read from L2 once per block of weight rows (not
+//     once per weight row) and the block's weights stay in L1 across the
+//     groups.
+//
+// Spans after the first add their float32 partial sums to the output: the
+// result differs from the one-span sum only by float32 rounding (within the
+// numeric contract of qmat.go).
+
+const (
+	// qTileSpan is the span of the reduction in values (a multiple of 256,
+	// the k-quant block): 4 activation rows of it take 8 KiB.
+	qTileSpan = 2048
+	// qTileL1 is the L1 budget in bytes of one block of weight rows' span
+	// (the activations take the rest of a 32 KiB L1).
+	qTileL1 = 16 << 10
+)
+
+// qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
+// weight against all t.n activation rows (t.n ≥ 4) with the ×4 tiles in
+// cache blocks, the activation rows left over (t.n mod 4) one by one.
+func (t *qmatTask) qTiles(lo, hi int) {
+	w, out, a := t.w, t.out, &t.act
+	K := w.C
+	blk := a.blk
+	span := min(K, qTileSpan)
+	rows := max(1, qTileL1/w.DT.RowBytes(span))
+	n4 := t.n &^ 3
+	var acc [4]float32
+	for ob := lo; ob < hi; ob += rows {
+		oe := min(ob+rows, hi)
+		for k0 := 0; k0 < K; k0 += span {
+			kn := min(span, K-k0)
+			for m := 0; m < n4; m += 4 {
+				for o := ob; o < oe; o++ {
+					t.tile4(o, m, k0, kn, &acc)
+					for r := 0; r < 4; r++ {
+						if k0 == 0 {
+							out.F[(m+r)*out.C+o] = acc[r]
+						} else {
+							out.F[(m+r)*out.C+o] += acc[r]
+						}
+					}
+				}
+			}
+		}
+		_ = blk
+		rb := w.DT.RowBytes(K)
+		for m := n4; m < t.n; m++ {
+			xr := t.x.F[m*t.x.C : m*t.x.C+K]
+			for o := ob; o < oe; o++ {
+				out.F[m*out.C+o] = t.k.rowDot(w.DT, w.Q[o*rb:(o+1)*rb], xr, a, m)
+			}
+		}
+	}
+}
+
+// tile4 sets acc to the products of weight row o with activation rows
+// m..m+3 over values [k0, k0+kn) of the reduction.
+func (t *qmatTask) tile4(o, m, k0, kn int, acc *[4]float32) {
+	w, a := t.w, &t.act
+	K := w.C
+	nbRow := K / a.blk // activation scales per row
+	b0, nb := k0/a.blk, kn/a.blk
+	wr := w.Q[o*w.DT.RowBytes(K)+w.DT.RowBytes(k0):]
+	_ = wr[w.DT.RowBytes(kn)-1]
+	xq := a.q[m*K+k0 : (m+3)*K+k0+kn]
+	xd := a.d[m*nbRow+b0 : (m+3)*nbRow+b0+nb]
+	switch w.DT {
+	case kernels.Q8_0:
+		dotQ8_0x4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, nb, acc)
+		return
+	case kernels.Q4_0:
+		dotQ4_0x4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, nb, acc)
+		return
+	}
+	bs := a.bs[m*K/16+k0/16 : (m+3)*K/16+(k0+kn)/16]
+	switch w.DT {
+	case kernels.Q4_K:
+		dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	case kernels.Q5_K:
+		dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	default:
+		dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	}
+}
