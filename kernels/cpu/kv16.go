@@ -9,10 +9,11 @@ import (
 
 // F16 KV cache. With Options.KVF16 the backend's AllocKV makes half-width
 // cache tensors: WriteKV rounds keys and values to float16 (to nearest
-// even) and attention widens them on load (kv16_amd64.s), which halves the
-// memory a decode step's attention reads — at 16 sequences of a few hundred
-// positions as much as a fifth of the step — for a relative error of about
-// 2⁻¹¹ per cached element (llama.cpp's default KV type).
+// even) and attention widens them on load (kv16_amd64.s with AVX-512;
+// with AVX2, kv16avx2_amd64.s and qdot_amd64.s's F16 dot product), which
+// halves the memory a decode step's attention reads — at 16 sequences of a
+// few hundred positions as much as a fifth of the step — for a relative
+// error of about 2⁻¹¹ per cached element (llama.cpp's default KV type).
 
 // AllocKV makes a zeroed KV-cache tensor: F16 with Options.KVF16, else F32.
 func (b *Backend) AllocKV(rows, cols int) kernels.Tensor {
@@ -59,6 +60,11 @@ func (k kern) scoresH(q []float32, kc []uint16, stride int, out []float32) {
 			scores4F16AVX512(&q[0], &kc[0], stride, p, hd, &out[0])
 		}
 	}
+	if k.avx2 && p == 0 && hd%32 == 0 {
+		for ; p < n; p++ {
+			out[p] = dotF16AVX2((*byte)(unsafe.Pointer(&kc[p*stride])), &q[0], hd)
+		}
+	}
 	for ; p < n; p++ {
 		row := kc[p*stride : p*stride+hd]
 		var s float32
@@ -78,6 +84,10 @@ func (k kern) wsumH(w []float32, v []uint16, stride int, out []float32) {
 	_ = v[(n-1)*stride+hd-1]
 	if k.simd && hd%64 == 0 {
 		wsum64F16AVX512(&w[0], &v[0], stride, n, hd, &out[0])
+		return
+	}
+	if k.avx2 && hd%32 == 0 {
+		wsumF16AVX2(&w[0], &v[0], stride, n, hd, &out[0])
 		return
 	}
 	for p, wp := range w {

@@ -1,7 +1,8 @@
 // Package asmgen generates the assembly of package cpu:
 // panel_amd64.s (the panel GEMM kernels, one per row count),
 // exp_amd64.s (vector exp and the loops built on it), kv16_amd64.s and
-// qtile_amd64.s (batched tiles on block-quantized weights). The kernels differ
+// kv16avx2_amd64.s (F16 KV-cache attention), and qtile_amd64.s (batched
+// tiles on block-quantized weights). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -19,7 +20,7 @@ import (
 
 // Files returns the generated files by name.
 func Files() map[string]string {
-	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(), "qtile_amd64.s": qtile()}
+	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(), "qtile_amd64.s": qtile(), "kv16avx2_amd64.s": kv16AVX2()}
 }
 
 type asm struct{ b strings.Builder }
