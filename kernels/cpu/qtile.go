@@ -4,61 +4,42 @@ import "github.com/sluice-llm/sluice/kernels"
 
 // Batched products (prefill, and decode of many sequences) on block-quantized
 // weights: the ×4 integer tiles (one decoded weight vector feeds 4 activation
-// rows from registers) run over cache blocks, so that each stays in L1 while
-// it is reused:
+// rows from registers) run over blocks of weight rows, qTileL1 bytes at a
+// time, so that every group of 4 activation rows meets every weight row of
+// the block while the block stays in L1: the activations are read from L2
+// once per block of weight rows, not once per weight row.
 //
-//   - the reduction (K) is cut into spans of qTileSpan values, so that the 4
-//     activation rows of a span (4·qTileSpan int8 bytes) fit in L1 whatever
-//     the row length;
-//   - the weight rows are taken qTileRows at a time: for each span, every
-//     group of 4 activation rows meets every weight row of the block, so that
-//     the activations are read from L2 once per block of weight rows (not
-//     once per weight row) and the block's weights stay in L1 across the
-//     groups.
-//
-// Spans after the first add their float32 partial sums to the output: the
-// result differs from the one-span sum only by float32 rounding (within the
-// numeric contract of qmat.go).
+// (Cutting the reduction into spans as well, so that 4 activation rows of
+// a span fit in L1 whatever the row length, was measured and did not pay:
+// at 16 rows it made the 2048×8192 products up to 40 % slower — the weight
+// rows' pieces no longer stream contiguously — and at 128 rows it changed
+// nothing beyond the noise. See docs/bench/real-shapes.md, "batches".)
 
-const (
-	// qTileSpan is the span of the reduction in values (a multiple of 256,
-	// the k-quant block): 4 activation rows of it take 8 KiB.
-	qTileSpan = 2048
-	// qTileL1 is the L1 budget in bytes of one block of weight rows' span
-	// (the activations take the rest of a 32 KiB L1).
-	qTileL1 = 16 << 10
-)
+// qTileL1 is the L1 budget in bytes of one block of weight rows (the
+// activation rows take the rest of a 32 KiB L1).
+const qTileL1 = 16 << 10
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×4 tiles in
-// cache blocks, the activation rows left over (t.n mod 4) one by one.
+// blocks of weight rows, the activation rows left over (t.n mod 4) one by
+// one.
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
-	blk := a.blk
-	span := min(K, qTileSpan)
-	rows := max(1, qTileL1/w.DT.RowBytes(span))
+	rb := w.DT.RowBytes(K)
+	rows := max(1, qTileL1/rb)
 	n4 := t.n &^ 3
 	var acc [4]float32
 	for ob := lo; ob < hi; ob += rows {
 		oe := min(ob+rows, hi)
-		for k0 := 0; k0 < K; k0 += span {
-			kn := min(span, K-k0)
-			for m := 0; m < n4; m += 4 {
-				for o := ob; o < oe; o++ {
-					t.tile4(o, m, k0, kn, &acc)
-					for r := 0; r < 4; r++ {
-						if k0 == 0 {
-							out.F[(m+r)*out.C+o] = acc[r]
-						} else {
-							out.F[(m+r)*out.C+o] += acc[r]
-						}
-					}
+		for m := 0; m < n4; m += 4 {
+			for o := ob; o < oe; o++ {
+				t.tile4(o, m, 0, K, &acc)
+				for r := 0; r < 4; r++ {
+					out.F[(m+r)*out.C+o] = acc[r]
 				}
 			}
 		}
-		_ = blk
-		rb := w.DT.RowBytes(K)
 		for m := n4; m < t.n; m++ {
 			xr := t.x.F[m*t.x.C : m*t.x.C+K]
 			for o := ob; o < oe; o++ {

@@ -9,8 +9,8 @@ import (
 // TestBatchMatMul checks the batched paths (the ×4 tiles in cache blocks,
 // the F16/BF16 4×2 tile, and the rows left over) of every stored format
 // against the float64 reference, for batches of 2 to 64 rows, with rows
-// that cross blocks of weight rows and reductions longer than one span
-// (qTileSpan) or not a multiple of it.
+// that cross blocks of weight rows and reductions of 1 to 17 k-quant
+// blocks.
 func TestBatchMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 21))
 	for _, dt := range storedTypes {
@@ -27,8 +27,8 @@ func TestBatchMatMul(t *testing.T) {
 
 // FuzzBatchMatMul checks the batched paths of every stored format on
 // weight blocks made from the fuzzer's bytes, with batches of 2 to 65 rows
-// and reductions of 1 to 10 k-quant blocks (up to 1¼ spans; 64 to 640
-// values for F16 and BF16).
+// and reductions of 1 to 10 k-quant blocks (64 to 640 values for F16 and
+// BF16).
 func FuzzBatchMatMul(f *testing.F) {
 	f.Add(uint8(3), uint8(14), uint8(3), uint8(8), []byte{1, 2, 3})
 	f.Add(uint8(4), uint8(2), uint8(5), uint8(9), []byte{0xff, 0x7b, 0, 0x80})
@@ -37,8 +37,8 @@ func FuzzBatchMatMul(f *testing.F) {
 		dt := storedTypes[int(ti)%len(storedTypes)]
 		n, rows, in := int(n8%64)+2, int(rows8%9)+1, (int(kb8%10)+1)*256
 		if dt.BlockValues() == 1 {
-			// the float types have no spans; long float32 sums of
-			// same-signed products outgrow checkStored's tolerance
+			// long float32 sums of same-signed products outgrow
+			// checkStored's tolerance
 			in = (int(kb8%10) + 1) * 64
 		}
 		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(ti)))
