@@ -15,9 +15,15 @@ import "github.com/sluice-llm/sluice/kernels"
 // rows' pieces no longer stream contiguously — and at 128 rows it changed
 // nothing beyond the noise. See docs/bench/real-shapes.md, "batches".)
 
-// qTileL1 is the L1 budget in bytes of one block of weight rows (the
-// activation rows take the rest of a 32 KiB L1).
-const qTileL1 = 16 << 10
+const (
+	// qTileL1 is the L1 budget in bytes of one block of weight rows (the
+	// activation rows take the rest of a 32 KiB L1).
+	qTileL1 = 16 << 10
+	// qTileMinRows is the batch from which weight rows are blocked: the
+	// gain was measured at 128 rows; at 16 the blocks showed none (and
+	// 16 rows of activations fit L1 and L2 anyway).
+	qTileMinRows = 32
+)
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×4 tiles in
@@ -28,6 +34,9 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	K := w.C
 	rb := w.DT.RowBytes(K)
 	rows := max(1, qTileL1/rb)
+	if t.n < qTileMinRows {
+		rows = 1 // few rows: each weight row streams once, contiguously
+	}
 	n4 := t.n &^ 3
 	var acc [4]float32
 	for ob := lo; ob < hi; ob += rows {
