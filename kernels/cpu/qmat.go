@@ -424,8 +424,8 @@ func (t *qmatTask) run(lo, hi, _ int) {
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
 		lo = t.halfTiles(lo, hi)
 	}
-	if (w.DT == kernels.Q4_K || w.DT == kernels.Q5_K || w.DT == kernels.Q6_K || w.DT == kernels.Q8_0) && t.n >= 4 && t.k.avx2 {
-		t.kTiles(lo, hi)
+	if q, _ := quantized(w.DT); q && t.n >= 4 && t.k.avx2 {
+		t.qTiles(lo, hi)
 		return
 	}
 	for o := lo; o < hi; o++ {
@@ -513,42 +513,6 @@ func (t *qmatTask) halfBlock(lo, hi int, acc *[8]float32) {
 		xr := x.F[m*x.C : m*x.C+K]
 		for o := lo; o < hi; o++ {
 			out.F[m*out.C+o] = t.k.dotHalf(w.DT, w.Q[o*rb:(o+1)*rb], xr)
-		}
-	}
-}
-
-// kTiles computes Q8_0, Q4_K, Q5_K or Q6_K weight rows [lo, hi) against groups
-// of 4 activation rows with the ×4 integer tiles (each decoded vector of
-// weights feeds 4 rows), and the rows left over one by one.
-func (t *qmatTask) kTiles(lo, hi int) {
-	w, out, a := t.w, t.out, &t.act
-	K := w.C
-	nb := K / a.blk
-	rb := w.DT.RowBytes(K)
-	var acc [4]float32
-	for o := lo; o < hi; o++ {
-		wr := w.Q[o*rb : (o+1)*rb]
-		m := 0
-		for ; m+4 <= t.n; m += 4 {
-			xq := a.q[m*K : (m+4)*K]
-			xd := a.d[m*nb : (m+4)*nb]
-			bs := a.bs[m*K/16 : (m+4)*K/16]
-			switch w.DT {
-			case kernels.Q8_0:
-				dotQ8_0x4AVX2(&wr[0], &xq[0], K, &xd[0], nb, nb, &acc)
-			case kernels.Q4_K:
-				dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
-			case kernels.Q5_K:
-				dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
-			default:
-				dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nb, &bs[0], K/16, nb, &acc)
-			}
-			for r := 0; r < 4; r++ {
-				out.F[(m+r)*out.C+o] = acc[r]
-			}
-		}
-		for ; m < t.n; m++ {
-			out.F[m*out.C+o] = t.k.rowDot(w.DT, wr, t.x.F[m*t.x.C:m*t.x.C+K], a, m)
 		}
 	}
 }

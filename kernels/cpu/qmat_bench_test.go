@@ -66,6 +66,7 @@ func BenchmarkStoredMatMul(b *testing.B) {
 						// included): what the kernels do per core when the
 						// machine is loaded
 						b.ReportMetric(float64(len(one))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
+						b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
 					}
 				})
 			}

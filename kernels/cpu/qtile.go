@@ -1,0 +1,89 @@
+package cpu
+
+import "github.com/sluice-llm/sluice/kernels"
+
+// Batched products (prefill, and decode of many sequences) on block-quantized
+// weights: the ×4 integer tiles (one decoded weight vector feeds 4 activation
+// rows from registers) run over blocks of weight rows, qTileL1 bytes at a
+// time, so that every group of 4 activation rows meets every weight row of
+// the block while the block stays in L1: the activations are read from L2
+// once per block of weight rows, not once per weight row.
+//
+// (Cutting the reduction into spans as well, so that 4 activation rows of
+// a span fit in L1 whatever the row length, was measured and did not pay:
+// at 16 rows it made the 2048×8192 products up to 40 % slower — the weight
+// rows' pieces no longer stream contiguously — and at 128 rows it changed
+// nothing beyond the noise. See docs/bench/real-shapes.md, "batches".)
+
+const (
+	// qTileL1 is the L1 budget in bytes of one block of weight rows (the
+	// activation rows take the rest of a 32 KiB L1).
+	qTileL1 = 16 << 10
+	// qTileMinRows is the batch from which weight rows are blocked: the
+	// gain was measured at 128 rows; at 16 the blocks showed none (and
+	// 16 rows of activations fit L1 and L2 anyway).
+	qTileMinRows = 32
+)
+
+// qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
+// weight against all t.n activation rows (t.n ≥ 4) with the ×4 tiles in
+// blocks of weight rows, the activation rows left over (t.n mod 4) one by
+// one.
+func (t *qmatTask) qTiles(lo, hi int) {
+	w, out, a := t.w, t.out, &t.act
+	K := w.C
+	rb := w.DT.RowBytes(K)
+	rows := max(1, qTileL1/rb)
+	if t.n < qTileMinRows {
+		rows = 1 // few rows: each weight row streams once, contiguously
+	}
+	n4 := t.n &^ 3
+	var acc [4]float32
+	for ob := lo; ob < hi; ob += rows {
+		oe := min(ob+rows, hi)
+		for m := 0; m < n4; m += 4 {
+			for o := ob; o < oe; o++ {
+				t.tile4(o, m, 0, K, &acc)
+				for r := 0; r < 4; r++ {
+					out.F[(m+r)*out.C+o] = acc[r]
+				}
+			}
+		}
+		for m := n4; m < t.n; m++ {
+			xr := t.x.F[m*t.x.C : m*t.x.C+K]
+			for o := ob; o < oe; o++ {
+				out.F[m*out.C+o] = t.k.rowDot(w.DT, w.Q[o*rb:(o+1)*rb], xr, a, m)
+			}
+		}
+	}
+}
+
+// tile4 sets acc to the products of weight row o with activation rows
+// m..m+3 over values [k0, k0+kn) of the reduction.
+func (t *qmatTask) tile4(o, m, k0, kn int, acc *[4]float32) {
+	w, a := t.w, &t.act
+	K := w.C
+	nbRow := K / a.blk // activation scales per row
+	b0, nb := k0/a.blk, kn/a.blk
+	wr := w.Q[o*w.DT.RowBytes(K)+w.DT.RowBytes(k0):]
+	_ = wr[w.DT.RowBytes(kn)-1]
+	xq := a.q[m*K+k0 : (m+3)*K+k0+kn]
+	xd := a.d[m*nbRow+b0 : (m+3)*nbRow+b0+nb]
+	switch w.DT {
+	case kernels.Q8_0:
+		dotQ8_0x4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, nb, acc)
+		return
+	case kernels.Q4_0:
+		dotQ4_0x4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, nb, acc)
+		return
+	}
+	bs := a.bs[m*K/16+k0/16 : (m+3)*K/16+(k0+kn)/16]
+	switch w.DT {
+	case kernels.Q4_K:
+		dotQ4Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	case kernels.Q5_K:
+		dotQ5Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	default:
+		dotQ6Kx4AVX2(&wr[0], &xq[0], K, &xd[0], nbRow, &bs[0], K/16, nb, acc)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build amd64 && !purego
+
+package cpu
+
+// Declarations of the generated tiles of qtile_amd64.s.
+
+//go:noescape
+func dotQ4_0x4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, nb int, out *[4]float32)
