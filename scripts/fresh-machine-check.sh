@@ -16,7 +16,9 @@
 #   nice -n 15 bash scripts/fresh-machine-check.sh [ROOT_DIR]
 # Environment: MIRROR (default: the first deb.debian.org-style URI of this
 # machine's apt sources, else http://deb.debian.org/debian), RUN_PORT (default
-# 18000), KEEP=1 keeps the root afterwards, SKIP_TEST=1 stops after `run`.
+# 18000), KEEP=1 keeps the root afterwards, SKIP_TEST=1 stops after `run`,
+# REUSE=1 (with KEEP=1 before) reruns in the kept root at this commit: quicker,
+# but not a fresh machine (the summary says so).
 # The summary goes to stdout and to ROOT_DIR.log (default
 # /var/tmp/sluice-fresh.log); the full output of each command to
 # ROOT_DIR.run.log and ROOT_DIR.test.log (each line of the latter stamped
@@ -52,6 +54,13 @@ trap cleanup EXIT
 
 t0=$(now)
 say "commit $commit, Go $(go env GOVERSION) from $goroot, mirror $mirror, root $root, started $(date -u +%FT%TZ)"
+if [ "${REUSE:-0}" = 1 ] && [ -d "$root/root/sluice/.git" ]; then
+  # Not a fresh machine: the root kept by an earlier KEEP=1 run, with its
+  # packages and Go caches, and the clone moved to this commit.
+  say "REUSE=1: reusing $root (not fresh: packages and caches of an earlier run)"
+  git -C "$root/root/sluice" fetch -q "$src" HEAD
+  git -C "$root/root/sluice" checkout -q --detach "$commit"
+else
 command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
 rm -rf --one-file-system "$root"
 debootstrap --variant=minbase --include=ca-certificates,git,gcc,libc6-dev,make,curl,procps,python3 \
@@ -70,6 +79,7 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 git clone -q "$src" "$root/root/sluice"
 git -C "$root/root/sluice" checkout -q --detach "$commit"
+fi
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   case $m in
