@@ -16,10 +16,14 @@
 #   nice -n 15 bash scripts/fresh-machine-check.sh [ROOT_DIR]
 # Environment: MIRROR (default: the first deb.debian.org-style URI of this
 # machine's apt sources, else http://deb.debian.org/debian), RUN_PORT (default
-# 18000), KEEP=1 keeps the root afterwards, SKIP_TEST=1 stops after `run`.
+# 18000), KEEP=1 keeps the root afterwards, SKIP_TEST=1 stops after `run`,
+# REUSE=1 (with KEEP=1 before) reruns in the kept root at this commit: quicker,
+# but not a fresh machine (the summary says so).
 # The summary goes to stdout and to ROOT_DIR.log (default
 # /var/tmp/sluice-fresh.log); the full output of each command to
-# ROOT_DIR.run.log and ROOT_DIR.test.log. It takes many minutes (the whole
+# ROOT_DIR.run.log and ROOT_DIR.test.log (each line of the latter stamped
+# with its arrival time, so the summary lists when each of Task's steps
+# started). It takes many minutes (the whole
 # test suite, a CUDA toolkit download for cuda:check, Chromium): run it in the
 # background on a quiet machine.
 set -euo pipefail
@@ -50,6 +54,13 @@ trap cleanup EXIT
 
 t0=$(now)
 say "commit $commit, Go $(go env GOVERSION) from $goroot, mirror $mirror, root $root, started $(date -u +%FT%TZ)"
+if [ "${REUSE:-0}" = 1 ] && [ -d "$root/root/sluice/.git" ]; then
+  # Not a fresh machine: the root kept by an earlier KEEP=1 run, with its
+  # packages and Go caches, and the clone moved to this commit.
+  say "REUSE=1: reusing $root (not fresh: packages and caches of an earlier run)"
+  git -C "$root/root/sluice" fetch -q "$src" HEAD
+  git -C "$root/root/sluice" checkout -q --detach "$commit"
+else
 command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
 rm -rf --one-file-system "$root"
 debootstrap --variant=minbase --include=ca-certificates,git,gcc,libc6-dev,make,curl,procps,python3 \
@@ -68,6 +79,7 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 git clone -q "$src" "$root/root/sluice"
 git -C "$root/root/sluice" checkout -q --detach "$commit"
+fi
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   case $m in
@@ -113,16 +125,23 @@ wait "$runpid" 2>/dev/null || true
 [ "$health" = ok ] || exit 1
 [ "${SKIP_TEST:-0}" = 1 ] && { say "test: skipped (SKIP_TEST=1); total $(($(now) - t0)) s"; exit 0; }
 
-# 2. go tool task test.
+# 2. go tool task test, each output line stamped with the time it arrived
+# (HH:MM:SS UTC), so that each step's duration can be read from the log.
+stamp() { while IFS= read -r l; do TZ=UTC printf '%(%T)T %s\n' -1 "$l"; done; }
 t2=$(now)
-if inroot "go tool task test" >"$root.test.log" 2>&1; then
+set +e
+inroot "go tool task test" 2>&1 | stamp >"$root.test.log"
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" = 0 ]; then
   say "test: PASS in $(($(now) - t2)) s"
-  rc=0
 else
-  rc=$?
   say "test: FAILED (exit $rc) after $(($(now) - t2)) s; last lines of $root.test.log:"
   tail -n 25 "$root.test.log" | tee -a "$summary"
 fi
+# When each of Task's commands started (its "task: [name] command" lines).
+say "test steps (start time, command):"
+grep -E '^[0-9:]{8} task: \[' "$root.test.log" | cut -c1-160 | tee -a "$summary" || true
 say "skips reported by the test run: $(grep -c -E '^(--- SKIP|.*SKIP)' "$root.test.log" || true) lines (grep SKIP $root.test.log)"
 say "total $(($(now) - t0)) s, finished $(date -u +%FT%TZ)"
 exit "$rc"

@@ -21,12 +21,51 @@ type soakSample struct {
 	goroutines, fds    int
 	p99, p50           time.Duration
 	requests, failures int64
+	stretch            float64 // the loadProbe's stretch over the window
+}
+
+// soakRetries is how many extra windows the soak measures when its last
+// window's latency exceeds the drift bounds.
+const soakRetries = 3
+
+// latencyDrift says how the window s's latency drifted from the warm-up
+// window's, or "" when it did not. Bounds: p50 ≤ 1.5× + 100 ms (the
+// median is steady; a delay growing with requests shows there first, as
+// it grows like the square root of time with a fixed number of clients)
+// and p99 ≤ 2.5× + 250 ms (the tail is noisy; a queue that grows drifts
+// without bound), both scaled by the window's contention relative to the
+// warm-up's (never below 1×), because on a shared machine latency follows
+// load, while a leak does not need it.
+func latencyDrift(warm, s soakSample) string {
+	scale := 1.0
+	if warm.stretch > 0 && s.stretch > warm.stretch {
+		scale = s.stretch / warm.stretch
+	}
+	bound := func(w time.Duration, num, den int64, slack time.Duration) time.Duration {
+		return time.Duration(float64(w*time.Duration(num)/time.Duration(den)+slack) * scale)
+	}
+	var out []string
+	if b := bound(warm.p50, 3, 2, 100*time.Millisecond); s.p50 > b {
+		out = append(out, fmt.Sprintf("p50 %s > %s", s.p50.Round(time.Millisecond), b.Round(time.Millisecond)))
+	}
+	if b := bound(warm.p99, 5, 2, 250*time.Millisecond); s.p99 > b {
+		out = append(out, fmt.Sprintf("p99 %s > %s", s.p99.Round(time.Millisecond), b.Round(time.Millisecond)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // TestSoak keeps 256 streams open against one frontend for 1 minute (10
 // minutes with SLUICE_RELIABILITY_LONG=1): no request fails, the frontend's
-// RSS and goroutines stay flat, p99 latency stays stable, and everything
+// RSS and goroutines stay flat, p99 latency does not drift, and everything
 // returns to baseline afterwards.
+//
+// The machine may be shared (a 2-core CI runner, other developers' builds),
+// so latency is judged against what load explains: each sample window also
+// measures a loadProbe's stretch, and the drift bounds (latencyDrift) scale
+// by how much more contended the window was than the warm-up one. A last
+// window that still exceeds them (a stall the probe missed) is measured
+// again, up to soakRetries more windows with the load still running; a
+// leak or a queue that grows keeps drifting and fails every retry.
 func TestSoak(t *testing.T) {
 	t.Parallel()
 	dur, conc := time.Minute, 256
@@ -61,14 +100,19 @@ func TestSoak(t *testing.T) {
 		tokens    atomic.Int64
 		firstErr  atomic.Value
 	)
-	end := time.Now().Add(dur)
+	// The workers run until end (unix ns); the sampler moves it.
+	var end atomic.Int64
+	every := dur / 12
+	end.Store(time.Now().Add(dur + every).UnixNano())
+	probe := startLoadProbe()
+	defer probe.close()
 	var wg sync.WaitGroup
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 5))
-			for time.Now().Before(end) && ctx.Err() == nil {
+			for time.Now().UnixNano() < end.Load() && ctx.Err() == nil {
 				maxTokens := 32 + rng.IntN(96)
 				iv := []int{1, 4, 16}[rng.IntN(3)]
 				body := fmt.Sprintf(`{"model":"demo","prompt":"soak %d","max_tokens":%d,"ignore_eos":true,"stream":true,"stream_interval":%d,"stream_options":{"include_usage":true}}`, w, maxTokens, iv)
@@ -113,22 +157,43 @@ func TestSoak(t *testing.T) {
 	}
 	var samples []soakSample
 	t0 := time.Now()
-	every := dur / 12
-	for time.Since(t0) < dur {
+	if _, err := probe.take(0); err != nil {
+		t.Fatalf("load probe: %v", err)
+	}
+	retries := 0
+	for {
+		w0 := time.Now()
 		time.Sleep(every)
 		mu.Lock()
 		lat := latencies
 		latencies = nil
 		mu.Unlock()
 		s := soakSample{at: time.Since(t0), p99: percentile(lat, 0.99), p50: percentile(lat, 0.5), requests: requests.Load(), failures: failures.Load()}
+		var err error
+		if s.stretch, err = probe.take(time.Since(w0)); err != nil {
+			t.Fatalf("load probe: %v", err)
+		}
 		s.feRSS, _ = procStatus(fe.Pid(), "VmRSS")
 		s.engRSS, _ = procStatus(eng.Pid(), "VmRSS")
 		r := frontendResources(t, fe)
 		s.goroutines, s.fds = r.goroutines, r.fds
 		samples = append(samples, s)
-		t.Logf("soak %5.1fs: %6d requests %d failed, p50 %s p99 %s, frontend RSS %d MB goroutines %d fds %d, engine RSS %d MB",
-			s.at.Seconds(), s.requests, s.failures, s.p50.Round(time.Millisecond), s.p99.Round(time.Millisecond), s.feRSS>>10, s.goroutines, s.fds, s.engRSS>>10)
+		t.Logf("soak %5.1fs: %6d requests %d failed, p50 %s p99 %s (load stretch %.2f), frontend RSS %d MB goroutines %d fds %d, engine RSS %d MB",
+			s.at.Seconds(), s.requests, s.failures, s.p50.Round(time.Millisecond), s.p99.Round(time.Millisecond), s.stretch, s.feRSS>>10, s.goroutines, s.fds, s.engRSS>>10)
+		if s.at < dur {
+			continue
+		}
+		// The planned windows are done. The load is still running (end is
+		// one window away): measure again if the last window drifted.
+		if d := latencyDrift(samples[min(1, len(samples)-1)], s); d != "" && retries < soakRetries {
+			retries++
+			t.Logf("soak: %s (bounds from the warm-up window); measuring again (%d of %d)", d, retries, soakRetries)
+			end.Store(time.Now().Add(2 * every).UnixNano())
+			continue
+		}
+		break
 	}
+	end.Store(0)
 	wg.Wait()
 	tr.CloseIdleConnections()
 	if f := failures.Load(); f > 0 {
@@ -150,11 +215,12 @@ func TestSoak(t *testing.T) {
 		if s.goroutines > warm.goroutines*5/4+conc/4 {
 			t.Errorf("frontend goroutines grew: %d at %s vs %d at %s", s.goroutines, s.at.Round(time.Second), warm.goroutines, warm.at.Round(time.Second))
 		}
-		// Generous: the CI machine is shared; a leak or a queue that grows
-		// drifts without bound, contention does not.
-		if s.p99 > warm.p99*5/2+250*time.Millisecond {
-			t.Errorf("p99 latency drifted: %s at %s vs %s at %s", s.p99, s.at.Round(time.Second), warm.p99, warm.at.Round(time.Second))
-		}
+	}
+	// Latency: the last window (after any retries) within the load-scaled
+	// bound. Earlier windows over it were stalls that recovered.
+	if fin := samples[len(samples)-1]; latencyDrift(warm, fin) != "" {
+		t.Errorf("latency drifted: %s at %s (load stretch %.2f) vs p50 %s p99 %s at %s (stretch %.2f), after %d extra windows",
+			latencyDrift(warm, fin), fin.at.Round(time.Second), fin.stretch, warm.p50.Round(time.Millisecond), warm.p99.Round(time.Millisecond), warm.at.Round(time.Second), warm.stretch, retries)
 	}
 	obs.waitIdle(t, 10*time.Second)
 	after := waitBaseline(t, fe, base, 15*time.Second)
