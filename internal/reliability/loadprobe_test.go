@@ -3,6 +3,7 @@ package reliability
 import (
 	"fmt"
 	"math"
+	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
@@ -131,10 +132,13 @@ func (p *loadProbe) close() {
 }
 
 // TestLoadProbe checks the probe against contention it makes itself:
-// 4×GOMAXPROCS goroutines spinning in this process leave the probe about
-// one CPU share in 4×GOMAXPROCS+1, so its stretch must reach well above 1
-// (it can only be higher on a busier machine), and the probe's own window
-// before them stays finite and ≥ 1.
+// 4×NumCPU busy-looping shell processes leave the probe's thread about one
+// CPU share in 4×NumCPU/NumCPU+1, so its stretch must reach well above 1 (it
+// can only be higher on a busier machine), and the probe's own window
+// before them stays finite and ≥ 1. The spinners are separate processes:
+// goroutines of this process would only queue behind its GOMAXPROCS Ps,
+// which the probe's thread-CPU clock does not see (the probe measures
+// contention for the machine's CPUs, not for this process's Ps).
 func TestLoadProbe(t *testing.T) {
 	p := startLoadProbe()
 	defer p.close()
@@ -146,34 +150,28 @@ func TestLoadProbe(t *testing.T) {
 	if quiet < 1 || math.IsInf(quiet, 0) || math.IsNaN(quiet) {
 		t.Fatalf("stretch %v; want a finite value ≥ 1", quiet)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 * runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := uint64(1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				for range 1000 {
-					x = x*6364136223846793005 + 1
-				}
-			}
-		}()
+	n := 4 * runtime.NumCPU()
+	var spinners []*exec.Cmd
+	defer func() {
+		for _, c := range spinners {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	for range n {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatalf("start spinner: %v", err)
+		}
+		spinners = append(spinners, c)
 	}
 	time.Sleep(time.Second)
 	busy, err := p.take(time.Second)
-	close(stop)
-	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("stretch alone %.2f, with %d spinning goroutines %.2f", quiet, 4*runtime.GOMAXPROCS(0), busy)
+	t.Logf("stretch alone %.2f, with %d spinning processes on %d CPUs %.2f", quiet, n, runtime.NumCPU(), busy)
 	if busy < 2 {
-		t.Errorf("stretch with %d goroutines spinning on %d Ps is %.2f; want ≥ 2", 4*runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0), busy)
+		t.Errorf("stretch with %d processes spinning on %d CPUs is %.2f; want ≥ 2", n, runtime.NumCPU(), busy)
 	}
 }
