@@ -177,6 +177,18 @@ func (a *asm) code(s string) {
 	}
 }
 
+// hsum4Store reduces the float accumulators Y0-Y3 (one output in each)
+// horizontally and stores the 4 sums at (DX); it clobbers Y1 and Y2.
+func (a *asm) hsum4Store() {
+	a.code(`
+VHADDPS Y1, Y0, Y0
+VHADDPS Y3, Y2, Y2
+VHADDPS Y2, Y0, Y0
+VEXTRACTF128 $1, Y0, X1
+VADDPS X1, X0, X0
+VMOVUPS X0, (DX)`)
+}
+
 func expFile() string {
 	var a asm
 	a.header()

@@ -158,13 +158,8 @@ ADDQ $8, BX
 CMPQ BX, R9
 JLT %sdim`, 8*eb, lbl))
 	if R == 4 {
+		a.hsum4Store()
 		a.code(`
-VHADDPS Y1, Y0, Y0
-VHADDPS Y3, Y2, Y2
-VHADDPS Y2, Y0, Y0
-VEXTRACTF128 $1, Y0, X1
-VADDPS X1, X0, X0
-VMOVUPS X0, (DX)
 ADDQ $16, DX
 LEAQ (DI)(R8*4), DI`)
 	} else {

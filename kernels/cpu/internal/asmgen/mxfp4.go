@@ -198,14 +198,9 @@ ADDQ $32, BX
 ADDQ $4, DX
 DECQ CX`)
 	a.l(`	JNZ mxx%dloop`, R)
+	a.code(`MOVQ out+64(FP), DX`)
+	a.hsum4Store()
 	a.code(`
-MOVQ out+64(FP), DX
-VHADDPS Y1, Y0, Y0
-VHADDPS Y3, Y2, Y2
-VHADDPS Y2, Y0, Y0
-VEXTRACTF128 $1, Y0, X1
-VADDPS X1, X0, X0
-VMOVUPS X0, (DX)
 VZEROUPPER
 RET`)
 }

@@ -332,15 +332,11 @@ SHLQ $1, R15`)
 	a.code(fmt.Sprintf(`
 DECQ CX
 JNZ %s
-MOVQ out+%d(FP), DX
-VHADDPS Y1, Y0, Y0
-VHADDPS Y3, Y2, Y2
-VHADDPS Y2, Y0, Y0
-VEXTRACTF128 $1, Y0, X1
-VADDPS X1, X0, X0
-VMOVUPS X0, (DX)
+MOVQ out+%d(FP), DX`, lbl, 8*(len(params)-1)))
+	a.hsum4Store()
+	a.code(`
 VZEROUPPER
-RET`, lbl, 8*(len(params)-1)))
+RET`)
 }
 
 // x4KTail folds a Q4_K/Q5_K block's four integer sums (Y4–Y7) into the

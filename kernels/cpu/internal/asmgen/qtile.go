@@ -44,12 +44,7 @@ func (a *asm) tileProlog() {
 // floats at out.
 func (a *asm) tileStore(outArg string) {
 	a.l("\tMOVQ %s, DX", outArg)
-	a.l("\tVHADDPS Y1, Y0, Y0")
-	a.l("\tVHADDPS Y3, Y2, Y2")
-	a.l("\tVHADDPS Y2, Y0, Y0")
-	a.l("\tVEXTRACTF128 $1, Y0, X1")
-	a.l("\tVADDPS X1, X0, X0")
-	a.l("\tVMOVUPS X0, (DX)")
+	a.hsum4Store()
 	a.l("\tVZEROUPPER")
 	a.l("\tRET")
 }
