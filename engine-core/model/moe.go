@@ -336,18 +336,7 @@ func (m *MoE) Forward(s *MoEScratch, out, x []float32, n int) error {
 	k := c.TopK
 	choice, weight := m.Route(s, x, n)
 
-	// Group the (token, k) slots by expert: a counting sort.
-	clear(s.count)
-	for _, e := range choice {
-		s.count[e+1]++
-	}
-	for e := 1; e <= c.Experts; e++ {
-		s.count[e] += s.count[e-1]
-	}
-	for slot, e := range choice {
-		s.order[s.count[e]] = int32(slot)
-		s.count[e]++
-	}
+	groupByExpert(choice, c.Experts, s.count, s.order)
 	// s.count[e] is now the end of expert e's group (its start is
 	// s.count[e-1], or 0).
 	if m.exec != nil {
@@ -424,3 +413,22 @@ func (m *MoE) activate(ex *Expert, gate, up []float32) {
 }
 
 func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+// groupByExpert orders the (token, k) slots of choice (slot token*TopK+k
+// holds the expert chosen there) by expert with a counting sort: order
+// lists the slots expert by expert, and count[e] ends as the end of expert
+// e's group in order (its start is count[e-1], or 0). count has experts+1
+// entries, order at least len(choice).
+func groupByExpert(choice []int32, experts int, count, order []int32) {
+	clear(count)
+	for _, e := range choice {
+		count[e+1]++
+	}
+	for e := 1; e <= experts; e++ {
+		count[e] += count[e-1]
+	}
+	for slot, e := range choice {
+		order[count[e]] = int32(slot)
+		count[e]++
+	}
+}

@@ -97,19 +97,9 @@ func (m *Model) moeFFN(s *Scratch, L *Layer, n int) {
 		c.route(lg[t*c.Experts:(t+1)*c.Experts], ms.choice[t*k:(t+1)*k], ms.weight[t*k:(t+1)*k])
 	}
 
-	// Group the (token, k) slots by expert: a counting sort.
+	// Group the (token, k) slots by expert.
 	choice := ms.choice[:n*k]
-	clear(ms.count)
-	for _, e := range choice {
-		ms.count[e+1]++
-	}
-	for e := 1; e <= c.Experts; e++ {
-		ms.count[e] += ms.count[e-1]
-	}
-	for slot, e := range choice {
-		ms.order[ms.count[e]] = int32(slot)
-		ms.count[e]++
-	}
+	groupByExpert(choice, c.Experts, ms.count, ms.order)
 
 	start := int32(0)
 	for e := 0; e < c.Experts; e++ {
