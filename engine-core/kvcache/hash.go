@@ -30,3 +30,19 @@ func AppendHashes(dst []uint64, tokens []int32, blockSize int) []uint64 {
 	}
 	return dst
 }
+
+// windowSalt separates the sliding-window group's cache keys from the full
+// group's (both groups' blocks share one pool and one hash map).
+const windowSalt uint64 = 0x77696e646f772d6b // "window-k"
+
+// WindowHash is the prefix-cache key of the sliding-window group's block
+// whose full-attention counterpart has hash h: the same token prefix, the
+// window layers' keys and values. The result is never NoHash (for h ≠
+// NoHash).
+func WindowHash(h uint64) uint64 {
+	w := splitmix.Mix(h ^ windowSalt)
+	if w == NoHash {
+		w = 1
+	}
+	return w
+}

@@ -21,11 +21,25 @@
 // Hashes are 64-bit (parent hash, token ids) digests; collisions are
 // astronomically unlikely for realistic cache sizes and are not checked.
 //
+// # Sliding-window group
+//
+// A model whose sliding-window layers keep their own block table (the
+// scheduler's hybrid layout, vLLM's KV-cache groups) takes both tables'
+// blocks from one Pool: a block id then holds one group's layers. The
+// window table of a request marks blocks it gave back (wholly before the
+// window) with NoBlock. The window group's full blocks are cached under
+// WindowHash of the full group's chained hash, so a prefix hit can take the
+// window blocks it needs (Has, AcquireOne).
+//
 // A Pool is not safe for concurrent use; the scheduler owns it.
 package kvcache
 
 // NoHash marks a block that is not in the prefix cache.
 const NoHash uint64 = 0
+
+// NoBlock marks a block-table entry that holds no block: a sliding-window
+// table's entries for blocks wholly before the window. Free skips it.
+const NoBlock int32 = -1
 
 // Stats are the pool's usage counters.
 type Stats struct {
@@ -148,6 +162,27 @@ func (p *Pool) Acquire(hashes []uint64, n int, dst []int32) []int32 {
 		dst = append(dst, id)
 	}
 	return dst
+}
+
+// Has reports whether hash names a cached block. It changes nothing.
+func (p *Pool) Has(hash uint64) bool {
+	_, ok := p.cached[hash]
+	return ok
+}
+
+// AcquireOne takes a reference on the cached block named by hash and
+// returns its id, or NoBlock when none is cached.
+func (p *Pool) AcquireOne(hash uint64) int32 {
+	id, ok := p.cached[hash]
+	if !ok {
+		return NoBlock
+	}
+	b := &p.blocks[id]
+	if b.free {
+		p.unlink(id)
+	}
+	b.ref++
+	return id
 }
 
 // Allocate appends n fresh blocks to dst, evicting cached free blocks from

@@ -102,3 +102,42 @@ func TestCommitDuplicate(t *testing.T) {
 		t.Fatal(msg)
 	}
 }
+
+// TestWindowGroupCache checks the window group's keys: distinct from the
+// full group's, findable with Has, taken with AcquireOne, and NoBlock
+// entries ignored by Free.
+func TestWindowGroupCache(t *testing.T) {
+	p := New(4, 2)
+	hashes := AppendHashes(nil, []int32{1, 2, 3, 4}, 2)
+	full, _ := p.Allocate(2, nil)
+	win, _ := p.Allocate(2, nil)
+	for i, h := range hashes {
+		if WindowHash(h) == h || WindowHash(h) == NoHash {
+			t.Fatalf("window hash %x of %x", WindowHash(h), h)
+		}
+		p.Commit(full[i], h)
+		p.Commit(win[i], WindowHash(h))
+	}
+	if !p.Has(WindowHash(hashes[1])) || p.Has(WindowHash(WindowHash(hashes[1]))) {
+		t.Fatal("Has disagrees with the committed keys")
+	}
+	// the window table gives its first block back: NoBlock entries are
+	// skipped, the block stays cached and free
+	p.Free(win[:1])
+	win[0] = NoBlock
+	if p.NumFree() != 1 || !p.Has(WindowHash(hashes[0])) {
+		t.Fatalf("free=%d after trimming one window block", p.NumFree())
+	}
+	if got := p.AcquireOne(WindowHash(hashes[0])); got == NoBlock || p.NumFree() != 0 || p.RefCount(got) != 1 {
+		t.Fatalf("AcquireOne of a free cached block: %d, free=%d", got, p.NumFree())
+	}
+	if got := p.AcquireOne(WindowHash(hashes[1])); got != win[1] || p.RefCount(got) != 2 {
+		t.Fatalf("AcquireOne of a block in use: %d ref %d, want %d ref 2", got, p.RefCount(got), win[1])
+	}
+	if got := p.AcquireOne(12345); got != NoBlock {
+		t.Fatalf("AcquireOne of an unknown hash: %d", got)
+	}
+	if msg := p.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+}

@@ -24,6 +24,12 @@ type SeqWork struct {
 	// positions [0, StartPos+len(Tokens)). Position p lives in block
 	// BlockTable[p/blockSize] at offset p%blockSize.
 	BlockTable []int32
+	// WindowTable is the table of the model's sliding-window layers when
+	// the scheduler keeps one (Config.SlidingWindow > 0; nil otherwise):
+	// as long as BlockTable, block ids from the same pool, but entries for
+	// blocks wholly before StartPos-SlidingWindow+1 are kvcache.NoBlock
+	// (given back: those layers never read them).
+	WindowTable []int32
 	// Sample is true when this step ends at the request's last known token,
 	// so the executor must sample the next token from the last row's logits.
 	Sample bool

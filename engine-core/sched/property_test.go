@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/engine-core/kvcache"
@@ -18,6 +19,11 @@ import (
 //   - every position a step reads from the KV cache holds the token the
 //     request expects there (prefix-cache hits and preemption included);
 //   - the pool's free list is consistent;
+//   - with a sliding window (half the seeds), every position the window
+//     table must serve ([StartPos-W+1, StartPos)) holds the expected token
+//     in the window group's block, entries wholly before the window are
+//     NoBlock, and a decode step's window table holds at most
+//     ceil(W/bs)+1 blocks;
 //
 // and at the end: every request ended exactly once (a finish output or an
 // abort), nothing was emitted after that, and every block is free.
@@ -47,6 +53,11 @@ func runRandom(t *testing.T, seed uint64) {
 		EOSTokenIDs:          []int32{2},
 		DisablePrefixCaching: rng.IntN(4) == 0,
 	}
+	if wr := rand.New(rand.NewPCG(seed, 7)); wr.IntN(2) == 0 {
+		cfg.SlidingWindow = 1 + wr.IntN(40)
+		numBlocks += wr.IntN(32)
+	}
+	window := cfg.SlidingWindow
 	pool := kvcache.New(numBlocks, bs)
 	s := New(cfg, pool)
 	kvdata := make([]int32, numBlocks*bs)
@@ -79,7 +90,7 @@ func runRandom(t *testing.T, seed uint64) {
 			reqs[id] = sr
 			if err != nil {
 				sr.ended = true // refused
-				if plen < maxLen && plen > 0 && pool.BlocksFor(maxLen-1) <= numBlocks && req.Params.MaxTokens == 0 {
+				if plen < maxLen && plen > 0 && KVBlocksFor(maxLen-1, bs, window, cfg.MaxNumBatchedTokens) <= numBlocks && req.Params.MaxTokens == 0 {
 					t.Fatalf("refused a request that fits: %v", err)
 				}
 			} else {
@@ -130,6 +141,11 @@ func runRandom(t *testing.T, seed uint64) {
 					}
 					kvdata[slot] = want
 				}
+			}
+			if window > 0 {
+				checkWindowTable(t, step, sw, sr.tokens, kvdata, bs, window)
+			} else if sw.WindowTable != nil {
+				t.Fatalf("%s: window table without a window", sw.ReqID)
 			}
 			if sw.Sample != (end == len(sr.tokens)) {
 				t.Fatalf("%s: Sample=%v at end %d of %d", sw.ReqID, sw.Sample, end, len(sr.tokens))
@@ -185,4 +201,44 @@ func randTokens(rng *rand.Rand, n int) []int32 {
 		out[i] = int32(3 + rng.IntN(6)) // small alphabet: many equal blocks
 	}
 	return out
+}
+
+// checkWindowTable checks sw's sliding-window table against the simulated
+// cache kvdata (shared with the full tables: one pool) and writes the
+// step's tokens into the window group's slots.
+func checkWindowTable(t *testing.T, step int, sw SeqWork, tokens, kvdata []int32, bs, window int) {
+	t.Helper()
+	end := sw.StartPos + len(sw.Tokens)
+	wt := sw.WindowTable
+	if len(wt) < (end+bs-1)/bs {
+		t.Fatalf("step %d %s: window table has %d blocks for %d positions", step, sw.ReqID, len(wt), end)
+	}
+	first := max(0, sw.StartPos-window+1)
+	live := 0
+	for i, id := range wt[:(end+bs-1)/bs] {
+		switch {
+		case i < first/bs && id != kvcache.NoBlock:
+			t.Fatalf("step %d %s: window block %d (positions before %d) still held", step, sw.ReqID, i, first)
+		case i >= first/bs && id == kvcache.NoBlock:
+			t.Fatalf("step %d %s: window block %d missing", step, sw.ReqID, i)
+		case id != kvcache.NoBlock:
+			live++
+			if slices.Contains(sw.BlockTable, id) {
+				t.Fatalf("step %d %s: block %d in both tables", step, sw.ReqID, id)
+			}
+		}
+	}
+	if len(sw.Tokens) == 1 && live > (window+bs-1)/bs+1 {
+		t.Fatalf("step %d %s: decode holds %d window blocks, bound %d", step, sw.ReqID, live, (window+bs-1)/bs+1)
+	}
+	for p := first; p < end; p++ {
+		slot := int(wt[p/bs])*bs + p%bs
+		if p < sw.StartPos {
+			if kvdata[slot] != tokens[p] {
+				t.Fatalf("step %d %s: window KV position %d holds %d, want %d", step, sw.ReqID, p, kvdata[slot], tokens[p])
+			}
+		} else {
+			kvdata[slot] = tokens[p]
+		}
+	}
 }

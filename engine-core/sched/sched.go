@@ -42,6 +42,18 @@
 //     hashes once their KV is written (in Update, after the executor ran).
 //     At admission the longest cached prefix is reused, capped so that at
 //     least the last prompt token is recomputed (logits to sample from).
+//   - Sliding-window layers (Config.SlidingWindow > 0, gpt-oss): every
+//     request keeps a second block table, from the same pool, for the
+//     layers that attend only to the last W positions (vLLM's hybrid KV
+//     cache manager with a full and a sliding-window group). Before a step
+//     computes positions [start, end), the window table gives back every
+//     block wholly before start-W+1 (the entry becomes kvcache.NoBlock), so
+//     a decoding request holds at most ceil(W/BlockSize)+1 window blocks
+//     while its full table grows. Admission, the Add-time worst case and
+//     preemption count both tables (KVBlocksFor). A prefix hit of k blocks
+//     also needs the window group's blocks covering [k·bs-W+1, k·bs)
+//     (committed under kvcache.WindowHash): the hit is shortened to the
+//     longest k whose window blocks are all still cached.
 //   - Token-level stops, checked after every sampled token: EOS (unless
 //     ignore_eos) and stop_token_ids once min_tokens tokens exist; then
 //     max_tokens and max_model_len (FinishLength). Stop strings are the
@@ -88,6 +100,26 @@ type Config struct {
 	// Guide, when set, enforces structured-output constraints; requests
 	// with a Constraint are refused when it is nil.
 	Guide Guide
+	// SlidingWindow, when positive, gives each request a second block
+	// table (SeqWork.WindowTable) for the model's sliding-window layers,
+	// which holds only the blocks those layers can still read: the last
+	// SlidingWindow positions before the step's first token, and the
+	// step's own. 0: one table serves every layer.
+	SlidingWindow int
+}
+
+// KVBlocksFor is the most KV blocks one request with tokens KV positions
+// holds at once: its full table, plus, with a sliding window, the window
+// table's live blocks while it computes chunks of up to maxChunk tokens
+// (the blocks covering the window before the chunk and the chunk itself,
+// never more than the full table's).
+func KVBlocksFor(tokens, blockSize, window, maxChunk int) int {
+	full := (tokens + blockSize - 1) / blockSize
+	if window <= 0 {
+		return full
+	}
+	span := min(tokens, maxChunk) + window - 1
+	return full + min(full, (span+blockSize-1)/blockSize+1)
 }
 
 // DefaultConfig returns vLLM's defaults for a small accelerator.
@@ -104,6 +136,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sched: MaxNumBatchedTokens must be >= 1, got %d", c.MaxNumBatchedTokens)
 	case c.MaxModelLen < 2:
 		return fmt.Errorf("sched: MaxModelLen must be >= 2, got %d", c.MaxModelLen)
+	case c.SlidingWindow < 0:
+		return fmt.Errorf("sched: SlidingWindow must be >= 0, got %d", c.SlidingWindow)
 	}
 	return nil
 }
@@ -138,6 +172,11 @@ type request struct {
 	events      []ipc.Event
 	mark        uint64  // step in which it was last scheduled
 	matcher     Matcher // structured-output state, nil when unconstrained
+	// win is the sliding-window table (Config.SlidingWindow > 0): as long
+	// as blocks, with kvcache.NoBlock for the blocks given back; winLo is
+	// the index of its first live entry.
+	win   []int32
+	winLo int
 }
 
 func (r *request) less(o *request) bool {
@@ -269,11 +308,12 @@ func (s *Scheduler) Add(req *ipc.AddRequest, now float64) error {
 	}
 	// The last sampled token is never computed, so the KV holds at most
 	// n+maxOut-1 positions.
-	worst := s.kv.BlocksFor(n + maxOut - 1)
+	worst := KVBlocksFor(n+maxOut-1, s.bs, s.cfg.SlidingWindow, s.cfg.MaxNumBatchedTokens)
 	if worst > s.kv.NumBlocks() {
 		return invalid("request %s: %d prompt + %d output tokens need %d KV blocks, the cache holds %d (lower max_tokens or raise the KV cache size)",
 			req.RequestID, n, maxOut, worst, s.kv.NumBlocks())
 	}
+	fullWorst := s.kv.BlocksFor(n + maxOut - 1)
 	var matcher Matcher
 	if c := p.Constraint; c != nil {
 		if s.cfg.Guide == nil {
@@ -293,7 +333,7 @@ func (s *Scheduler) Add(req *ipc.AddRequest, now float64) error {
 		maxOutput: maxOut,
 		priority:  req.Priority,
 		seq:       s.seq,
-		blocks:    make([]int32, 0, worst),
+		blocks:    make([]int32, 0, fullWorst),
 		events:    []ipc.Event{{Type: ipc.EventQueued, Timestamp: now}},
 	}
 	s.seq++
@@ -306,7 +346,10 @@ func (s *Scheduler) Add(req *ipc.AddRequest, now float64) error {
 	r.tokens = make([]int32, n, n+min(maxOut, 1024))
 	copy(r.tokens, req.PromptTokenIDs)
 	if !s.cfg.DisablePrefixCaching {
-		r.hashes = kvcache.AppendHashes(make([]uint64, 0, worst+1), r.tokens, s.bs)
+		r.hashes = kvcache.AppendHashes(make([]uint64, 0, fullWorst+1), r.tokens, s.bs)
+	}
+	if s.cfg.SlidingWindow > 0 {
+		r.win = make([]int32, 0, fullWorst)
 	}
 	s.reqs[r.id] = r
 	s.enqueue(r)
@@ -351,11 +394,18 @@ func (s *Scheduler) Abort(id string) bool {
 	return true
 }
 
+// freeBlocks gives back both of r's block tables.
+func (s *Scheduler) freeBlocks(r *request) {
+	s.kv.Free(r.win)
+	r.win, r.winLo = r.win[:0], 0
+	s.kv.Free(r.blocks)
+	r.blocks = r.blocks[:0]
+}
+
 // finish frees r's blocks and forgets it.
 func (s *Scheduler) finish(r *request) {
 	if len(r.blocks) > 0 {
-		s.kv.Free(r.blocks)
-		r.blocks = r.blocks[:0]
+		s.freeBlocks(r)
 		s.released = append(s.released, r.id)
 	}
 	r.status = statusFinished
@@ -426,23 +476,18 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 		r := s.waiting[0]
 		cachedBlocks := 0
 		if !s.cfg.DisablePrefixCaching {
-			s.extendHashes(r)
-			maxBlocks := min((len(r.tokens)-1)/s.bs, len(r.hashes))
-			cachedBlocks = s.kv.Match(r.hashes[:maxBlocks])
-			r.blocks = s.kv.Acquire(r.hashes, cachedBlocks, r.blocks[:0])
+			cachedBlocks = s.acquirePrefix(r)
 		}
 		cached := cachedBlocks * s.bs
-		if s.kv.NumFree() < s.kv.BlocksFor(len(r.tokens))-cachedBlocks {
-			s.kv.Free(r.blocks)
-			r.blocks = r.blocks[:0]
+		n := min(len(r.tokens)-cached, budget)
+		// the whole prompt's full blocks, and the most window blocks its
+		// prefill chunks hold at once
+		if s.kv.NumFree() < s.kv.BlocksFor(len(r.tokens))-cachedBlocks+s.windowReserve(r, cached) {
+			s.freeBlocks(r)
 			break
 		}
-		n := min(len(r.tokens)-cached, budget)
-		var ok bool
-		r.blocks, ok = s.kv.Allocate(s.kv.BlocksFor(cached+n)-cachedBlocks, r.blocks)
-		if !ok { // cannot happen after the check above; stay safe
-			s.kv.Free(r.blocks)
-			r.blocks = r.blocks[:0]
+		if !s.allocate(r, cached, cached+n) { // cannot happen after the check above; stay safe
+			s.freeBlocks(r)
 			break
 		}
 		if !s.cfg.DisablePrefixCaching {
@@ -471,17 +516,121 @@ func (s *Scheduler) extendHashes(r *request) {
 	}
 }
 
+// acquirePrefix takes r's longest usable cached prefix (both groups'
+// blocks) and returns its length in blocks. The last prompt token is
+// always recomputed. With a sliding window, a prefix of k blocks is usable
+// only when the window blocks covering [k·bs-W+1, k·bs) are cached too.
+func (s *Scheduler) acquirePrefix(r *request) int {
+	s.extendHashes(r)
+	maxBlocks := min((len(r.tokens)-1)/s.bs, len(r.hashes))
+	k := s.kv.Match(r.hashes[:maxBlocks])
+	if s.cfg.SlidingWindow > 0 {
+		for k > 0 && !s.windowCached(r, k) {
+			k--
+		}
+	}
+	r.blocks = s.kv.Acquire(r.hashes, k, r.blocks[:0])
+	if s.cfg.SlidingWindow > 0 {
+		lo := s.windowFirst(k * s.bs)
+		r.win, r.winLo = r.win[:0], lo
+		for i := 0; i < k; i++ {
+			id := kvcache.NoBlock
+			if i >= lo {
+				id = s.kv.AcquireOne(kvcache.WindowHash(r.hashes[i]))
+			}
+			r.win = append(r.win, id)
+		}
+	}
+	return k
+}
+
+// windowCached reports whether the window blocks a request resuming at
+// block k reads are all in the prefix cache.
+func (s *Scheduler) windowCached(r *request, k int) bool {
+	for i := s.windowFirst(k * s.bs); i < k; i++ {
+		if !s.kv.Has(kvcache.WindowHash(r.hashes[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// windowFirst is the first window-table block a step starting at position
+// start reads: the block of start-W+1.
+func (s *Scheduler) windowFirst(start int) int {
+	return max(0, start-s.cfg.SlidingWindow+1) / s.bs
+}
+
+// trimWindow gives back r's window blocks wholly before the window of a
+// step starting at position start.
+func (s *Scheduler) trimWindow(r *request, start int) {
+	lo := min(s.windowFirst(start), len(r.win))
+	for ; r.winLo < lo; r.winLo++ {
+		s.kv.Free(r.win[r.winLo : r.winLo+1])
+		r.win[r.winLo] = kvcache.NoBlock
+	}
+}
+
+// windowNeed is the number of window blocks r must allocate to compute
+// positions [start, end) (0 without a sliding window).
+func (s *Scheduler) windowNeed(r *request, start, end int) int {
+	if s.cfg.SlidingWindow <= 0 {
+		return 0
+	}
+	need := s.kv.BlocksFor(end) - max(len(r.win), s.windowFirst(start))
+	return max(need, 0)
+}
+
+// windowReserve is the number of window blocks, beyond those r took from
+// the prefix cache, that computing r's tokens from position cached on may
+// hold at once (0 without a sliding window).
+func (s *Scheduler) windowReserve(r *request, cached int) int {
+	if s.cfg.SlidingWindow <= 0 {
+		return 0
+	}
+	n := len(r.tokens)
+	span := min(n-cached, s.cfg.MaxNumBatchedTokens) + s.cfg.SlidingWindow - 1
+	peak := min(s.kv.BlocksFor(n)-s.windowFirst(cached), s.kv.BlocksFor(span)+1)
+	held := 0
+	for _, id := range r.win {
+		if id != kvcache.NoBlock {
+			held++
+		}
+	}
+	return max(peak-held, s.windowNeed(r, cached, cached+min(n-cached, s.cfg.MaxNumBatchedTokens)))
+}
+
+// allocate gives r the blocks of both tables for positions [start, end),
+// all or nothing; entries of the window table before the window are
+// NoBlock.
+func (s *Scheduler) allocate(r *request, start, end int) bool {
+	needFull := max(0, s.kv.BlocksFor(end)-len(r.blocks))
+	needWin := s.windowNeed(r, start, end)
+	if needFull+needWin > s.kv.NumFree() {
+		return false
+	}
+	r.blocks, _ = s.kv.Allocate(needFull, r.blocks)
+	if s.cfg.SlidingWindow > 0 {
+		for lo := s.windowFirst(start); len(r.win) < lo; {
+			r.win = append(r.win, kvcache.NoBlock)
+		}
+		r.win, _ = s.kv.Allocate(needWin, r.win)
+	}
+	return true
+}
+
 // ensureBlocks gives r blocks for total token positions, preempting other
 // running requests (or r itself) when the pool runs dry. It reports false
 // when r was preempted.
 func (s *Scheduler) ensureBlocks(r *request, total int, now float64) bool {
+	if s.cfg.SlidingWindow > 0 {
+		s.trimWindow(r, r.numComputed)
+	}
 	for {
-		need := s.kv.BlocksFor(total) - len(r.blocks)
-		if need <= 0 {
+		if s.kv.BlocksFor(total) <= len(r.blocks) && s.windowNeed(r, r.numComputed, total) == 0 {
 			return true
 		}
-		var ok bool
-		if r.blocks, ok = s.kv.Allocate(need, r.blocks); ok {
+		if s.allocate(r, r.numComputed, total) {
 			return true
 		}
 		victim := r
@@ -499,8 +648,7 @@ func (s *Scheduler) ensureBlocks(r *request, total int, now float64) bool {
 
 // preempt frees r's blocks and puts it back in the waiting queue.
 func (s *Scheduler) preempt(r *request, now float64) {
-	s.kv.Free(r.blocks)
-	r.blocks = r.blocks[:0]
+	s.freeBlocks(r)
 	r.numComputed = 0
 	r.committed = 0
 	r.events = append(r.events, ipc.Event{Type: ipc.EventPreempted, Timestamp: now})
@@ -523,11 +671,12 @@ func (s *Scheduler) schedule(r *request, n int) {
 		mask = r.matcher.Mask()
 	}
 	s.batch.Seqs = append(s.batch.Seqs, SeqWork{
-		ReqID:      r.id,
-		Tokens:     r.tokens[start:r.numComputed:r.numComputed],
-		StartPos:   start,
-		BlockTable: r.blocks,
-		Sample:     sampleNow,
+		ReqID:       r.id,
+		Tokens:      r.tokens[start:r.numComputed:r.numComputed],
+		StartPos:    start,
+		BlockTable:  r.blocks,
+		WindowTable: r.win,
+		Sample:      sampleNow,
 		In: sample.Input{
 			Params:    &r.params,
 			History:   r.tokens[:r.numComputed:r.numComputed],
@@ -662,7 +811,11 @@ func (s *Scheduler) commitBlocks(r *request) {
 		r.hashes = kvcache.AppendHashes(r.hashes, r.tokens[:r.numComputed], s.bs)
 	}
 	for ; r.committed < full; r.committed++ {
-		s.kv.Commit(r.blocks[r.committed], r.hashes[r.committed])
+		h := r.hashes[r.committed]
+		s.kv.Commit(r.blocks[r.committed], h)
+		if r.committed < len(r.win) && r.win[r.committed] != kvcache.NoBlock {
+			s.kv.Commit(r.win[r.committed], kvcache.WindowHash(h))
+		}
 	}
 }
 

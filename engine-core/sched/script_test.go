@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // The scenario DSL (testdata/*.txt; expected traces in *.golden):
 //
-//	config blocks=N block=B seqs=S tokens=T len=L eos=E [noprefix]
+//	config blocks=N block=B seqs=S tokens=T len=L eos=E [window=W] [noprefix]
 //	add ID prompt=N [max=M] [min=K] [prio=P] [prefix=NAME:LEN] [ignore_eos] [stop=a,b] [seed=S]
 //	force ID TOK        the next token sampled for ID is TOK
 //	step [N]            run N steps (default 1), printing each
@@ -123,6 +123,7 @@ func (h *harness) exec(line string) {
 			MaxModelLen:          atoi(t, a["len"], 64),
 			EOSTokenIDs:          []int32{int32(atoi(t, a["eos"], 2))},
 			DisablePrefixCaching: noprefix,
+			SlidingWindow:        atoi(t, a["window"], 0),
 		}, h.kv)
 	case "add":
 		id := f[1]
@@ -228,6 +229,9 @@ func (h *harness) step() {
 		}
 		end := sw.StartPos + len(sw.Tokens)
 		fmt.Fprintf(&h.out, "  %s %s %d..%d blocks=%v", sw.ReqID, kind, sw.StartPos, end, sw.BlockTable)
+		if sw.WindowTable != nil {
+			fmt.Fprintf(&h.out, " win=%v", sw.WindowTable)
+		}
 		if sw.Sample {
 			h.out.WriteString(" sample")
 		}
