@@ -151,6 +151,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		eos      []int32
 		maxLen   int
 		blocks   int
+		window   int
 		fpSource string
 		tok      tokenizer.Tokenizer
 	)
@@ -186,12 +187,21 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		info := r.Info()
 		eng.exec = r
 		eng.close = func() { _ = r.Close() }
-		name, vocab, eos, maxLen, blocks = info.Name, info.VocabSize, info.EOS, info.MaxModelLen, info.NumBlocks
-		log.Info("model loaded", zap.Int64("weight_bytes", info.WeightBytes), zap.Int64("kv_cache_bytes", info.KVCacheBytes),
-			zap.String("kv_cache_dtype", info.KVDType), zap.Int("kv_blocks", info.NumBlocks), zap.String("kv_budget", info.KVBudget))
+		name, vocab, eos, maxLen, blocks, window = info.Name, info.VocabSize, info.EOS, info.MaxModelLen, info.NumBlocks, info.SlidingWindow
 		if cfg.MaxModelLen > 0 {
 			maxLen = min(maxLen, cfg.MaxModelLen)
 		}
+		// vLLM's "maximum concurrency": how many max_model_len sequences
+		// the cache holds while they decode (a window table holds at most
+		// ceil(window/block)+1 blocks then).
+		perSeq := sched.KVBlocksFor(maxLen, cfg.BlockSize, 0, 0)
+		if window > 0 {
+			perSeq += min(perSeq, (window+cfg.BlockSize-1)/cfg.BlockSize+1)
+		}
+		log.Info("model loaded", zap.Int64("weight_bytes", info.WeightBytes), zap.Int64("kv_cache_bytes", info.KVCacheBytes),
+			zap.String("kv_cache_dtype", info.KVDType), zap.Int("kv_blocks", info.NumBlocks), zap.String("kv_budget", info.KVBudget),
+			zap.Int("kv_sliding_window", window), zap.Float64("kv_bytes_per_token", float64(info.KVCacheBytes)*float64(perSeq)/float64(max(1, info.NumBlocks))/float64(maxLen)),
+			zap.Float64("max_concurrency_at_max_model_len", float64(info.NumBlocks)/float64(perSeq)))
 		fpSource = cfg.Model
 		if p, err := runner.ResolveModel(cfg.Model); err == nil {
 			fpSource = p
@@ -217,10 +227,10 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 	} else if name == "" {
 		name = cfg.Model
 	}
-	if need := (maxLen + cfg.BlockSize - 1) / cfg.BlockSize; blocks < need {
+	if need := sched.KVBlocksFor(maxLen, cfg.BlockSize, window, cfg.MaxNumBatchedTokens); blocks < need {
 		eng.close()
-		return nil, fmt.Errorf("KV cache too small: %d blocks of %d positions hold %d tokens, but max_model_len is %d (needs %d blocks); raise --kv-cache-memory or --num-kv-blocks, or lower --max-model-len",
-			blocks, cfg.BlockSize, blocks*cfg.BlockSize, maxLen, need)
+		return nil, fmt.Errorf("KV cache too small: %d blocks of %d positions, but one max_model_len (%d) sequence needs %d blocks (sliding window %d); raise --kv-cache-memory or --num-kv-blocks, or lower --max-model-len",
+			blocks, cfg.BlockSize, maxLen, need, window)
 	}
 	var g sched.Guide
 	if tok != nil {
@@ -241,6 +251,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		EOSTokenIDs:          eos,
 		DisablePrefixCaching: cfg.DisablePrefixCaching,
 		Seed:                 uint64(cfg.Seed),
+		SlidingWindow:        window,
 	}, pool)
 	id := cfg.EngineID
 	if id == "" {

@@ -59,10 +59,97 @@ func (m *Model) Close() error {
 
 // KVCache is the paged key/value cache: per layer, one K and one V tensor of
 // [numBlocks*blockSize × kvDim] rows; slot s = block*blockSize + offset.
+//
+// A split cache (NewSplitKVCache, Window > 0) has two groups of layers, the
+// full-attention layers and the sliding-window layers, each with its own
+// block table per sequence, drawing block ids from one pool: the j-th full
+// layer and the j-th window layer share one K and one V tensor (K[l] is
+// the same tensor for both), and a block id belongs to one group at a
+// time. The window layers write and read through Batch.WinAttn.
 type KVCache struct {
 	K, V      []kernels.Tensor
 	NumBlocks int
 	BlockSize int
+	// Window is the sliding window of the layers that use Batch.WinAttn;
+	// 0 when one block table serves every layer.
+	Window int
+}
+
+// KVWindow is the window of the model's sliding-window layers when they
+// can keep their own KV group (some layers slide and some attend to
+// everything: gpt-oss), else 0.
+func (m *Model) KVWindow() int {
+	a := m.Cfg.MoE
+	if a == nil || a.SlidingWindow <= 0 {
+		return 0
+	}
+	n := m.slidingLayers()
+	if n == 0 || n == len(a.SlidingLayer) {
+		return 0
+	}
+	return a.SlidingWindow
+}
+
+// slidingLayers counts the sliding-window layers.
+func (m *Model) slidingLayers() int {
+	n := 0
+	if a := m.Cfg.MoE; a != nil {
+		for _, s := range a.SlidingLayer {
+			if s {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// splitSlots is the number of K/V tensor pairs of a split cache: the larger
+// group's layer count.
+func (m *Model) splitSlots() int {
+	w := m.slidingLayers()
+	return max(w, m.Cfg.Layers-w)
+}
+
+// windowLayer reports whether layer l reads a split cache through the
+// window group's tables.
+func (m *Model) windowLayer(kv *KVCache, l int) bool {
+	return kv.Window > 0 && m.Cfg.MoE.SlidingLayer[l]
+}
+
+// NewSplitKVCache allocates a split cache (see KVCache) of numBlocks blocks
+// of blockSize positions, each block holding one group's layers; a model
+// without a window group (KVWindow() == 0) gets NewKVCache's.
+func (m *Model) NewSplitKVCache(numBlocks, blockSize int) *KVCache {
+	w := m.KVWindow()
+	if w == 0 {
+		return m.NewKVCache(numBlocks, blockSize)
+	}
+	kv := &KVCache{NumBlocks: numBlocks, BlockSize: blockSize, Window: w}
+	var ks, vs []kernels.Tensor
+	for range m.splitSlots() {
+		ks = append(ks, kernels.AllocKV(m.be, numBlocks*blockSize, m.Cfg.KVDim()))
+		vs = append(vs, kernels.AllocKV(m.be, numBlocks*blockSize, m.Cfg.KVDim()))
+	}
+	var next [2]int // next slot of the full and the window group
+	for l := range m.Cfg.Layers {
+		g := 0
+		if m.Cfg.MoE.SlidingLayer[l] {
+			g = 1
+		}
+		kv.K, kv.V = append(kv.K, ks[next[g]]), append(kv.V, vs[next[g]])
+		next[g]++
+	}
+	return kv
+}
+
+// SplitKVBytesPerBlock is the memory of one block of NewSplitKVCache's
+// cache: one group's layers (the larger group's count); KVBytesPerBlock's
+// for a model without a window group.
+func (m *Model) SplitKVBytesPerBlock(blockSize int) int64 {
+	if m.KVWindow() == 0 {
+		return m.KVBytesPerBlock(blockSize)
+	}
+	return m.KVBytesPerBlock(blockSize) / int64(m.Cfg.Layers) * int64(m.splitSlots())
 }
 
 // NewKVCache allocates a cache of numBlocks blocks of blockSize positions.
@@ -117,6 +204,12 @@ type Batch struct {
 	Tokens []int32
 	Pos    []int32
 	Attn   kernels.AttnBatch
+	// WinAttn is the sliding-window layers' view of a split cache
+	// (KVCache.Window > 0): QStart, CtxLen and BlockSize as in Attn, the
+	// window group's tables (entries for blocks wholly before a sequence's
+	// window may be kvcache.NoBlock: never read) and slots. Unused with a
+	// cache of one group.
+	WinAttn kernels.AttnBatch
 	// OutRows lists the rows (indexes into Tokens) whose logits are wanted.
 	OutRows []int32
 }
@@ -154,6 +247,10 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 			return nil, fmt.Errorf("model: token %d outside vocabulary of %d", t, c.Vocab)
 		}
 	}
+	if kv.Window > 0 && (len(b.WinAttn.QStart) != len(b.Attn.QStart) || len(b.WinAttn.Slots) != n) {
+		return nil, fmt.Errorf("model: split KV cache needs the window layers' tables (Batch.WinAttn: %d sequences, %d slots for %d sequences, %d tokens)",
+			b.WinAttn.NumSeqs(), len(b.WinAttn.Slots), b.Attn.NumSeqs(), n)
+	}
 	shape := kernels.AttnShape{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
 	// token embeddings
@@ -179,8 +276,12 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 		be.RoPE(s.k, b.Pos, m.rope, c.HeadDim, c.RopeStyle)
 
 		// store this step's keys and values, attend over the paged cache
-		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, &b.Attn)
-		be.Attention(s.att, s.q, kv.K[l], kv.V[l], &b.Attn, m.attnShape(shape, l))
+		attn := &b.Attn
+		if m.windowLayer(kv, l) {
+			attn = &b.WinAttn
+		}
+		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, attn)
+		be.Attention(s.att, s.q, kv.K[l], kv.V[l], attn, m.attnShape(shape, l))
 
 		// output projection and residual
 		be.MatMul(s.xb, s.att, L.Wo, n)

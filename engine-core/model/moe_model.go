@@ -15,11 +15,13 @@ import (
 // router. A step reads each active expert's weights once, whatever the
 // number of its tokens, and never an expert no token chose.
 //
-// KV cache: every layer keeps K and V for every position, sliding layers
-// included (2 · layers · kvDim values per token; gpt-oss-20b: 2 · 24 · 512
-// = 24,576 values, 48 KiB at F16). A sliding layer's attention reads only
-// its last SlidingWindow positions; freeing the blocks that fall out of
-// its window is not implemented.
+// KV cache: with NewKVCache every layer keeps K and V for every position
+// (2 · layers · kvDim values per token; gpt-oss-20b: 2 · 24 · 512 = 24,576
+// values, 48 KiB at F16). NewSplitKVCache (what the runner uses) gives the
+// sliding layers their own block table (Batch.WinAttn), from which the
+// scheduler gives back the blocks wholly before the window: a long
+// sequence then costs the full layers' 24 KiB per token plus at most
+// ceil(window/blockSize)+1 blocks of the sliding layers.
 
 // ExpertWeights is one expert's matrices in their stored format (views
 // into the file's 3-D tensor where the format stacks experts), and its

@@ -562,7 +562,8 @@ func (m *moeModel) naiveLogits(toks []int32) [][]float64 {
 // shaped models from safetensors and GGUF and checks every position's
 // logits (chunked prefill, then decode, over a paged cache longer than the
 // sliding window) against the float64 naive forward, on the ref and cpu
-// backends.
+// backends; gpt-oss also over a split KV cache whose window layers give
+// back the blocks before their window (allLogitsSplit).
 func TestMoEModelAgainstNaive(t *testing.T) {
 	cases := []struct {
 		name, family, format string
@@ -601,17 +602,25 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 					t.Fatalf("loaded %+v, want family %s", m.Cfg.MoE, c.family)
 				}
 				got := allLogits(t, m, toks, []int{11, 1, 1, 7, 10})
+				// the same over a split cache (window layers' blocks given
+				// back), gpt-oss only
+				split := allLogitsSplit(t, m, toks, []int{11, 1, 1, 7, 10})
 				m.Close()
 				be.Close()
-				var maxErr, maxAbs float64
-				for i := range want {
-					for j := range want[i] {
-						maxErr = math.Max(maxErr, math.Abs(float64(got[i][j])-want[i][j]))
-						maxAbs = math.Max(maxAbs, math.Abs(want[i][j]))
+				for name, got := range map[string][][]float32{"": got, " split KV": split} {
+					if got == nil {
+						continue
 					}
-				}
-				if maxErr > 1e-4*math.Max(1, maxAbs) {
-					t.Errorf("%s: max |fast - naive| = %g (max |logit| %g)", bn, maxErr, maxAbs)
+					var maxErr, maxAbs float64
+					for i := range want {
+						for j := range want[i] {
+							maxErr = math.Max(maxErr, math.Abs(float64(got[i][j])-want[i][j]))
+							maxAbs = math.Max(maxAbs, math.Abs(want[i][j]))
+						}
+					}
+					if maxErr > 1e-4*math.Max(1, maxAbs) {
+						t.Errorf("%s%s: max |fast - naive| = %g (max |logit| %g)", bn, name, maxErr, maxAbs)
+					}
 				}
 			}
 		})

@@ -81,6 +81,10 @@ type Config struct {
 	// Backend overrides the default CPU backend; the runner does not close
 	// a backend it was given.
 	Backend kernels.Backend
+	// UnifiedKV keeps one block table for every layer even when the model
+	// has sliding-window layers (by default they get their own KV group:
+	// model.NewSplitKVCache, Info.SlidingWindow).
+	UnifiedKV bool
 }
 
 // Info is what the engine announces in READY.
@@ -104,6 +108,11 @@ type Info struct {
 	// KVBudget says how the number of blocks was chosen ("num-kv-blocks",
 	// "kv-cache-memory", or the default's reasoning).
 	KVBudget string
+	// SlidingWindow, when positive, says the model's sliding-window layers
+	// keep their own block table (a split cache; a block holds one group's
+	// layers): the scheduler must run with sched.Config.SlidingWindow set
+	// to it and send SeqWork.WindowTable.
+	SlidingWindow int
 }
 
 // Runner executes scheduled batches on a real model.
@@ -204,7 +213,10 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	c := &r.m.Cfg
-	perBlock := r.m.KVBytesPerBlock(cfg.BlockSize)
+	perBlock, window := r.m.KVBytesPerBlock(cfg.BlockSize), 0
+	if !cfg.UnifiedKV && r.m.KVWindow() > 0 {
+		perBlock, window = r.m.SplitKVBytesPerBlock(cfg.BlockSize), r.m.KVWindow()
+	}
 	nb, why := cfg.NumBlocks, "num-kv-blocks"
 	if nb <= 0 && cfg.KVCacheBytes > 0 {
 		nb, why = int(cfg.KVCacheBytes/perBlock), "kv-cache-memory"
@@ -223,7 +235,11 @@ func New(cfg Config) (*Runner, error) {
 		budget, why = DefaultKVBudget(avail, r.m.WeightBytes(), perBlock, cfg.BlockSize, c.MaxPos, cfg.MaxSeqs)
 		nb = int(budget / perBlock)
 	}
-	r.kv = r.m.NewKVCache(nb, cfg.BlockSize)
+	if window > 0 {
+		r.kv = r.m.NewSplitKVCache(nb, cfg.BlockSize)
+	} else {
+		r.kv = r.m.NewKVCache(nb, cfg.BlockSize)
+	}
 	r.scratch = r.m.NewScratch(cfg.MaxBatchTokens, cfg.MaxSeqs)
 	r.sampler = cfg.Sampler
 	if r.sampler == nil {
@@ -234,7 +250,8 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.info = Info{Name: c.Name, Arch: c.Arch, VocabSize: c.Vocab, BOS: c.BOS, EOS: c.EOS,
 		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize,
-		KVCacheBytes: int64(nb) * perBlock, KVDType: kvDType, WeightBytes: r.m.WeightBytes(), KVBudget: why}
+		KVCacheBytes: int64(nb) * perBlock, KVDType: kvDType, WeightBytes: r.m.WeightBytes(), KVBudget: why,
+		SlidingWindow: window}
 	return r, nil
 }
 
@@ -253,8 +270,11 @@ func (r *Runner) SampledRows() (device, host uint64) { return r.devRows, r.hostR
 // Model returns the loaded model.
 func (r *Runner) Model() *model.Model { return r.m }
 
-// KVBytesPerBlock is the cache memory of one block of this model.
-func (r *Runner) KVBytesPerBlock() int64 { return r.m.KVBytesPerBlock(r.info.BlockSize) }
+// KVBytesPerBlock is the cache memory of one block of this model (one
+// group's layers when the cache is split).
+func (r *Runner) KVBytesPerBlock() int64 {
+	return r.info.KVCacheBytes / int64(max(1, r.info.NumBlocks))
+}
 
 // Close releases the model files and, if the runner made it, the backend.
 func (r *Runner) Close() error {
@@ -334,6 +354,9 @@ func (r *Runner) forward(b *sched.Batch, split bool) (kernels.Tensor, error) {
 	bt.Tokens, bt.Pos, bt.OutRows = bt.Tokens[:0], bt.Pos[:0], bt.OutRows[:0]
 	a.QStart, a.CtxLen, a.Tables, a.TableStart, a.Slots = append(a.QStart[:0], 0), a.CtxLen[:0], a.Tables[:0], append(a.TableStart[:0], 0), a.Slots[:0]
 	a.BlockSize = bs
+	w := r.info.SlidingWindow
+	wa := &bt.WinAttn
+	wa.Tables, wa.TableStart, wa.Slots = wa.Tables[:0], append(wa.TableStart[:0], 0), wa.Slots[:0]
 	r.sampleSeq = r.sampleSeq[:0]
 	r.nDev, r.devGreedy, r.devParams = 0, true, r.devParams[:0]
 	r.hostOut, r.hostSeq = r.hostOut[:0], r.hostSeq[:0]
@@ -356,6 +379,16 @@ func (r *Runner) forward(b *sched.Batch, split bool) (kernels.Tensor, error) {
 			if blk < 0 || int(blk) >= r.info.NumBlocks {
 				return nil, fmt.Errorf("runner: step %d: request %s uses block %d of %d", b.Step, sw.ReqID, blk, r.info.NumBlocks)
 			}
+		}
+		if w > 0 {
+			if err := r.checkWindowTable(b.Step, sw, end); err != nil {
+				return nil, err
+			}
+			for p := sw.StartPos; p < end; p++ {
+				wa.Slots = append(wa.Slots, sw.WindowTable[p/bs]*int32(bs)+int32(p%bs))
+			}
+			wa.Tables = append(wa.Tables, sw.WindowTable...)
+			wa.TableStart = append(wa.TableStart, int32(len(wa.Tables)))
 		}
 		for j, t := range sw.Tokens {
 			p := sw.StartPos + j
@@ -383,6 +416,7 @@ func (r *Runner) forward(b *sched.Batch, split bool) (kernels.Tensor, error) {
 		bt.OutRows = append(bt.OutRows, row)
 		r.sampleSeq = append(r.sampleSeq, i)
 	}
+	wa.QStart, wa.CtxLen, wa.BlockSize = a.QStart, a.CtxLen, bs
 	r.nDev = len(r.devParams)
 	bt.OutRows = append(bt.OutRows, r.hostOut...)
 	r.sampleSeq = append(r.sampleSeq, r.hostSeq...)
@@ -397,6 +431,23 @@ func (r *Runner) forward(b *sched.Batch, split bool) (kernels.Tensor, error) {
 		return nil, fmt.Errorf("runner: step %d: %w", b.Step, err)
 	}
 	return logits, nil
+}
+
+// checkWindowTable checks sw's sliding-window table: it covers positions
+// [0, end), and every block the window layers read ([StartPos-W+1, end))
+// is a block of the cache.
+func (r *Runner) checkWindowTable(step uint64, sw *sched.SeqWork, end int) error {
+	bs := r.info.BlockSize
+	if need := (end + bs - 1) / bs; len(sw.WindowTable) < need {
+		return fmt.Errorf("runner: step %d: request %s has %d window blocks for %d positions (the scheduler must run with SlidingWindow %d)",
+			step, sw.ReqID, len(sw.WindowTable), end, r.info.SlidingWindow)
+	}
+	for i := max(0, sw.StartPos-r.info.SlidingWindow+1) / bs; i*bs < end; i++ {
+		if blk := sw.WindowTable[i]; blk < 0 || int(blk) >= r.info.NumBlocks {
+			return fmt.Errorf("runner: step %d: request %s uses window block %d of %d", step, sw.ReqID, blk, r.info.NumBlocks)
+		}
+	}
+	return nil
 }
 
 // SampledSeqs returns, for the last Forward or Execute, the index in
