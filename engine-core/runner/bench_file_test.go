@@ -16,6 +16,8 @@ import (
 // `engine-core gen-model --shape 1b-v32k --format gguf-q4_k_m`): decode of
 // 1 and 16 sequences with 128-token prompts in the cache, and a 128-token
 // prefill. The KV cache type is the runner's default (auto).
+// The batches are built by hand with one block table, so the cache is
+// unified (Config.UnifiedKV) for sliding-window models too.
 func BenchmarkModelFile(b *testing.B) {
 	env := os.Getenv("SLUICE_BENCH_MODELS")
 	if env == "" {
@@ -26,7 +28,7 @@ func BenchmarkModelFile(b *testing.B) {
 		for _, nseq := range []int{1, 16} {
 			b.Run(name+"/decode-seqs"+strconv.Itoa(nseq), func(b *testing.B) {
 				const prompt, maxLen = 128, 256
-				r, err := New(Config{Model: path, NumBlocks: nseq * maxLen / 16, BlockSize: 16, MaxBatchTokens: 128 * nseq, MaxSeqs: nseq, MaxModelLen: maxLen})
+				r, err := New(Config{Model: path, NumBlocks: nseq * maxLen / 16, BlockSize: 16, MaxBatchTokens: 128 * nseq, MaxSeqs: nseq, MaxModelLen: maxLen, UnifiedKV: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -52,7 +54,7 @@ func BenchmarkModelFile(b *testing.B) {
 		}
 		b.Run(name+"/prefill128", func(b *testing.B) {
 			const prompt = 128
-			r, err := New(Config{Model: path, NumBlocks: 16, BlockSize: 16, MaxBatchTokens: prompt, MaxSeqs: 1, MaxModelLen: 256})
+			r, err := New(Config{Model: path, NumBlocks: 16, BlockSize: 16, MaxBatchTokens: prompt, MaxSeqs: 1, MaxModelLen: 256, UnifiedKV: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -89,7 +89,7 @@ func openBench(b *testing.B, shape, format string, nseq, maxLen int, kvDType ...
 	if len(kvDType) > 0 {
 		kv = kvDType[0]
 	}
-	r, err := New(Config{Model: path, NumBlocks: nseq * ((maxLen + bs - 1) / bs), BlockSize: bs, MaxBatchTokens: max(128, nseq), MaxSeqs: nseq, KVCacheDType: kv})
+	r, err := New(Config{Model: path, NumBlocks: nseq * ((maxLen + bs - 1) / bs), BlockSize: bs, MaxBatchTokens: max(128, nseq), MaxSeqs: nseq, KVCacheDType: kv, UnifiedKV: true})
 	if err != nil {
 		b.Fatal(err)
 	}

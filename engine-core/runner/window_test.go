@@ -134,3 +134,66 @@ func TestSplitKVMatchesUnified(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitKVNoAllocPerStep checks that a batched decode step over a split
+// cache (window tables with given-back entries) allocates nothing, and that
+// a step without window tables, or with a given-back block inside the
+// window, is refused with an error.
+func TestSplitKVNoAllocPerStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	shape := demo.RealShapes["gpt-oss-tiny"]
+	shape.Vocab = 1024
+	if err := demo.GenerateShape(path, shape, 3, demo.FormatGGUFMXFP4); err != nil {
+		t.Fatal(err)
+	}
+	const bs = 4
+	r, err := New(Config{Model: path, NumBlocks: 64, BlockSize: bs, Threads: 2, MaxModelLen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Info().SlidingWindow != shape.SlidingWindow {
+		t.Fatalf("SlidingWindow %d, want %d", r.Info().SlidingWindow, shape.SlidingWindow)
+	}
+	hist := make([]int32, 0, 64)
+	for i := range 40 {
+		hist = append(hist, int32(i*37%1000))
+	}
+	b := &sched.Batch{}
+	for i := range 4 {
+		full, win := make([]int32, 10), make([]int32, 10)
+		for j := range full {
+			full[j], win[j] = int32(i*16+j), int32(i*16+10+j%6)
+			if j < 5 {
+				win[j] = kvcache.NoBlock
+			}
+		}
+		b.Seqs = append(b.Seqs, sched.SeqWork{ReqID: fmt.Sprint(i), Tokens: hist[:1], StartPos: 30, BlockTable: full, WindowTable: win,
+			Sample: true, In: sample.Input{Params: greedy, History: hist[:31], NumPrompt: 30}})
+	}
+	out := make([]sample.Result, 4)
+	if err := r.Execute(b, out); err != nil {
+		t.Fatal(err)
+	}
+	pos := 30
+	allocs := testing.AllocsPerRun(20, func() {
+		pos = 30 + (pos-29)%8 // positions 30..37: blocks 7..9, window from block 5
+		for i := range b.Seqs {
+			b.Seqs[i].Tokens, b.Seqs[i].StartPos = hist[pos:pos+1], pos
+		}
+		if err := r.Execute(b, out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per step", allocs)
+	}
+	b.Seqs[1].WindowTable[7] = kvcache.NoBlock
+	if err := r.Execute(b, out); err == nil {
+		t.Error("a given-back block inside the window: want error")
+	}
+	b.Seqs[1].WindowTable = nil
+	if err := r.Execute(b, out); err == nil {
+		t.Error("no window table on a split cache: want error")
+	}
+}
