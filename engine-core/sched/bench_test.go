@@ -10,16 +10,19 @@ import (
 )
 
 // BenchmarkScheduleUpdate measures one decode step (Schedule + Update) with
-// 1024 running requests, excluding the fake executor.
+// 256 and 1024 running requests, excluding the fake executor; window=128
+// adds gpt-oss's sliding-window table (trimmed as the sequences grow past
+// 128 positions).
 //
 //	go test -run '^$' -bench ScheduleUpdate -benchmem ./engine-core/sched/
 func BenchmarkScheduleUpdate(b *testing.B) {
 	for _, n := range []int{256, 1024} {
-		b.Run(fmt.Sprintf("running=%d", n), func(b *testing.B) { benchSteps(b, n) })
+		b.Run(fmt.Sprintf("running=%d", n), func(b *testing.B) { benchSteps(b, n, 0) })
 	}
+	b.Run("running=1024,window=128", func(b *testing.B) { benchSteps(b, 1024, 128) })
 }
 
-func benchSteps(b *testing.B, n int) {
+func benchSteps(b *testing.B, n, window int) {
 	const stepsPerRound = 256
 	const prompt = 32
 	results := make([]sample.Result, n)
@@ -32,8 +35,8 @@ func benchSteps(b *testing.B, n int) {
 	for b.Loop() {
 		if round == stepsPerRound {
 			b.StopTimer()
-			pool := kvcache.New(n*((prompt+stepsPerRound)/16+2), 16)
-			s = New(Config{MaxNumSeqs: n, MaxNumBatchedTokens: 8192, MaxModelLen: 4096, EOSTokenIDs: []int32{2}}, pool)
+			pool := kvcache.New(n*((prompt+stepsPerRound)/16+2+(window+15)/16+1), 16)
+			s = New(Config{MaxNumSeqs: n, MaxNumBatchedTokens: 8192, MaxModelLen: 4096, EOSTokenIDs: []int32{2}, SlidingWindow: window}, pool)
 			for i := range n {
 				req := &ipc.AddRequest{RequestID: fmt.Sprintf("req-%d", i), PromptTokenIDs: make([]int32, prompt)}
 				for j := range req.PromptTokenIDs {
