@@ -217,7 +217,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			return nil, err
 		}
 		eng.exec = sim.exec
-		name, vocab, eos, maxLen, blocks, fpSource = sim.name, sim.vocab, sim.eos, sim.maxLen, sim.blocks, sim.path
+		name, vocab, eos, maxLen, blocks, window, fpSource = sim.name, sim.vocab, sim.eos, sim.maxLen, sim.blocks, sim.window, sim.path
 		tok = sim.tok
 	default:
 		return nil, fmt.Errorf("unknown executor %q", cfg.Executor)
@@ -281,6 +281,33 @@ type simSetup struct {
 	eos    []int32
 	maxLen int
 	blocks int
+	window int // sliding window with its own block table, 0 when none
+}
+
+// simKVBlock is the bytes of one KV block (K and V, fp16) of the model
+// config.json describes, as the cpu executor lays its cache out: a model
+// with both sliding-window and full layers (gpt-oss) gets a window table,
+// and a block holds one group's layers (the larger group's count); window
+// is then the sliding window, else 0.
+func simKVBlock(hc *hfconfig.Config, blockSize int) (perBlock int64, window int) {
+	headDim := hc.HeadDim
+	if headDim == 0 && hc.NumAttentionHeads > 0 {
+		headDim = hc.HiddenSize / hc.NumAttentionHeads
+	}
+	kvHeads := max(hc.NumKeyValueHeads, 1)
+	if hc.NumKeyValueHeads == 0 {
+		kvHeads = max(hc.NumAttentionHeads, 1)
+	}
+	layers, sliding := hc.NumHiddenLayers, 0
+	for _, t := range hc.LayerTypes {
+		if t == "sliding_attention" {
+			sliding++
+		}
+	}
+	if hc.SlidingWindow > 0 && sliding > 0 && sliding < len(hc.LayerTypes) {
+		layers, window = max(sliding, len(hc.LayerTypes)-sliding), hc.SlidingWindow
+	}
+	return int64(2 * 2 * layers * kvHeads * headDim * blockSize), window
 }
 
 // buildSim sets up the simulated accelerator. --model sim runs without a
@@ -317,20 +344,10 @@ func buildSim(cfg *configs.Engine, log *zap.Logger) (*simSetup, error) {
 			if strings.HasPrefix(cfg.Model, "demo") {
 				s.name = cfg.Model
 			}
-			if cfg.KVCacheMemory > 0 && cfg.NumKVBlocks == 0 {
-				headDim := hc.HeadDim
-				if headDim == 0 && hc.NumAttentionHeads > 0 {
-					headDim = hc.HiddenSize / hc.NumAttentionHeads
-				}
-				kvHeads := max(hc.NumKeyValueHeads, 1)
-				if hc.NumKeyValueHeads == 0 {
-					kvHeads = max(hc.NumAttentionHeads, 1)
-				}
-				// K and V, fp16, per layer.
-				perBlock := int64(2 * 2 * hc.NumHiddenLayers * kvHeads * headDim * cfg.BlockSize)
-				if perBlock > 0 {
-					s.blocks = int(cfg.KVCacheMemory / perBlock)
-				}
+			perBlock, window := simKVBlock(hc, cfg.BlockSize)
+			s.window = window
+			if cfg.KVCacheMemory > 0 && cfg.NumKVBlocks == 0 && perBlock > 0 {
+				s.blocks = int(cfg.KVCacheMemory / perBlock)
 			}
 		} else {
 			log.Warn("no config.json for the simulator; using defaults", zap.String("model", path), zap.Error(err))

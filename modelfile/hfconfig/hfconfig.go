@@ -43,6 +43,10 @@ type Config struct {
 	TieWordEmbeddings     bool         `json:"tie_word_embeddings"`
 	AttentionBias         bool         `json:"attention_bias"`
 	TorchDType            string       `json:"torch_dtype"`
+	// SlidingWindow and LayerTypes ("sliding_attention" or
+	// "full_attention" per layer) describe sliding-window layers (gpt-oss).
+	SlidingWindow int      `json:"sliding_window"`
+	LayerTypes    []string `json:"layer_types"`
 	// BOSTokenID and EOSTokenIDs come from config.json, overridden by
 	// generation_config.json when that file names them. eos_token_id may
 	// be a number or a list.
