@@ -56,7 +56,8 @@ var ErrNoDirect = errors.New("sse: no non-blocking write on this connection")
 type Conn interface {
 	// Write sends (*buf)[Headroom:] as one chunk, blocking; the headroom
 	// may be overwritten and buf may grow by a few bytes of framing. last
-	// ends the response.
+	// ends the response (on a kept connection its bytes then leave with
+	// net/http's terminating chunk, once the handler returns).
 	Write(buf *[]byte, last bool) error
 	// WriteRaw sends bytes already framed (by Frame), blocking.
 	WriteRaw(b []byte) error
@@ -190,6 +191,12 @@ type Sender struct {
 func (s Sender) Frame(buf *[]byte, last bool) []byte {
 	return Frame(buf, last && !s.kept)
 }
+
+// DirectEnd reports whether a stream's final bytes may go out through
+// TrySend. On a kept connection they may not: Conn.Write(buf, true) leaves
+// them in net/http's buffer, which sends them with its terminating chunk
+// once the handler returns, one send for both.
+func (s Sender) DirectEnd() bool { return !s.kept }
 
 // TrySend is Conn.TryWrite.
 func (s Sender) TrySend(b []byte) (int, error) {
@@ -387,8 +394,9 @@ func (p *plainSSE) Close() { p.stop() }
 // next request from the same connection. Between the two, net/http does
 // not write to the connection, so the stream's sends are the only ones.
 type keptSSE struct {
-	conn net.Conn // for blocking writes and Abort
-	fd   int      // the socket (non-blocking, as the runtime's poller sets every socket)
+	w    http.ResponseWriter // the stream's end (see Write)
+	conn net.Conn            // for blocking writes and Abort
+	fd   int                 // the socket (non-blocking, as the runtime's poller sets every socket)
 	stop func() bool
 }
 
@@ -424,12 +432,23 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (
 	if err := http.NewResponseController(w).Flush(); err != nil {
 		return nil, err
 	}
+	k.w = w
 	k.stop = context.AfterFunc(req.Context(), gone)
 	return k, nil
 }
 
-// Write implements Conn; the terminating chunk is net/http's.
+// Write implements Conn; the terminating chunk is net/http's. The last
+// bytes go into net/http's buffer unsent: when the handler returns,
+// net/http frames them and sends them with its terminating chunk in one
+// write (the stream has sent everything before them).
 func (k *keptSSE) Write(buf *[]byte, last bool) error {
+	if last {
+		if b := (*buf)[Headroom:]; len(b) > 0 {
+			_, err := k.w.Write(b)
+			return err
+		}
+		return nil
+	}
 	return k.WriteRaw(Frame(buf, false))
 }
 

@@ -270,3 +270,69 @@ func TestStartWithoutConnContext(t *testing.T) {
 		t.Fatalf("body %q, Close %v", body, resp.Close)
 	}
 }
+
+// TestKeptEndLeavesWithTerminator: on a kept connection the stream's last
+// bytes stay in net/http's buffer until the handler returns, so that they
+// leave with the terminating chunk in one send: nothing of them reaches
+// the client while the handler still runs, and then both arrive. Earlier
+// chunks go out at once.
+func TestKeptEndLeavesWithTerminator(t *testing.T) {
+	wrote := make(chan struct{})
+	checked := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		if c.Sender().DirectEnd() {
+			t.Error("Sender.DirectEnd on a kept connection")
+		}
+		b := GetBuf()
+		defer PutBuf(b)
+		*b = append((*b)[:Headroom], "data: one\n\n"...)
+		if err := c.Write(b, false); err != nil {
+			t.Error(err)
+		}
+		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+		close(wrote)
+		<-checked // the client has seen what arrived before the handler returns
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	<-wrote
+	var got []byte
+	buf := make([]byte, 4096)
+	read := func(until string) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for !strings.Contains(string(got), until) {
+			n, err := conn.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				return
+			}
+		}
+	}
+	read("\r\n0\r\n\r\n") // times out: the handler has not returned
+	if !strings.Contains(string(got), "data: one\n\n") || strings.Contains(string(got), "[DONE]") {
+		close(checked)
+		t.Fatalf("before the handler returned the client got %q: want the first chunk and not the last", got)
+	}
+	close(checked)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read("\r\n0\r\n\r\n")
+	if !strings.HasSuffix(string(got), "\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
+		t.Fatalf("response %q: want the last chunk and the terminating chunk at its end", got)
+	}
+}
