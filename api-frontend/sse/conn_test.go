@@ -336,3 +336,64 @@ func TestKeptEndLeavesWithTerminator(t *testing.T) {
 		t.Fatalf("response %q: want the last chunk and the terminating chunk at its end", got)
 	}
 }
+
+// TestKeptHeadLeavesWithFirstChunk: on a kept connection the response head
+// waits in the corked socket until the first chunk is sent, and then both
+// arrive; the stream's later sends go out at once.
+func TestKeptHeadLeavesWithFirstChunk(t *testing.T) {
+	started := make(chan time.Time)
+	send := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		s := c.Sender()
+		started <- time.Now()
+		<-send
+		b := GetBuf()
+		defer PutBuf(b)
+		for _, ev := range []string{"data: one\n\n", "data: two\n\n"} {
+			*b = append((*b)[:Headroom], ev...)
+			if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
+				t.Errorf("TrySend: %d, %v", n, err)
+			}
+		}
+		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := <-started
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, _ := conn.Read(buf); n > 0 && time.Since(t0) < 150*time.Millisecond {
+		// (The kernel sends a corked head alone after 200 ms; a reader
+		// descheduled that long proves nothing.)
+		t.Fatalf("the head left before the first chunk: %q", buf[:n])
+	}
+	close(send)
+	var got []byte
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for !strings.HasSuffix(string(got), "\r\n0\r\n\r\n") {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("read: %v after %q", err, got)
+		}
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") ||
+		!strings.Contains(string(got), "\r\n\r\nb\r\ndata: one\n\n\r\nb\r\ndata: two\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
+		t.Fatalf("response %q", got)
+	}
+}
