@@ -397,3 +397,43 @@ func TestKeptHeadLeavesWithFirstChunk(t *testing.T) {
 		t.Fatalf("response %q", got)
 	}
 }
+
+// TestKeptHeadNotHeld: a corked head is not held for a slow first token:
+// the kernel sends it by itself (TCP_CORK's 200 ms ceiling), so a client
+// waiting for the head gets it without any chunk.
+func TestKeptHeadNotHeld(t *testing.T) {
+	release := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		<-release
+	})
+	defer close(release)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	var got []byte
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for !strings.Contains(string(got), "\r\n\r\n") {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("head not received without a chunk: %v after %q", err, got)
+		}
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") {
+		t.Fatalf("head %q", got)
+	}
+	t.Logf("head arrived by itself after %v", time.Since(t0).Round(time.Millisecond))
+}
