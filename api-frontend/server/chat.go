@@ -3,7 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/text/chattemplate"
@@ -15,8 +15,10 @@ type TemplateRenderer struct {
 	templates map[string]string
 	bos, eos  string
 
-	mu     sync.Mutex
-	parsed map[string]*chattemplate.Template
+	// parsed holds the parsed template for requests without tools [0]
+	// and with tools [1], found once (no lock, no hash of the source per
+	// request).
+	parsed [2]atomic.Pointer[chattemplate.Template]
 }
 
 // NewTemplateRenderer returns a renderer over named template sources; nil
@@ -25,7 +27,7 @@ func NewTemplateRenderer(templates map[string]string, bos, eos string) (*Templat
 	if len(templates) == 0 {
 		return nil, nil
 	}
-	r := &TemplateRenderer{templates: templates, bos: bos, eos: eos, parsed: make(map[string]*chattemplate.Template)}
+	r := &TemplateRenderer{templates: templates, bos: bos, eos: eos}
 	// Parse the default now so a broken template fails at startup.
 	if _, err := r.template(false); err != nil {
 		return nil, err
@@ -34,20 +36,29 @@ func NewTemplateRenderer(templates map[string]string, bos, eos string) (*Templat
 }
 
 func (r *TemplateRenderer) template(hasTools bool) (*chattemplate.Template, error) {
+	slot := &r.parsed[0]
+	if hasTools {
+		slot = &r.parsed[1]
+	}
+	if t := slot.Load(); t != nil {
+		return t, nil
+	}
 	src, err := chattemplate.Pick(r.templates, "", hasTools)
 	if err != nil {
 		return nil, fmt.Errorf("pick chat template: %w", err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t, ok := r.parsed[src]; ok {
-		return t, nil
+	for i := range r.parsed {
+		if t := r.parsed[i].Load(); t != nil && t.Source() == src {
+			slot.Store(t) // the same template serves both
+			return t, nil
+		}
 	}
+	// Two first requests may both parse it; they get equal templates.
 	t, err := chattemplate.New(src)
 	if err != nil {
 		return nil, fmt.Errorf("parse chat template: %w", err)
 	}
-	r.parsed[src] = t
+	slot.Store(t)
 	return t, nil
 }
 

@@ -56,6 +56,9 @@ const (
 // handler sets writing under mu before it writes outside the lock and
 // clears it after; while it is set, outputs are held back in the
 // processors (which coalesce them) and rendered bytes only append to buf.
+// The final bytes go out from the output goroutine only when the Conn's
+// Sender allows it (sse.Sender.DirectEnd); on a kept connection the
+// handler writes them, and net/http sends them with its terminating chunk.
 type stream struct {
 	s  *Server
 	mu sync.Mutex // guards the fields up to the next comment, and the choices' state
@@ -261,6 +264,11 @@ func (r *stream) tryDirect() bool {
 	last := r.state == stateEnded
 	if size <= 0 && !last {
 		return true
+	}
+	if last && !r.send.DirectEnd() {
+		// The handler writes the end, so that net/http sends it with its
+		// terminating chunk (one send for both).
+		return false
 	}
 	b := r.send.Frame(&r.buf, last)
 	n, err := r.send.TrySend(b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 )
 
 // simpleChat renders messages as "role: content\n" lines (a stand-in
@@ -61,8 +62,12 @@ func newTestEnv(t *testing.T, cfg Config, script string) *testEnv {
 	return env
 }
 
+// newHTTPTest serves srv as api-frontend does: streams send on the
+// connection and keep it alive (sse.ConnContext).
 func newHTTPTest(t *testing.T, srv *Server) *httptest.Server {
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Config.ConnContext = sse.ConnContext
+	hs.Start()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -487,5 +488,44 @@ func TestClientNeverReads(t *testing.T) {
 	r, text := env.post("/v1/completions", `{"prompt":"y","max_tokens":5}`)
 	if r.StatusCode != 200 || !strings.Contains(string(text), `"text":"01234"`) {
 		t.Fatalf("next request: %d %s", r.StatusCode, text)
+	}
+}
+
+// TestStreamBothConnPaths streams the same request over a kept connection
+// (sse.ConnContext, as api-frontend serves: the head waits for the first
+// chunk, the end leaves with net/http's terminating chunk) and over a
+// taken-over one (a server without the hook): the bodies are the same, and
+// the kept connection serves the next request.
+func TestStreamBothConnPaths(t *testing.T) {
+	const body = `{"prompt":"hi","max_tokens":12,"stream":true,"stream_options":{"include_usage":true}}`
+	env := newTestEnv(t, Config{}, "The quick brown fox.")
+	hijacking := httptest.NewServer(env.srv.Handler())
+	t.Cleanup(hijacking.Close)
+	get := func(url string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	keptResp, kept := get(env.http.URL)
+	takenResp, taken := get(hijacking.URL)
+	if keptResp.Close || !takenResp.Close {
+		t.Errorf("Close: kept %v, taken over %v; want false, true", keptResp.Close, takenResp.Close)
+	}
+	norm := func(s string) string { // ids and timestamps differ
+		return regexp.MustCompile(`"(id|created)":("[^"]*"|\d+)`).ReplaceAllString(s, `"$1":_`)
+	}
+	if norm(kept) != norm(taken) || !strings.HasSuffix(kept, "data: [DONE]\n\n") {
+		t.Fatalf("kept body\n%s\ntaken-over body\n%s", kept, taken)
+	}
+	if _, again := get(env.http.URL); norm(again) != norm(kept) {
+		t.Fatalf("second request on the kept connection:\n%s", again)
 	}
 }

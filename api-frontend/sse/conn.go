@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -56,7 +57,8 @@ var ErrNoDirect = errors.New("sse: no non-blocking write on this connection")
 type Conn interface {
 	// Write sends (*buf)[Headroom:] as one chunk, blocking; the headroom
 	// may be overwritten and buf may grow by a few bytes of framing. last
-	// ends the response.
+	// ends the response (on a kept connection its bytes then leave with
+	// net/http's terminating chunk, once the handler returns).
 	Write(buf *[]byte, last bool) error
 	// WriteRaw sends bytes already framed (by Frame), blocking.
 	WriteRaw(b []byte) error
@@ -182,6 +184,10 @@ type Sender struct {
 	// kept: net/http writes the terminating chunk (keptSSE), so Frame
 	// leaves it out.
 	kept bool
+	// corked: the response head waits in the corked socket (keptSSE);
+	// the first TrySend uncorks it, so head and chunk leave together.
+	corked bool
+	k      *keptSSE // for uncorking; read only while corked
 }
 
 // Frame is the package's Frame for this Sender's connection: the
@@ -191,11 +197,22 @@ func (s Sender) Frame(buf *[]byte, last bool) []byte {
 	return Frame(buf, last && !s.kept)
 }
 
+// DirectEnd reports whether a stream's final bytes may go out through
+// TrySend. On a kept connection they may not: Conn.Write(buf, true) leaves
+// them in net/http's buffer, which sends them with its terminating chunk
+// once the handler returns, one send for both.
+func (s Sender) DirectEnd() bool { return !s.kept }
+
 // TrySend is Conn.TryWrite.
-func (s Sender) TrySend(b []byte) (int, error) {
+func (s *Sender) TrySend(b []byte) (int, error) {
 	switch {
 	case s.fd > 0:
-		return sendNonBlocking(s.fd, b)
+		n, err := sendNonBlocking(s.fd, b)
+		if s.corked {
+			s.corked = false
+			s.k.uncork()
+		}
+		return n, err
 	case s.h != nil:
 		return s.h.TryWrite(b)
 	}
@@ -386,10 +403,28 @@ func (p *plainSSE) Close() { p.stop() }
 // terminating chunk after the handler returns, then reads the client's
 // next request from the same connection. Between the two, net/http does
 // not write to the connection, so the stream's sends are the only ones.
+//
+// The head waits in the socket for the first chunk: start corks the
+// socket (TCP_CORK) before net/http flushes the head, and the first send
+// of a chunk uncorks it, so that head and chunk leave in one segment (one
+// transmit, one wake-up of the client) instead of two. The kernel sends a
+// corked head by itself after at most 200 ms, so a client still sees the
+// head that soon when the first token is slow.
 type keptSSE struct {
-	conn net.Conn // for blocking writes and Abort
-	fd   int      // the socket (non-blocking, as the runtime's poller sets every socket)
+	w    http.ResponseWriter // the stream's end (see Write)
+	conn net.Conn            // for blocking writes and Abort
+	fd   int                 // the socket (non-blocking, as the runtime's poller sets every socket)
 	stop func() bool
+	// corked: TCP_CORK is set on fd; whoever sends first clears it.
+	corked atomic.Bool
+}
+
+// uncork clears TCP_CORK once, sending what the socket holds (the head,
+// and the chunk just sent after it).
+func (k *keptSSE) uncork() {
+	if k.corked.CompareAndSwap(true, false) {
+		_ = syscall.SetsockoptInt(k.fd, syscall.IPPROTO_TCP, syscall.TCP_CORK, 0)
+	}
 }
 
 // newKept returns a keptSSE for c, or nil when c has no socket descriptor
@@ -421,15 +456,31 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if syscall.SetsockoptInt(k.fd, syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) == nil {
+		k.corked.Store(true)
+	}
 	if err := http.NewResponseController(w).Flush(); err != nil {
+		k.uncork()
 		return nil, err
 	}
+	k.w = w
 	k.stop = context.AfterFunc(req.Context(), gone)
 	return k, nil
 }
 
-// Write implements Conn; the terminating chunk is net/http's.
+// Write implements Conn; the terminating chunk is net/http's. The last
+// bytes go into net/http's buffer unsent: when the handler returns,
+// net/http frames them and sends them with its terminating chunk in one
+// write (the stream has sent everything before them).
 func (k *keptSSE) Write(buf *[]byte, last bool) error {
+	if last {
+		k.uncork() // net/http's write of the end must not wait
+		if b := (*buf)[Headroom:]; len(b) > 0 {
+			_, err := k.w.Write(b)
+			return err
+		}
+		return nil
+	}
 	return k.WriteRaw(Frame(buf, false))
 }
 
@@ -440,6 +491,7 @@ func (k *keptSSE) WriteRaw(b []byte) error {
 		return nil
 	}
 	n, err := sendNonBlocking(k.fd, b)
+	k.uncork()
 	if err != nil && err != syscall.EAGAIN {
 		return err
 	}
@@ -454,14 +506,23 @@ func (k *keptSSE) WriteRaw(b []byte) error {
 func (k *keptSSE) Direct() bool { return true }
 
 // TryWrite implements Conn.
-func (k *keptSSE) TryWrite(b []byte) (int, error) { return sendNonBlocking(k.fd, b) }
+func (k *keptSSE) TryWrite(b []byte) (int, error) {
+	n, err := sendNonBlocking(k.fd, b)
+	k.uncork()
+	return n, err
+}
 
 // Sender implements Conn.
-func (k *keptSSE) Sender() Sender { return Sender{fd: k.fd, kept: true} }
+func (k *keptSSE) Sender() Sender {
+	return Sender{fd: k.fd, kept: true, corked: k.corked.Load(), k: k}
+}
 
 // Abort implements Conn: blocked and later writes, net/http's last chunk
 // included, fail at once, and net/http then closes the connection.
 func (k *keptSSE) Abort() { _ = k.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
-// Close implements Conn: the connection stays net/http's.
-func (k *keptSSE) Close() { k.stop() }
+// Close implements Conn: the connection stays net/http's (uncorked).
+func (k *keptSSE) Close() {
+	k.uncork()
+	k.stop()
+}

@@ -270,3 +270,170 @@ func TestStartWithoutConnContext(t *testing.T) {
 		t.Fatalf("body %q, Close %v", body, resp.Close)
 	}
 }
+
+// TestKeptEndLeavesWithTerminator: on a kept connection the stream's last
+// bytes stay in net/http's buffer until the handler returns, so that they
+// leave with the terminating chunk in one send: nothing of them reaches
+// the client while the handler still runs, and then both arrive. Earlier
+// chunks go out at once.
+func TestKeptEndLeavesWithTerminator(t *testing.T) {
+	wrote := make(chan struct{})
+	checked := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		if c.Sender().DirectEnd() {
+			t.Error("Sender.DirectEnd on a kept connection")
+		}
+		b := GetBuf()
+		defer PutBuf(b)
+		*b = append((*b)[:Headroom], "data: one\n\n"...)
+		if err := c.Write(b, false); err != nil {
+			t.Error(err)
+		}
+		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+		close(wrote)
+		<-checked // the client has seen what arrived before the handler returns
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	<-wrote
+	var got []byte
+	buf := make([]byte, 4096)
+	read := func(until string) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for !strings.Contains(string(got), until) {
+			n, err := conn.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				return
+			}
+		}
+	}
+	read("\r\n0\r\n\r\n") // times out: the handler has not returned
+	if !strings.Contains(string(got), "data: one\n\n") || strings.Contains(string(got), "[DONE]") {
+		close(checked)
+		t.Fatalf("before the handler returned the client got %q: want the first chunk and not the last", got)
+	}
+	close(checked)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read("\r\n0\r\n\r\n")
+	if !strings.HasSuffix(string(got), "\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
+		t.Fatalf("response %q: want the last chunk and the terminating chunk at its end", got)
+	}
+}
+
+// TestKeptHeadLeavesWithFirstChunk: on a kept connection the response head
+// waits in the corked socket until the first chunk is sent, and then both
+// arrive; the stream's later sends go out at once.
+func TestKeptHeadLeavesWithFirstChunk(t *testing.T) {
+	started := make(chan time.Time)
+	send := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		s := c.Sender()
+		started <- time.Now()
+		<-send
+		b := GetBuf()
+		defer PutBuf(b)
+		for _, ev := range []string{"data: one\n\n", "data: two\n\n"} {
+			*b = append((*b)[:Headroom], ev...)
+			if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
+				t.Errorf("TrySend: %d, %v", n, err)
+			}
+		}
+		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
+		if err := c.Write(b, true); err != nil {
+			t.Error(err)
+		}
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := <-started
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, _ := conn.Read(buf); n > 0 && time.Since(t0) < 150*time.Millisecond {
+		// (The kernel sends a corked head alone after 200 ms; a reader
+		// descheduled that long proves nothing.)
+		t.Fatalf("the head left before the first chunk: %q", buf[:n])
+	}
+	close(send)
+	var got []byte
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for !strings.HasSuffix(string(got), "\r\n0\r\n\r\n") {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("read: %v after %q", err, got)
+		}
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") ||
+		!strings.Contains(string(got), "\r\n\r\nb\r\ndata: one\n\n\r\nb\r\ndata: two\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
+		t.Fatalf("response %q", got)
+	}
+}
+
+// TestKeptHeadNotHeld: a corked head is not held for a slow first token:
+// the kernel sends it by itself (TCP_CORK's 200 ms ceiling), so a client
+// waiting for the head gets it without any chunk.
+func TestKeptHeadNotHeld(t *testing.T) {
+	release := make(chan struct{})
+	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0, func() {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		<-release
+	})
+	defer close(release)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	var got []byte
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for !strings.Contains(string(got), "\r\n\r\n") {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("head not received without a chunk: %v after %q", err, got)
+		}
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") {
+		t.Fatalf("head %q", got)
+	}
+	t.Logf("head arrived by itself after %v", time.Since(t0).Round(time.Millisecond))
+}

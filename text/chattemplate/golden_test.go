@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,3 +359,51 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRenderPlain measures one Render of a system and a user message
+// with plain string content (the common chat request) through ChatML (the
+// demo model's template) and the real Qwen3 and Llama 3 templates (skipped
+// without ../shared/models).
+func BenchmarkRenderPlain(b *testing.B) {
+	msgs := []json.RawMessage{
+		json.RawMessage(`{"role":"system","content":"You are a helpful assistant."}`),
+		json.RawMessage(`{"role":"user","content":"Once upon a time there was a little girl who lived in a village near the forest. Tell me what happened next."}`),
+	}
+	for _, name := range []string{"chatml", "qwen3", "llama3"} {
+		b.Run(name, func(b *testing.B) {
+			source := chatMLSource
+			if name != "chatml" {
+				data, err := os.ReadFile(testenv.SharedFile(b, filepath.Join("tokenizers", name, "tokenizer_config.json")))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg, err := ParseTokenizerConfig(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				source = cfg.Templates[DefaultName]
+			}
+			tpl, err := New(source)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := Input{Messages: msgs, AddGenerationPrompt: true, BOSToken: "<s>", EOSToken: "</s>"}
+			b.ReportAllocs()
+			// CPU time of the process (GC included), far less noisy than
+			// wall time on a shared machine.
+			var r0, r1 syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+			for b.Loop() {
+				if _, err := tpl.Render(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+			cpu := r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// chatMLSource is the demo model's template (modelfile/demo).
+const chatMLSource = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"

@@ -30,7 +30,49 @@ func convertMessages(raw []json.RawMessage) ([]any, error) {
 	return out, nil
 }
 
+// convertMessage turns one OpenAI message into the dict a template sees.
+// It reads only the keys it needs (role, content, name, tool_calls,
+// tool_call_id, the reasoning fields), so it first splits the object into
+// its keys' raw values and decodes just those; a message that path cannot
+// take (not an object, a non-string role, any decoding error) goes through
+// the whole-message decoder, which gives the canonical error.
+// FuzzConvertMessage checks that both paths agree.
 func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil && fields != nil {
+		if r := fields["role"]; len(r) > 0 && r[0] == '"' {
+			get := func(key string) (any, bool, error) {
+				v, ok := fields[key]
+				if !ok {
+					return nil, false, nil
+				}
+				d, err := rawValue(v)
+				return d, true, err
+			}
+			if m, err := buildMessage(get); err == nil {
+				return m, nil
+			}
+		}
+	}
+	return convertMessageSlow(raw)
+}
+
+// rawValue decodes one JSON value as fromJSON does, strings and null
+// without its token decoder.
+func rawValue(v json.RawMessage) (any, error) {
+	switch {
+	case len(v) > 0 && v[0] == '"':
+		var s string
+		err := json.Unmarshal(v, &s)
+		return s, err
+	case string(v) == "null":
+		return nil, nil
+	}
+	return fromJSON(v)
+}
+
+// convertMessageSlow is convertMessage through the whole-message decoder.
+func convertMessageSlow(raw json.RawMessage) (*exec.Dict, error) {
 	v, err := fromJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parse message: %w", err)
@@ -39,12 +81,27 @@ func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
 	if !ok {
 		return nil, fmt.Errorf("message is not a JSON object")
 	}
-	roleV, _ := dictGet(src, "role")
+	return buildMessage(func(key string) (any, bool, error) {
+		v, ok := dictGet(src, key)
+		return v, ok, nil
+	})
+}
+
+// buildMessage builds the template's message dict from the message's
+// fields (get returns a key's decoded value and whether it is present).
+func buildMessage(get func(key string) (any, bool, error)) (*exec.Dict, error) {
+	roleV, _, err := get("role")
+	if err != nil {
+		return nil, err
+	}
 	role, ok := roleV.(string)
 	if !ok {
 		return nil, fmt.Errorf("message has no string role")
 	}
-	contentV, _ := dictGet(src, "content")
+	contentV, _, err := get("content")
+	if err != nil {
+		return nil, err
+	}
 	content, err := flattenContent(contentV)
 	if err != nil {
 		return nil, err
@@ -53,7 +110,9 @@ func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
 	setPair(out, "role", role)
 	setPair(out, "content", content)
 	if role == "assistant" {
-		if tc, ok := dictGet(src, "tool_calls"); ok && tc != nil {
+		if tc, ok, err := get("tool_calls"); err != nil {
+			return nil, err
+		} else if ok && tc != nil {
 			calls, err := convertToolCalls(tc)
 			if err != nil {
 				return nil, err
@@ -64,7 +123,11 @@ func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
 		// reasoning_content (Qwen3, DeepSeek), reasoning, and thinking
 		// (gpt-oss's harmony template, as llama.cpp passes it).
 		for _, key := range []string{"reasoning", "reasoning_content", "thinking"} {
-			if r, ok := dictGet(src, key); ok && r != nil {
+			r, ok, err := get(key)
+			if err != nil {
+				return nil, err
+			}
+			if ok && r != nil {
 				setPair(out, "reasoning", r)
 				setPair(out, "reasoning_content", r)
 				setPair(out, "thinking", r)
@@ -73,11 +136,15 @@ func convertMessage(raw json.RawMessage) (*exec.Dict, error) {
 		}
 	}
 	if role == "tool" {
-		if id, ok := dictGet(src, "tool_call_id"); ok {
+		if id, ok, err := get("tool_call_id"); err != nil {
+			return nil, err
+		} else if ok {
 			setPair(out, "tool_call_id", id)
 		}
 	}
-	if name, ok := dictGet(src, "name"); ok {
+	if name, ok, err := get("name"); err != nil {
+		return nil, err
+	} else if ok {
 		if s, ok := name.(string); ok {
 			setPair(out, "name", s)
 		}

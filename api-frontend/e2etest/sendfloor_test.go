@@ -1,0 +1,164 @@
+package e2etest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// BenchmarkSendFloor measures the system-call floor under the frontend's
+// per-token figure at 256 streams: one send(2) (MSG_DONTWAIT, through
+// RawSyscall6, as the frontend's direct path) of a 150-byte chunk to each
+// of 256 loopback TCP connections per round, read by a separate client
+// process (this test binary re-run as TestSendFloorReader), on a locked
+// thread whose user and system CPU come from getrusage(RUSAGE_THREAD).
+// Each -benchtime iteration is one round (256 sends).
+//
+//	SLUICE_E2E_BIN=bin go test -run XXX -bench SendFloor -benchtime 400x ./api-frontend/e2etest/
+//
+// Sub-benchmarks:
+//   - paced: 20 ms between rounds (the sim engine's step), so the reader is
+//     asleep at each round's first sends: the frontend's pattern;
+//   - busy: rounds back to back (the reader is still draining);
+//   - unread: the reader connects and never reads: the sender's cost
+//     without waking anyone (the receive path itself still runs).
+//
+// On loopback the receiver's TCP work (softirq) and its wake-up run inside
+// the sender's send(2) and are charged to the sender's system time.
+func BenchmarkSendFloor(b *testing.B) {
+	for _, mode := range []string{"paced", "busy", "unread"} {
+		b.Run(mode, func(b *testing.B) { sendFloor(b, mode) })
+	}
+}
+
+const (
+	floorConns = 256
+	floorChunk = 150
+)
+
+func sendFloor(b *testing.B, mode string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	rounds := b.N
+	if mode == "unread" {
+		rounds = min(rounds, 200) // stay inside the receive buffers
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSendFloorReader$")
+	cmd.Env = append(os.Environ(), "SLUICE_FLOOR_READER="+ln.Addr().String(), "SLUICE_FLOOR_MODE="+mode,
+		"SLUICE_E2E_BIN="+os.TempDir())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var fds []int
+	var conns []net.Conn
+	for len(conns) < floorConns {
+		c, err := ln.Accept()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = rc.Control(func(fd uintptr) { fds = append(fds, int(fd)) })
+	}
+	chunk := make([]byte, floorChunk)
+	for i := range chunk {
+		chunk[i] = 'x'
+	}
+	type result struct {
+		user, sys time.Duration
+		sends     int
+		err       error
+	}
+	done := make(chan result)
+	b.ResetTimer()
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var r0, r1 syscall.Rusage
+		var res result
+		p := uintptr(unsafe.Pointer(&chunk[0]))
+		var pause time.Duration
+		for i := 0; i < rounds && res.err == nil; i++ {
+			if mode != "busy" {
+				// Not counted: the rusage window covers the sends only.
+				t := time.Now()
+				time.Sleep(20 * time.Millisecond)
+				pause += time.Since(t)
+			}
+			_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
+			for _, fd := range fds {
+				_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+				if e != 0 && e != syscall.EAGAIN {
+					res.err = e
+					break
+				}
+				res.sends++
+			}
+			_ = syscall.Getrusage(1, &r1)
+			res.user += time.Duration(r1.Utime.Nano() - r0.Utime.Nano())
+			res.sys += time.Duration(r1.Stime.Nano() - r0.Stime.Nano())
+		}
+		runtime.KeepAlive(chunk)
+		done <- res
+	}()
+	res := <-done
+	b.StopTimer()
+	if res.err != nil {
+		b.Fatal(res.err)
+	}
+	// getrusage's thread times tick in ~1–4 ms steps; summed over
+	// hundreds of rounds the error averages out.
+	n := float64(res.sends)
+	b.ReportMetric(float64((res.user+res.sys).Nanoseconds())/1e3/n, "cpu-us/send")
+	b.ReportMetric(float64(res.sys.Nanoseconds())/1e3/n, "sys-us/send")
+	b.ReportMetric(float64(res.user.Nanoseconds())/1e3/n, "user-us/send")
+}
+
+// TestSendFloorReader is BenchmarkSendFloor's client process: it opens the
+// connections and drains them (or, in mode unread, only holds them).
+func TestSendFloorReader(t *testing.T) {
+	addr := os.Getenv("SLUICE_FLOOR_READER")
+	if addr == "" {
+		t.Skip("SKIP: BenchmarkSendFloor's reader process (runs only when the benchmark starts it)")
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < floorConns; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("SLUICE_FLOOR_MODE") == "unread" {
+			defer c.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.CopyBuffer(io.Discard, c, make([]byte, 4096))
+			c.Close()
+		}()
+	}
+	if os.Getenv("SLUICE_FLOOR_MODE") == "unread" {
+		time.Sleep(time.Hour) // until the benchmark kills it
+	}
+	wg.Wait()
+	fmt.Fprintln(os.Stderr, "reader done:", strconv.Itoa(floorConns), "connections")
+}
