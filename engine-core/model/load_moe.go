@@ -319,13 +319,13 @@ func (m *Model) hfQwen3Experts(l int, get func(name string, rows, cols int, opti
 // backends' (row-major [out × in] matrices in ggml's MXFP4 blocks or in
 // the dense type), so each layer's experts are repacked once into one
 // buffer, losslessly, and the file's pages of the repacked tensors are
-// then released (safetensors.Model.Release): only the repacked copy stays
-// resident.
+// then released (releasePages, at the end of build): only the repacked
+// copy stays resident.
 func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 	c, mc := &m.Cfg, &m.Cfg.MoE.MoE
 	E, H, D := mc.Experts, mc.Hidden, c.Dim
 	p := fmt.Sprintf("model.layers.%d.mlp.experts.", l)
-	var used []string
+	var used [][]byte // the file bytes repacked (see Model.repacked)
 	raw := func(name string, shape ...int) ([]byte, string, error) {
 		b, ti, _, err := s.m.TensorData(p + name)
 		if err != nil {
@@ -335,7 +335,7 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 			return nil, "", fmt.Errorf("model: %s: %s%s has shape %v, want %v", s.path(), p, name, ti.Shape, shape)
 		}
 		m.weightBytes += int64(len(b))
-		used = append(used, p+name)
+		used = append(used, b)
 		return b, ti.DType, nil
 	}
 	var out []ExpertWeights
@@ -382,11 +382,7 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 			}
 		}
 	}
-	for _, name := range used {
-		if err := s.m.Release(name); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
-	}
+	m.repacked = append(m.repacked, used...)
 	return out, nil
 }
 

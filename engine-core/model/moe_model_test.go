@@ -42,9 +42,14 @@ type moeModel struct {
 
 // randomMoE makes a small random model of the family.
 func randomMoE(family string, dense []int, seed uint64) *moeModel {
+	return randomMoEShape(family, dense, seed, 5, 32)
+}
+
+// randomMoEShape is randomMoE with the given expert count and width.
+func randomMoEShape(family string, dense []int, seed uint64, experts, expHidden int) *moeModel {
 	r := rand.New(rand.NewPCG(seed, 7))
 	m := &moeModel{family: family, w: map[string][]float64{}, dim: map[string][2]int{}, mx: map[string][]byte{},
-		dimModel: 64, hidden: 80, expHidden: 32, layers: 3, heads: 4, kvHeads: 2, hd: 16, vocab: 97, experts: 5, topK: 2, window: 5,
+		dimModel: 64, hidden: 80, expHidden: expHidden, layers: 3, heads: 4, kvHeads: 2, hd: 16, vocab: 97, experts: experts, topK: 2, window: 5,
 		denseLayer: map[int]bool{}}
 	for _, l := range dense {
 		m.denseLayer[l] = true
@@ -761,6 +766,77 @@ func checkDecodeAllocs(t *testing.T, m *Model) {
 
 // noExpertOps is a backend without kernels.ExpertOps.
 type noExpertOps struct{ kernels.Backend }
+
+// TestGptOssExpertsReleased loads gpt-oss safetensors files whose experts
+// are most of the file (MXFP4 and BF16 layouts) and checks, from
+// /proc/self/smaps, that after Load the file's mapping holds at most the
+// bytes that are not expert tensors: the repacked copy is the only
+// resident one.
+func TestGptOssExpertsReleased(t *testing.T) {
+	for _, layout := range []string{"MXFP4", "BF16"} {
+		t.Run(layout, func(t *testing.T) {
+			mm := randomMoEShape("gpt_oss", nil, 31, 32, 256)
+			dir := mm.writeHFExperts(t, layout)
+			path := filepath.Join(dir, "model.safetensors")
+			st, err := safetensors.OpenModel(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var experts int64
+			for _, n := range st.Names() {
+				if ti, _ := st.Tensor(n); strings.Contains(n, ".mlp.experts.") && !strings.HasSuffix(n, "_bias") {
+					experts += ti.End - ti.Begin
+				}
+			}
+			st.Close()
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if experts < fi.Size()*3/4 {
+				t.Fatalf("experts are %d of %d bytes: too few for the check", experts, fi.Size())
+			}
+			be := cpu.New(cpu.Options{Threads: 2})
+			defer be.Close()
+			m, err := Load(dir, be, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			rss := mappedRSS(t, path)
+			// pages holding the ends of expert tensors (shared with other
+			// tensors) may stay: one page each side of each tensor
+			slack := int64(3 * 4 * 2 * os.Getpagesize())
+			if rss > fi.Size()-experts+slack {
+				t.Errorf("the file's mapping keeps %d bytes resident after Load; its non-expert tensors are %d bytes", rss, fi.Size()-experts)
+			}
+		})
+	}
+}
+
+// mappedRSS returns the resident bytes of this process's mappings of the
+// file at path, from /proc/self/smaps.
+func mappedRSS(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("SKIP: no /proc/self/smaps (%v): resident pages cannot be read here", err)
+	}
+	var rss int64
+	in := false
+	for _, ln := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(ln); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			in = f[len(f)-1] == path
+			continue
+		}
+		if in && strings.HasPrefix(ln, "Rss:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimPrefix(ln, "Rss:"), "%d", &kb)
+			rss += kb << 10
+		}
+	}
+	return rss
+}
 
 // TestMoELoadErrors checks that malformed mixture-of-experts files and a
 // backend without expert ops fail to load with an error naming the

@@ -264,25 +264,6 @@ func (m *Model) TensorData(name string) ([]byte, TensorInfo, string, error) {
 	return b, t, f.Path, err
 }
 
-// Release drops the named tensor's pages from the process's resident set
-// (mapfile.Release) where its file is memory-mapped; a loader calls it
-// after copying the tensor into another layout. The bytes stay readable.
-// Files parsed from memory are left as they are.
-func (m *Model) Release(name string) error {
-	f, ok := m.byName[name]
-	if !ok {
-		return fmt.Errorf("safetensors: %s: no tensor %q in any shard", m.Dir, name)
-	}
-	b, _, err := f.TensorData(name)
-	if err != nil || !f.mapped {
-		return err
-	}
-	if err := mapfile.Release(b); err != nil {
-		return fmt.Errorf("safetensors: %s: release %q: %w", f.Path, name, err)
-	}
-	return nil
-}
-
 // Close unmaps every shard.
 func (m *Model) Close() error {
 	var first error

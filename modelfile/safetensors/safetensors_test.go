@@ -45,16 +45,6 @@ func TestRoundTrip(t *testing.T) {
 	if _, _, _, err := m.TensorData("nope"); err == nil {
 		t.Error("missing tensor: want error")
 	}
-	// Release keeps the bytes readable and names a missing tensor
-	if err := m.Release("a.weight"); err != nil {
-		t.Fatal(err)
-	}
-	if b, _, _, _ := m.TensorData("a.weight"); !bytes.Equal(b, sample()[0].Data) {
-		t.Errorf("a.weight after Release = %v", b)
-	}
-	if err := m.Release("nope"); err == nil || !strings.Contains(err.Error(), `no tensor "nope"`) {
-		t.Errorf("Release(nope) = %v", err)
-	}
 }
 
 func TestSharded(t *testing.T) {
