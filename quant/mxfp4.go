@@ -80,23 +80,35 @@ func DequantizeMXFP4Split(out []float32, blocks, scales []byte) {
 // MXFP4FromSplit repacks gpt-oss's safetensors layout (blocks: 16 bytes per
 // block, scales: one byte per block) into ggml's layout, losslessly.
 func MXFP4FromSplit(blocks, scales []byte) ([]byte, error) {
-	if len(blocks) != 16*len(scales) {
-		return nil, fmt.Errorf("repack mxfp4: %d block bytes for %d scales, want 16 per scale", len(blocks), len(scales))
-	}
 	out := make([]byte, len(scales)*MXFP4BlockBytes)
+	if err := MXFP4FromSplitInto(out, blocks, scales); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MXFP4FromSplitInto is MXFP4FromSplit writing into dst, which must hold
+// exactly len(scales) blocks.
+func MXFP4FromSplitInto(dst, blocks, scales []byte) error {
+	if len(blocks) != 16*len(scales) {
+		return fmt.Errorf("repack mxfp4: %d block bytes for %d scales, want 16 per scale", len(blocks), len(scales))
+	}
+	if len(dst) != len(scales)*MXFP4BlockBytes {
+		return fmt.Errorf("repack mxfp4: %d bytes for %d blocks, want %d", len(dst), len(scales), len(scales)*MXFP4BlockBytes)
+	}
 	for b, e := range scales {
 		src := blocks[b*16 : (b+1)*16]
-		dst := out[b*MXFP4BlockBytes : (b+1)*MXFP4BlockBytes]
-		dst[0] = e
+		d := dst[b*MXFP4BlockBytes : (b+1)*MXFP4BlockBytes]
+		d[0] = e
 		// Element i sits in src[i/2], low nibble when i is even. ggml puts
-		// element j (< 16) in the low nibble of dst[1+j], 16+j in the high.
+		// element j (< 16) in the low nibble of d[1+j], 16+j in the high.
 		for j := 0; j < 16; j++ {
 			lo := src[j/2] >> (4 * (j & 1)) & 0xF
 			hi := src[(16+j)/2] >> (4 * (j & 1)) & 0xF
-			dst[1+j] = lo | hi<<4
+			d[1+j] = lo | hi<<4
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // QuantizeMXFP4 encodes xs (a multiple of 32 values) in ggml's layout as

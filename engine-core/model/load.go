@@ -604,6 +604,10 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 			releasePages(fileBytes[w])
 		}
 	}
+	for _, b := range m.repacked {
+		releasePages(b)
+	}
+	m.repacked = nil
 	table := kernels.RoPETable(c.MaxPos, c.InvFreq())
 	if c.RopeScaling == nil && len(c.RopeFreqFactors) == 0 && (c.MoE == nil || c.MoE.YaRN == nil) {
 		// unscaled RoPE: llama.cpp's angles, for bit-exact rotations

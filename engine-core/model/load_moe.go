@@ -17,8 +17,11 @@ import (
 //
 // Hugging Face: gpt-oss (GptOssForCausalLM) stores each layer's experts as
 // mlp.experts.{gate_up,down}_proj_{blocks,scales,bias}, MXFP4 in the split
-// layout with gate and up rows interleaved; they are repacked into ggml's
-// MXFP4 layout (a copy; no re-encoding). Qwen3-MoE (Qwen3MoeForCausalLM)
+// layout with gate and up rows interleaved, or (BF16 conversions) as dense
+// input-major mlp.experts.{gate_up,down}_proj; either is repacked once
+// into the backends' row-major layout (no re-encoding) and the file's
+// pages of those tensors are released, so that only the repacked copy is
+// resident (hfGptOssExperts). Qwen3-MoE (Qwen3MoeForCausalLM)
 // stores one 2-D tensor per expert (mlp.experts.E.{gate,up,down}_proj),
 // used in place from the memory map.
 //
@@ -300,16 +303,29 @@ func (m *Model) hfQwen3Experts(l int, get func(name string, rows, cols int, opti
 	return out, nil
 }
 
-// hfGptOssExperts loads gpt-oss's MXFP4 experts from the split layout:
-// gate_up_proj_blocks [experts × 2·hidden × dim/32 × 16] and _scales
-// [experts × 2·hidden × dim/32] (gate row i is row 2i, up row i is row
-// 2i+1), down_proj_blocks [experts × dim × hidden/32 × 16] and _scales, and
-// the biases [experts × 2·hidden] and [experts × dim]. Each expert's
-// matrices are repacked into ggml's MXFP4 layout.
+// hfGptOssExperts loads gpt-oss's experts in either Hugging Face layout:
+//
+//   - MXFP4 (the published checkpoint): gate_up_proj_blocks [experts ×
+//     2·hidden × dim/32 × 16] and _scales [experts × 2·hidden × dim/32]
+//     (gate row i is row 2i, up row i is row 2i+1), down_proj_blocks
+//     [experts × dim × hidden/32 × 16] and _scales;
+//   - dense (BF16, F16 or F32, as the BF16 conversions store it, the
+//     layout transformers' GptOssExperts multiplies with): gate_up_proj
+//     [experts × dim × 2·hidden] (input-major; gate is column 2i, up column
+//     2i+1) and down_proj [experts × hidden × dim];
+//
+// and the biases gate_up_proj_bias [experts × 2·hidden] (interleaved the
+// same way) and down_proj_bias [experts × dim]. Neither layout is the
+// backends' (row-major [out × in] matrices in ggml's MXFP4 blocks or in
+// the dense type), so each layer's experts are repacked once into one
+// buffer, losslessly, and the file's pages of the repacked tensors are
+// then released (releasePages, at the end of build): only the repacked
+// copy stays resident.
 func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 	c, mc := &m.Cfg, &m.Cfg.MoE.MoE
 	E, H, D := mc.Experts, mc.Hidden, c.Dim
 	p := fmt.Sprintf("model.layers.%d.mlp.experts.", l)
+	var used [][]byte // the file bytes repacked (see Model.repacked)
 	raw := func(name string, shape ...int) ([]byte, string, error) {
 		b, ti, _, err := s.m.TensorData(p + name)
 		if err != nil {
@@ -319,24 +335,16 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 			return nil, "", fmt.Errorf("model: %s: %s%s has shape %v, want %v", s.path(), p, name, ti.Shape, shape)
 		}
 		m.weightBytes += int64(len(b))
+		used = append(used, b)
 		return b, ti.DType, nil
 	}
-	if D%32 != 0 || H%32 != 0 {
-		return nil, fmt.Errorf("model: %s: MXFP4 experts need widths that are multiples of 32 (dim %d, hidden %d)", s.path(), D, H)
+	var out []ExpertWeights
+	var err error
+	if _, ok := s.m.Tensor(p + "gate_up_proj_blocks"); ok {
+		out, err = m.gptOssMXFP4(s, p, raw)
+	} else {
+		out, err = m.gptOssDense(s, p, raw)
 	}
-	guB, _, err := raw("gate_up_proj_blocks", E, 2*H, D/32, 16)
-	if err != nil {
-		return nil, err
-	}
-	guS, _, err := raw("gate_up_proj_scales", E, 2*H, D/32)
-	if err != nil {
-		return nil, err
-	}
-	dnB, _, err := raw("down_proj_blocks", E, D, H/32, 16)
-	if err != nil {
-		return nil, err
-	}
-	dnS, _, err := raw("down_proj_scales", E, D, H/32)
 	if err != nil {
 		return nil, err
 	}
@@ -359,43 +367,8 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 	if err != nil {
 		return nil, err
 	}
-	// rowsOf repacks the given rows of one expert's split blocks/scales
-	// (nb blocks per row) into ggml's layout.
-	rowsOf := func(blocks, scales []byte, nb int, rows []int) ([]byte, error) {
-		bb, ss := make([]byte, 0, len(rows)*nb*16), make([]byte, 0, len(rows)*nb)
-		for _, r := range rows {
-			bb = append(bb, blocks[r*nb*16:(r+1)*nb*16]...)
-			ss = append(ss, scales[r*nb:(r+1)*nb]...)
-		}
-		return quant.MXFP4FromSplit(bb, ss)
-	}
-	even, odd, all := make([]int, H), make([]int, H), make([]int, D)
-	for i := range even {
-		even[i], odd[i] = 2*i, 2*i+1
-	}
-	for i := range all {
-		all[i] = i
-	}
-	out := make([]ExpertWeights, E)
 	for e := range out {
 		ex := &out[e]
-		gb, gs := guB[e*2*H*D/32*16:(e+1)*2*H*D/32*16], guS[e*2*H*D/32:(e+1)*2*H*D/32]
-		db, ds := dnB[e*D*H/32*16:(e+1)*D*H/32*16], dnS[e*D*H/32:(e+1)*D*H/32]
-		for _, w := range []struct {
-			dst          *kernels.Tensor
-			blocks, scls []byte
-			nb           int
-			rows         []int
-			cols         int
-		}{{&ex.Gate, gb, gs, D / 32, even, D}, {&ex.Up, gb, gs, D / 32, odd, D}, {&ex.Down, db, ds, H / 32, all, H}} {
-			q, err := rowsOf(w.blocks, w.scls, w.nb, w.rows)
-			if err == nil {
-				*w.dst, err = m.be.Weight(kernels.MXFP4, len(w.rows), w.cols, q)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
-			}
-		}
 		gbias, ubias := make([]float32, H), make([]float32, H)
 		for i := 0; i < H; i++ {
 			gbias[i], ubias[i] = guBias[e*2*H+2*i], guBias[e*2*H+2*i+1]
@@ -409,5 +382,143 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 			}
 		}
 	}
+	m.repacked = append(m.repacked, used...)
 	return out, nil
+}
+
+// gptOssMXFP4 repacks one layer's MXFP4 experts (the split layout, see
+// hfGptOssExperts) into ggml's blocks: one buffer holding, per expert, the
+// gate, up and down matrices row-major.
+func (m *Model) gptOssMXFP4(s *hfSource, p string, raw func(string, ...int) ([]byte, string, error)) ([]ExpertWeights, error) {
+	c, mc := &m.Cfg, &m.Cfg.MoE.MoE
+	E, H, D := mc.Experts, mc.Hidden, c.Dim
+	if D%32 != 0 || H%32 != 0 {
+		return nil, fmt.Errorf("model: %s: MXFP4 experts need widths that are multiples of 32 (dim %d, hidden %d)", s.path(), D, H)
+	}
+	guB, _, err := raw("gate_up_proj_blocks", E, 2*H, D/32, 16)
+	if err != nil {
+		return nil, err
+	}
+	guS, _, err := raw("gate_up_proj_scales", E, 2*H, D/32)
+	if err != nil {
+		return nil, err
+	}
+	dnB, _, err := raw("down_proj_blocks", E, D, H/32, 16)
+	if err != nil {
+		return nil, err
+	}
+	dnS, _, err := raw("down_proj_scales", E, D, H/32)
+	if err != nil {
+		return nil, err
+	}
+	gb, db := D/32, H/32 // blocks per row of gate/up and of down
+	gm, dm := H*gb*quant.MXFP4BlockBytes, D*db*quant.MXFP4BlockBytes
+	buf := make([]byte, E*(2*gm+dm))
+	out := make([]ExpertWeights, E)
+	for e := range out {
+		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]
+		gate, up, down := eb[:gm], eb[gm:2*gm], eb[2*gm:]
+		for i := 0; i < 2*H; i++ { // row i of gate_up: gate row i/2 or up row i/2
+			r := e*2*H + i
+			dst := gate
+			if i%2 == 1 {
+				dst = up
+			}
+			dst = dst[i/2*gb*quant.MXFP4BlockBytes : (i/2+1)*gb*quant.MXFP4BlockBytes]
+			if err := quant.MXFP4FromSplitInto(dst, guB[r*gb*16:(r+1)*gb*16], guS[r*gb:(r+1)*gb]); err != nil {
+				return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
+			}
+		}
+		if err := quant.MXFP4FromSplitInto(down, dnB[e*D*db*16:(e+1)*D*db*16], dnS[e*D*db:(e+1)*D*db]); err != nil {
+			return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
+		}
+		ex := &out[e]
+		for _, w := range []struct {
+			dst        *kernels.Tensor
+			q          []byte
+			rows, cols int
+		}{{&ex.Gate, gate, H, D}, {&ex.Up, up, H, D}, {&ex.Down, down, D, H}} {
+			if *w.dst, err = m.be.Weight(kernels.MXFP4, w.rows, w.cols, w.q); err != nil {
+				return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// gptOssDense repacks one layer's dense experts (BF16, F16 or F32,
+// input-major, see hfGptOssExperts) into row-major matrices of the same
+// type (a transpose; values are not converted): one buffer holding, per
+// expert, the gate, up and down matrices.
+func (m *Model) gptOssDense(s *hfSource, p string, raw func(string, ...int) ([]byte, string, error)) ([]ExpertWeights, error) {
+	c, mc := &m.Cfg, &m.Cfg.MoE.MoE
+	E, H, D := mc.Experts, mc.Hidden, c.Dim
+	if _, ok := s.m.Tensor(p + "gate_up_proj"); !ok {
+		return nil, fmt.Errorf("model: %s: %s: neither gate_up_proj_blocks (MXFP4) nor gate_up_proj (BF16, F16 or F32) experts", s.path(), p)
+	}
+	gu, gt, err := raw("gate_up_proj", E, D, 2*H)
+	if err != nil {
+		return nil, err
+	}
+	dn, dt, err := raw("down_proj", E, H, D)
+	if err != nil {
+		return nil, err
+	}
+	if gt != dt {
+		return nil, fmt.Errorf("model: %s: %s: gate_up_proj is %s but down_proj %s", s.path(), p, gt, dt)
+	}
+	typ, ok := map[string]kernels.DType{"BF16": kernels.BF16, "F16": kernels.F16, "F32": kernels.F32}[gt]
+	if !ok {
+		return nil, fmt.Errorf("model: %s: %sgate_up_proj: unsupported dtype %s (want MXFP4 blocks, BF16, F16 or F32)", s.path(), p, gt)
+	}
+	es := typ.RowBytes(1)
+	gm, dm := H*D*es, D*H*es
+	buf := make([]byte, E*(2*gm+dm))
+	out := make([]ExpertWeights, E)
+	for e := range out {
+		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]
+		gate, up, down := eb[:gm], eb[gm:2*gm], eb[2*gm:]
+		src := gu[e*gm*2 : (e+1)*gm*2] // [D × 2H]
+		// gate[i][k] = src[k][2i], up[i][k] = src[k][2i+1]
+		transpose(gate, src, D, H, es, 2*H, 2, 0)
+		transpose(up, src, D, H, es, 2*H, 2, 1)
+		// down[d][h] = dn[e][h][d]
+		transpose(down, dn[e*dm:(e+1)*dm], H, D, es, D, 1, 0)
+		ex := &out[e]
+		for _, w := range []struct {
+			dst        *kernels.Tensor
+			q          []byte
+			rows, cols int
+		}{{&ex.Gate, gate, H, D}, {&ex.Up, up, H, D}, {&ex.Down, down, D, H}} {
+			if typ == kernels.F32 {
+				*w.dst, err = m.be.WeightF32(w.rows, w.cols, kernels.BytesToF32(w.q))
+			} else {
+				*w.dst, err = m.be.Weight(typ, w.rows, w.cols, w.q)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// transpose sets dst (rows × n elements of es bytes, row-major) to
+// dst[i][k] = src[k][step·i + off], src holding n rows of width elements:
+// a transpose that also takes every step-th column from off (gpt-oss's
+// interleaved gate and up columns). It walks 32 × 32 tiles so that both
+// sides stay in cache.
+func transpose(dst, src []byte, n, rows, es, width, step, off int) {
+	const tile = 32
+	for i0 := 0; i0 < rows; i0 += tile {
+		for k0 := 0; k0 < n; k0 += tile {
+			for i := i0; i < min(i0+tile, rows); i++ {
+				d := dst[i*n*es:]
+				j := (step*i + off) * es
+				for k := k0; k < min(k0+tile, n); k++ {
+					copy(d[k*es:(k+1)*es], src[k*width*es+j:k*width*es+j+es])
+				}
+			}
+		}
+	}
 }

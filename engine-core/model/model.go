@@ -38,6 +38,11 @@ type Model struct {
 	src  source
 	// weightBytes is the size of the weights as the file stores them.
 	weightBytes int64
+	// repacked are file bytes that the loader copied into another layout
+	// (gpt-oss's safetensors experts), released at the end of build,
+	// after every other read of the file (a read faults in the pages
+	// around it)
+	repacked [][]byte
 }
 
 // WeightBytes is the size of the model's weights as its file stores them

@@ -36,10 +36,21 @@ func BenchmarkMoEFileDecode(b *testing.B) {
 			defer m.Close()
 			rssLoad := rssBytes(b) - rss0
 			const bs, maxCtx = 16, 256
-			for _, nseq := range []int{1, 16} {
-				b.Run(fmt.Sprintf("seqs%d", nseq), func(b *testing.B) {
-					decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad)
-				})
+			// seqsN: the experts' pages are mapped as the steps first touch
+			// them (a freshly loaded model); seqsN-warm: every expert's
+			// pages are touched first, as after serving long enough that
+			// each expert was chosen (the steady state)
+			for _, warm := range []bool{false, true} {
+				for _, nseq := range []int{1, 16} {
+					name := fmt.Sprintf("seqs%d", nseq)
+					if warm {
+						name += "-warm"
+						touchExperts(m)
+					}
+					b.Run(name, func(b *testing.B) {
+						decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad)
+					})
+				}
 			}
 		})
 	}
@@ -87,6 +98,27 @@ func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int
 	b.ReportMetric(float64(rssLoad)/1e6, "rss-load-MB")
 	b.ReportMetric(float64(rssBytes(b)-rss0)/1e6, "rss-decode-MB")
 	b.ReportMetric(float64(m.WeightBytes())/1e6, "weights-MB")
+}
+
+// touchSink keeps touchExperts' reads.
+var touchSink byte
+
+// touchExperts reads one byte of every page of every expert matrix held
+// in host memory, so that the memory-mapped ones are all mapped.
+func touchExperts(m *Model) {
+	var s byte
+	for l := range m.Layers {
+		for _, e := range m.Layers[l].Experts {
+			for _, t := range []kernels.Tensor{e.Gate, e.Up, e.Down} {
+				if h, ok := t.(*kernels.Host); ok {
+					for i := 0; i < len(h.Q); i += 4096 {
+						s += h.Q[i]
+					}
+				}
+			}
+		}
+	}
+	touchSink += s
 }
 
 // benchCPUTime is the process's user+system CPU time.

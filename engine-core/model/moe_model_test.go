@@ -32,6 +32,9 @@ type moeModel struct {
 	// mx holds the ggml-layout MXFP4 bytes of gpt-oss's expert matrices
 	// (w holds their exact decoded values).
 	mx map[string][]byte
+	// expertLayout, when set, is the layout TestMoELoadErrors writes
+	// gpt-oss's experts in (writeHFExperts)
+	expertLayout string
 
 	dimModel, hidden, expHidden, layers, heads, kvHeads, hd, vocab, experts, topK, window int
 	denseLayer                                                                            map[int]bool
@@ -39,9 +42,14 @@ type moeModel struct {
 
 // randomMoE makes a small random model of the family.
 func randomMoE(family string, dense []int, seed uint64) *moeModel {
+	return randomMoEShape(family, dense, seed, 5, 32)
+}
+
+// randomMoEShape is randomMoE with the given expert count and width.
+func randomMoEShape(family string, dense []int, seed uint64, experts, expHidden int) *moeModel {
 	r := rand.New(rand.NewPCG(seed, 7))
 	m := &moeModel{family: family, w: map[string][]float64{}, dim: map[string][2]int{}, mx: map[string][]byte{},
-		dimModel: 64, hidden: 80, expHidden: 32, layers: 3, heads: 4, kvHeads: 2, hd: 16, vocab: 97, experts: 5, topK: 2, window: 5,
+		dimModel: 64, hidden: 80, expHidden: expHidden, layers: 3, heads: 4, kvHeads: 2, hd: 16, vocab: 97, experts: experts, topK: 2, window: 5,
 		denseLayer: map[int]bool{}}
 	for _, l := range dense {
 		m.denseLayer[l] = true
@@ -189,6 +197,15 @@ func toSplit(q []byte) (blocks, scales []byte) {
 // family's Hugging Face layout (F32 except gpt-oss's MXFP4 experts).
 func (m *moeModel) writeHF(t *testing.T) string {
 	t.Helper()
+	return m.writeHFExperts(t, "MXFP4")
+}
+
+// writeHFExperts is writeHF with gpt-oss's experts in the given layout:
+// "MXFP4" (split blocks and scales) or a dense dtype ("BF16", "F32") in
+// transformers' input-major gate_up_proj [experts × dim × 2·hidden] and
+// down_proj [experts × hidden × dim]. MXFP4 values are exact in BF16.
+func (m *moeModel) writeHFExperts(t *testing.T, layout string) string {
+	t.Helper()
 	dir := t.TempDir()
 	cb, _ := json.Marshal(m.cfg)
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
@@ -228,12 +245,37 @@ func (m *moeModel) writeHF(t *testing.T) string {
 				dnBias = append(dnBias, f32s(m.w[pe+"down_proj.bias"])...)
 			}
 			ts = append(ts,
-				safetensors.Tensor{Name: p + "gate_up_proj_blocks", DType: "U8", Shape: []int{E, 2 * EH, D / 32, 16}, Data: guB},
-				safetensors.Tensor{Name: p + "gate_up_proj_scales", DType: "U8", Shape: []int{E, 2 * EH, D / 32}, Data: guS},
 				safetensors.Tensor{Name: p + "gate_up_proj_bias", DType: "F32", Shape: []int{E, 2 * EH}, Data: safetensors.F32Bytes(guBias)},
-				safetensors.Tensor{Name: p + "down_proj_blocks", DType: "U8", Shape: []int{E, D, EH / 32, 16}, Data: dnB},
-				safetensors.Tensor{Name: p + "down_proj_scales", DType: "U8", Shape: []int{E, D, EH / 32}, Data: dnS},
 				safetensors.Tensor{Name: p + "down_proj_bias", DType: "F32", Shape: []int{E, D}, Data: safetensors.F32Bytes(dnBias)})
+			if layout == "MXFP4" {
+				ts = append(ts,
+					safetensors.Tensor{Name: p + "gate_up_proj_blocks", DType: "U8", Shape: []int{E, 2 * EH, D / 32, 16}, Data: guB},
+					safetensors.Tensor{Name: p + "gate_up_proj_scales", DType: "U8", Shape: []int{E, 2 * EH, D / 32}, Data: guS},
+					safetensors.Tensor{Name: p + "down_proj_blocks", DType: "U8", Shape: []int{E, D, EH / 32, 16}, Data: dnB},
+					safetensors.Tensor{Name: p + "down_proj_scales", DType: "U8", Shape: []int{E, D, EH / 32}, Data: dnS})
+				continue
+			}
+			// dense: gu[e][k][2i] = gate[i][k], gu[e][k][2i+1] = up[i][k],
+			// dn[e][h][d] = down[d][h]
+			gu, dn := make([]float32, E*D*2*EH), make([]float32, E*EH*D)
+			for e := 0; e < E; e++ {
+				pe := fmt.Sprintf("%s%d.", p, e)
+				g, u, dw := m.w[pe+"gate_proj.weight"], m.w[pe+"up_proj.weight"], m.w[pe+"down_proj.weight"]
+				for i := 0; i < EH; i++ {
+					for k := 0; k < D; k++ {
+						gu[(e*D+k)*2*EH+2*i] = float32(g[i*D+k])
+						gu[(e*D+k)*2*EH+2*i+1] = float32(u[i*D+k])
+						dn[(e*EH+i)*D+k] = float32(dw[k*EH+i])
+					}
+				}
+			}
+			enc := safetensors.F32Bytes
+			if layout == "BF16" {
+				enc = safetensors.BF16Bytes
+			}
+			ts = append(ts,
+				safetensors.Tensor{Name: p + "gate_up_proj", DType: layout, Shape: []int{E, D, 2 * EH}, Data: enc(gu)},
+				safetensors.Tensor{Name: p + "down_proj", DType: layout, Shape: []int{E, EH, D}, Data: enc(dn)})
 		}
 	}
 	var buf bytes.Buffer
@@ -570,6 +612,8 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 		dense                []int
 	}{
 		{"gpt-oss-safetensors-mxfp4", "gpt_oss", "hf", nil},
+		{"gpt-oss-safetensors-bf16", "gpt_oss", "hf-BF16", nil},
+		{"gpt-oss-safetensors-f32", "gpt_oss", "hf-F32", nil},
 		{"gpt-oss-gguf-mxfp4", "gpt_oss", "gguf", nil},
 		{"qwen3-moe-safetensors-dense-layer", "qwen3_moe", "hf", []int{1}},
 		{"qwen3-moe-gguf-bf16", "qwen3_moe", "gguf", nil},
@@ -581,6 +625,8 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 			var path string
 			if c.format == "hf" {
 				path = mm.writeHF(t)
+			} else if layout, ok := strings.CutPrefix(c.format, "hf-"); ok {
+				path = mm.writeHFExperts(t, layout)
 			} else {
 				path = mm.writeGGUF(t)
 			}
@@ -730,6 +776,77 @@ func checkDecodeAllocs(t *testing.T, m *Model) {
 // noExpertOps is a backend without kernels.ExpertOps.
 type noExpertOps struct{ kernels.Backend }
 
+// TestGptOssExpertsReleased loads gpt-oss safetensors files whose experts
+// are most of the file (MXFP4 and BF16 layouts) and checks, from
+// /proc/self/smaps, that after Load the file's mapping holds at most the
+// bytes that are not expert tensors: the repacked copy is the only
+// resident one.
+func TestGptOssExpertsReleased(t *testing.T) {
+	for _, layout := range []string{"MXFP4", "BF16"} {
+		t.Run(layout, func(t *testing.T) {
+			mm := randomMoEShape("gpt_oss", nil, 31, 32, 256)
+			dir := mm.writeHFExperts(t, layout)
+			path := filepath.Join(dir, "model.safetensors")
+			st, err := safetensors.OpenModel(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var experts int64
+			for _, n := range st.Names() {
+				if ti, _ := st.Tensor(n); strings.Contains(n, ".mlp.experts.") && !strings.HasSuffix(n, "_bias") {
+					experts += ti.End - ti.Begin
+				}
+			}
+			st.Close()
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if experts < fi.Size()*3/4 {
+				t.Fatalf("experts are %d of %d bytes: too few for the check", experts, fi.Size())
+			}
+			be := cpu.New(cpu.Options{Threads: 2})
+			defer be.Close()
+			m, err := Load(dir, be, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			rss := mappedRSS(t, path)
+			// pages holding the ends of expert tensors (shared with other
+			// tensors) may stay: one page each side of each tensor
+			slack := int64(3 * 4 * 2 * os.Getpagesize())
+			if rss > fi.Size()-experts+slack {
+				t.Errorf("the file's mapping keeps %d bytes resident after Load; its non-expert tensors are %d bytes", rss, fi.Size()-experts)
+			}
+		})
+	}
+}
+
+// mappedRSS returns the resident bytes of this process's mappings of the
+// file at path, from /proc/self/smaps.
+func mappedRSS(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("SKIP: no /proc/self/smaps (%v): resident pages cannot be read here", err)
+	}
+	var rss int64
+	in := false
+	for _, ln := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(ln); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			in = f[len(f)-1] == path
+			continue
+		}
+		if in && strings.HasPrefix(ln, "Rss:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimPrefix(ln, "Rss:"), "%d", &kb)
+			rss += kb << 10
+		}
+	}
+	return rss
+}
+
 // TestMoELoadErrors checks that malformed mixture-of-experts files and a
 // backend without expert ops fail to load with an error naming the
 // problem.
@@ -750,6 +867,7 @@ func TestMoELoadErrors(t *testing.T) {
 			m.dim["model.layers.0.mlp.router.weight"] = [2]int{4, 64}
 		}, nil, "mlp.router.weight has shape [4 × 64], want [5 × 64]"},
 		{"no expert ops", "gpt_oss", true, nil, func() kernels.Backend { return noExpertOps{kernels.NewRef()} }, "no mixture-of-experts ops"},
+		{"dense expert dtype", "gpt_oss", false, func(m *moeModel) { m.expertLayout = "I32" }, nil, "gate_up_proj: unsupported dtype I32 (want MXFP4 blocks, BF16, F16 or F32)"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -758,9 +876,12 @@ func TestMoELoadErrors(t *testing.T) {
 				c.edit(m)
 			}
 			var path string
-			if c.gguf {
+			switch {
+			case c.gguf:
 				path = m.writeGGUF(t)
-			} else {
+			case m.expertLayout != "":
+				path = m.writeHFExperts(t, m.expertLayout)
+			default:
 				path = m.writeHF(t)
 			}
 			be := kernels.Backend(kernels.NewRef())

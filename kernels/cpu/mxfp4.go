@@ -32,9 +32,15 @@ import (
 // the codes with one VPSHUFB table lookup to the doubled value plus 12 (an
 // unsigned byte, VPMADDUBSW's unsigned operand, the activations the signed
 // one) and take back 12·Σx with pair corrections of the activations made
-// once per MatMul (mxfp4Corr): the same exact integer per block. Their
-// plain-Go twins below run under -tags purego and on machines without
-// AVX2.
+// once per MatMul (mxfp4Corr): the same exact integer per block. For a
+// single activation row (decode) the scale products tab[e]·d are made once
+// per MatMul as a table per activation block (mxfp4Corr, 256 entries a
+// block), so that the row loop needs no multiply; the products are the
+// same float32 values the other kernels make in their loops, and every
+// kernel adds the blocks of a row into one accumulator in order, so a
+// row's result is the same bit for bit whichever kernel, batch or
+// threading computed it. Their plain-Go twins below run under -tags
+// purego and on machines without AVX2.
 
 // e8m0Half is the float32 factor of each E8M0 byte for the doubled codes:
 // quant.E8M0ToF32(e)/2. It is a constant table, never written.
@@ -68,7 +74,9 @@ func dotMXFP4Go(w []byte, xq []int8, xd []float32) float32 {
 
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the
-// pair sums of VPMADDUBSW (which the AVX2 kernels add to them).
+// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); and, for a
+// single activation row, a.mxs to its scale tables (mxfp4Scales) unless
+// they are those of the rows quantized last.
 func (a *actQ) mxfp4Corr() {
 	n := len(a.q) / 2
 	if cap(a.c16) < n {
@@ -78,6 +86,24 @@ func (a *actQ) mxfp4Corr() {
 	for i := range a.c16 {
 		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
 	}
+	if a.n == 1 && !a.mxsOK {
+		a.mxfp4Scales()
+	}
+}
+
+// mxfp4Scales sets a.mxs to the scale tables of the single activation row
+// (its nb blocks): a.mxs[256b+e] = e8m0Half[e]·d[b], the float32 product
+// each kernel makes for a weight block of scale byte e.
+func (a *actQ) mxfp4Scales() {
+	nb := len(a.d)
+	if cap(a.mxs) < nb*256 {
+		a.mxs = make([]float32, nb*256)
+	}
+	a.mxs = a.mxs[:nb*256]
+	if nb > 0 {
+		mxfp4ScaleTabAVX2(&e8m0Half[0], &a.d[0], nb, &a.mxs[0])
+	}
+	a.mxsOK = true
 }
 
 // dotMXFP4 returns row m of the Q8 activations · one MXFP4 row: the AVX2
@@ -91,18 +117,25 @@ func (k kern) dotMXFP4(w []byte, a *actQ, m int) float32 {
 		c := a.c16[m*K/2 : (m+1)*K/2]
 		_ = w[nb*quant.MXFP4BlockBytes-1]
 		var out float32
-		dotMXFP4RowsAVX2(&w[0], &xq[0], &c[0], &xd[0], &e8m0Half[0], nb, 1, &out)
+		dotMXFP4RowsMulAVX2(&w[0], &xq[0], &c[0], &xd[0], &e8m0Half[0], nb, 1, &out)
 		return out
 	}
 	return dotMXFP4Go(w, xq, xd)
 }
 
 // mxfp4Rows computes MXFP4 weight rows wr (rows of nb blocks, back to
-// back) against the single quantized activation row of a into out[:rows].
+// back) against the single quantized activation row of a into out[:rows],
+// four rows at a time: with the row's scale tables when it has them
+// (a.mxsOK), else with the scale products made in the loop.
 func mxfp4Rows(wr []byte, a *actQ, nb, rows int, out []float32) {
 	_, _, _ = a.q[nb*32-1], a.d[nb-1], a.c16[nb*16-1]
 	_, _ = wr[rows*nb*quant.MXFP4BlockBytes-1], out[rows-1]
-	dotMXFP4RowsAVX2(&wr[0], &a.q[0], &a.c16[0], &a.d[0], &e8m0Half[0], nb, rows, &out[0])
+	if a.mxsOK {
+		_ = a.mxs[nb*256-1]
+		dotMXFP4RowsAVX2(&wr[0], &a.q[0], &a.c16[0], &a.mxs[0], nb, rows, &out[0])
+		return
+	}
+	dotMXFP4RowsMulAVX2(&wr[0], &a.q[0], &a.c16[0], &a.d[0], &e8m0Half[0], nb, rows, &out[0])
 }
 
 // mxfp4Tile computes one MXFP4 weight row against the R (2 to 4)

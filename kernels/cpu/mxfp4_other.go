@@ -2,7 +2,15 @@
 
 package cpu
 
-func dotMXFP4RowsAVX2(w *byte, xq *int8, c *int16, xd *float32, tab *float32, nb int, rows int, out *float32) {
+func dotMXFP4RowsAVX2(w *byte, xq *int8, c *int16, ts *float32, nb int, rows int, out *float32) {
+	panic("unreachable")
+}
+
+func dotMXFP4RowsMulAVX2(w *byte, xq *int8, c *int16, xd *float32, tab *float32, nb int, rows int, out *float32) {
+	panic("unreachable")
+}
+
+func mxfp4ScaleTabAVX2(tab *float32, xd *float32, nb int, out *float32) {
 	panic("unreachable")
 }
 

@@ -98,9 +98,10 @@ func TestMXFP4Scales(t *testing.T) {
 }
 
 // TestMXFP4Kernels compares the AVX2 kernels with the Go twin on the same
-// quantized activations: the row loop equals the single-row kernel bit for
-// bit, and both and the 2-, 3- and 4-row tiles equal the twin to float32
-// rounding.
+// quantized activations: the row loop (groups of four rows and the rows
+// left over) and the 2-, 3- and 4-row tiles equal the single-row kernel
+// bit for bit (a row's result does not depend on the batch it is in), and
+// all equal the twin to float32 rounding.
 func TestMXFP4Kernels(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
@@ -108,7 +109,7 @@ func TestMXFP4Kernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 3))
 	fast, plain := kern{avx2: true}, kern{}
 	for _, nb := range []int{1, 2, 3, 8, 90} {
-		for _, rows := range []int{1, 2, 5} {
+		for _, rows := range []int{1, 2, 4, 5, 9} {
 			in := nb * 32
 			data := randMXFP4(r, rows, in, 120, 14)
 			x := randF(r, 4*in)
@@ -116,7 +117,20 @@ func TestMXFP4Kernels(t *testing.T) {
 			a.quantize(kern{}, x, in, 4, in, 32)
 			a.mxfp4Corr()
 			out := make([]float32, rows)
-			mxfp4Rows(data, &a, nb, rows, out)
+			mxfp4Rows(data, &a, nb, rows, out) // one row at a time (no tables)
+			var a1 actQ                        // activation row 0 alone: the tables
+			a1.quantize(kern{}, x[:in], in, 1, in, 32)
+			a1.mxfp4Corr()
+			if !a1.mxsOK {
+				t.Fatal("no scale tables for a single activation row")
+			}
+			out1 := make([]float32, rows)
+			mxfp4Rows(data, &a1, nb, rows, out1)
+			for o := range out1 {
+				if math.Float32bits(out1[o]) != math.Float32bits(out[o]) {
+					t.Errorf("nb=%d rows=%d row %d: table loop %v, row loop %v", nb, rows, o, out1[o], out[o])
+				}
+			}
 			rb := kernels.MXFP4.RowBytes(in)
 			for o := 0; o < rows; o++ {
 				wr := data[o*rb : (o+1)*rb]
@@ -135,6 +149,9 @@ func TestMXFP4Kernels(t *testing.T) {
 							continue
 						}
 						p := plain.rowDot(kernels.MXFP4, wr, x[(4-R+m)*in:(5-R+m)*in], &a, 4-R+m)
+						if f := fast.rowDot(kernels.MXFP4, wr, x[(4-R+m)*in:(5-R+m)*in], &a, 4-R+m); math.Float32bits(f) != math.Float32bits(acc[m]) {
+							t.Errorf("nb=%d row %d R=%d act %d: tile %v, row kernel %v", nb, o, R, m, acc[m], f)
+						}
 						if !close32(acc[m], p, 1e-4) {
 							t.Errorf("nb=%d row %d R=%d act %d: tile %v, go %v", nb, o, R, m, acc[m], p)
 						}
@@ -278,7 +295,9 @@ func randMXFP4Fast(r *rand.Rand, rows, cols int) []byte {
 
 // BenchmarkMXFP4Kernels measures the AVX2 kernels alone on one thread with
 // the weights in L2 (64 rows of 2880): CPU-ns per 32-value block for the
-// batch-1 row loop, and per block and activation row for the 4-row tile.
+// batch-1 row loop (rows: with the scale tables, four weight rows at a
+// time; rows1: one row at a time, as for rows of a batch), and per block
+// and activation row for the 4-row tile.
 //
 //	go test ./kernels/cpu -run XXX -bench MXFP4Kernels -benchtime 3000x
 func BenchmarkMXFP4Kernels(b *testing.B) {
@@ -289,9 +308,12 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 	const rows, in = 64, 2880
 	nb := in / 32
 	data := randMXFP4(r, rows, in, 120, 14)
-	var a actQ
-	a.quantize(kern{avx2: true}, randF(r, 4*in), in, 4, in, 32)
+	var a, a1 actQ
+	x := randF(r, 4*in)
+	a.quantize(kern{avx2: true}, x, in, 4, in, 32)
 	a.mxfp4Corr()
+	a1.quantize(kern{avx2: true}, x[:in], in, 1, in, 32)
+	a1.mxfp4Corr()
 	out := make([]float32, rows)
 	var acc [4]float32
 	for _, v := range []struct {
@@ -299,7 +321,8 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		per  int // blocks × activation rows per op
 		run  func()
 	}{
-		{"rows", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
+		{"rows", rows * nb, func() { mxfp4Rows(data, &a1, nb, rows, out) }},
+		{"rows1", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
 		{"tile4", 4 * rows * nb, func() {
 			for o := 0; o < rows; o++ {
 				mxfp4Tile(data[o*17*nb:(o+1)*17*nb], &a, 0, 4, in, &acc)

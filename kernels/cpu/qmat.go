@@ -73,6 +73,11 @@ type actQ struct {
 	src []float32 // a copy of the rows last quantized (n×k)
 
 	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
+
+	// mxs are MXFP4's scale tables of a single activation row (mxfp4.go),
+	// valid while mxsOK: quantize clears it when it quantizes new rows
+	mxs   []float32
+	mxsOK bool
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -106,6 +111,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	}
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
 	a.blk, a.k, a.n = blk, k, n
+	a.mxsOK = false
 	if cap(a.src) < n*k {
 		a.src = make([]float32, n*k)
 	}

@@ -28,7 +28,10 @@ func mxfp4File() string {
 // (NaN for e = 255); c at the activations' pair corrections, 16 int16 per
 // block.`)
 	a.l(``)
-	a.mxfp4Rows()
+	a.mxfp4Rows(true)
+	a.mxfp4Rows(false)
+	a.l(``)
+	a.mxfp4ScaleTab()
 	a.lines(`
 // dotMXFP4x{4,3,2}AVX2: one MXFP4 row against R activation rows (xs bytes
 // of activations, xs bytes of corrections and xds scales apart; out[R:4]
@@ -87,65 +90,206 @@ func (a *asm) mxfp4Prod(xm, cm string, w, x int) {
 	a.l("\tVCVTDQ2PS Y%d, Y%d", x, x)
 }
 
-// mxfp4Blk accumulates one block (weights at SI, activations at DI, their
-// corrections at BX, their scale at DX) into Yacc with temporaries
-// t[0..3], and advances the pointers.
-func (a *asm) mxfp4Blk(acc int, t [4]int) {
-	s, d, w, x := t[0], t[1], t[2], t[3]
-	a.l("\tMOVBLZX (SI), AX")
+// mxfp4RowBlk accumulates the block of the weight row at wm (an address
+// that 1 may prefix, e.g. "(SI)(R10*1)") into Yacc: x and c are the
+// registers holding the block's activations and their pair corrections;
+// t[0..2] are temporaries. The block's scale product tab[e]·d is, with
+// d < 0, the entry e of the block's scale table at R8 (tab[e]·d made once
+// per MatMul, mxfp4Scales in mxfp4.go); else Yd holds the broadcast
+// activation scale and the product is made here from tab at R8 (as the
+// tiles make it). Either way the FMA adds the block's float partial sums
+// times the same float32 product, so that a row's result does not depend
+// on which kernel computed it.
+func (a *asm) mxfp4RowBlk(wm string, acc, x, c, d int, t [3]int) {
+	s, w, p := t[0], t[1], t[2]
+	a.l("\tMOVBLZX %s, AX", wm)
 	a.l("\tVBROADCASTSS (R8)(AX*4), Y%d", s)
-	a.l("\tVBROADCASTSS (DX), Y%d", d)
-	a.l("\tVMULPS Y%d, Y%d, Y%d", d, s, s)
-	a.mxfp4Decode(w, w)
-	a.mxfp4Prod("(DI)", "(BX)", w, x)
-	a.l("\tVFMADD231PS Y%d, Y%d, Y%d", x, s, acc)
-	a.code(`
-ADDQ $17, SI
-ADDQ $32, DI
-ADDQ $32, BX
-ADDQ $4, DX`)
+	if d >= 0 {
+		a.l("\tVMULPS Y%d, Y%d, Y%d", d, s, s)
+	}
+	a.l("\tVBROADCASTI128 1%s, Y%d", wm, w)
+	a.l("\tVPSRLVD Y12, Y%d, Y%d", w, w)
+	a.l("\tVPAND Y14, Y%d, Y%d", w, w)
+	a.l("\tVPSHUFB Y%d, Y13, Y%d", w, w)
+	a.l("\tVPMADDUBSW Y%d, Y%d, Y%d", x, w, p)
+	a.l("\tVPADDW Y%d, Y%d, Y%d", c, p, p)
+	a.l("\tVPMADDWD Y15, Y%d, Y%d", p, p)
+	a.l("\tVCVTDQ2PS Y%d, Y%d", p, p)
+	a.l("\tVFMADD231PS Y%d, Y%d, Y%d", p, s, acc)
 }
 
-// mxfp4Rows writes dotMXFP4RowsAVX2: rows consecutive weight rows against
-// one activation row, two blocks in flight on two accumulators.
-func (a *asm) mxfp4Rows() {
-	a.lines(`
-// func dotMXFP4RowsAVX2(w *byte, xq *int8, c *int16, xd *float32, tab *float32, nb int, rows int, out *float32)
-// out[r] = row r of w (nb blocks each, rows back to back) · the activations.`)
-	a.l(`TEXT ·dotMXFP4RowsAVX2(SB), NOSPLIT, $0-64`)
-	a.code(`
-MOVQ w+0(FP), SI
+// mxfp4Rows writes dotMXFP4RowsAVX2 and dotMXFP4RowsMulAVX2: rows
+// consecutive weight rows against one activation row. Groups of four rows
+// run together: each block's activations and corrections are loaded once
+// for the four rows, each row has one accumulator (blocks added in order),
+// and the four sums are reduced and stored together; the rows left over
+// run one at a time with the same order of operations. dotMXFP4RowsAVX2
+// takes the scale products from the activation row's per-block tables (ts:
+// nb tables of 256 float32, ts[256b+e] = tab[e]·xd[b]), which takes the
+// multiply out of the loop; dotMXFP4RowsMulAVX2 makes them in the loop
+// from tab and xd (for rows of a batch, which have no tables).
+func (a *asm) mxfp4Rows(table bool) {
+	name, args, frame := "dotMXFP4RowsAVX2", "ts *float32, nb int, rows int, out *float32", 56
+	if !table {
+		name, args, frame = "dotMXFP4RowsMulAVX2", "xd *float32, tab *float32, nb int, rows int, out *float32", 64
+	}
+	a.l(``)
+	a.l(`// func %s(w *byte, xq *int8, c *int16, %s)`, name, args)
+	a.l(`// out[r] = row r of w (nb blocks each, rows back to back) · the activations.`)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-%d`, name, frame)
+	a.l("\tMOVQ w+0(FP), SI")
+	if table {
+		a.code(`
+MOVQ rows+40(FP), R9
+MOVQ out+48(FP), R15
+MOVQ nb+32(FP), R10`)
+	} else {
+		a.code(`
 MOVQ tab+32(FP), R8
 MOVQ rows+48(FP), R9
-MOVQ out+56(FP), R15`)
-	a.mxfp4Consts()
+MOVQ out+56(FP), R15
+MOVQ nb+40(FP), R10`)
+	}
 	a.code(`
-mxrows:
+IMUL3Q $17, R10, R10
+LEAQ (R10)(R10*2), R11`)
+	a.mxfp4Consts()
+	p := "mxt"
+	if !table {
+		p = "mxm"
+	}
+	// start sets the activation pointers and the block count of a row
+	// group; blk loads a block's shared operands; next advances them
+	start := func() {
+		a.code(`
 MOVQ xq+8(FP), DI
-MOVQ c+16(FP), BX
+MOVQ c+16(FP), BX`)
+		if table {
+			a.code(`
+MOVQ ts+24(FP), R8
+MOVQ nb+32(FP), CX`)
+		} else {
+			a.code(`
 MOVQ xd+24(FP), DX
-MOVQ nb+40(FP), CX
+MOVQ nb+40(FP), CX`)
+		}
+	}
+	d := -1
+	blk := func() {
+		a.code(`
+VMOVDQU (DI), Y4
+VMOVDQU (BX), Y5`)
+		if !table {
+			a.l("\tVBROADCASTSS (DX), Y6")
+			d = 6
+		}
+	}
+	next := func() {
+		a.code(`
+ADDQ $17, SI
+ADDQ $32, DI
+ADDQ $32, BX`)
+		if table {
+			a.l("\tADDQ $1024, R8")
+		} else {
+			a.l("\tADDQ $4, DX")
+		}
+		a.l("\tDECQ CX")
+	}
+	a.l("\tCMPQ R9, $4")
+	a.l("\tJLT %s1", p)
+	a.l("%s4:", p)
+	start()
+	// R12 walks the next group's rows (4·rb contiguous bytes) 68 bytes
+	// per block, so that each block prefetches the next group's lines:
+	// four short rows at once defeat the hardware stream prefetcher
+	a.code(`
+LEAQ (SI)(R10*4), R12
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1
-mxrowloop:`)
-	a.mxfp4Blk(0, [4]int{2, 3, 4, 5})
+VXORPS Y2, Y2, Y2
+VXORPS Y3, Y3, Y3`)
+	a.l("%s4loop:", p)
 	a.code(`
-DECQ CX
-JZ mxrowdone`)
-	a.mxfp4Blk(1, [4]int{7, 8, 9, 10})
+PREFETCHT0 (R12)
+PREFETCHT0 64(R12)
+ADDQ $68, R12`)
+	blk()
+	for r, wm := range []string{"(SI)", "(SI)(R10*1)", "(SI)(R10*2)", "(SI)(R11*1)"} {
+		t := [3]int{7, 8, 9}
+		if r%2 == 1 {
+			t = [3]int{10, 11, 8}
+		}
+		a.mxfp4RowBlk(wm, r, 4, 5, d, t)
+	}
+	next()
+	a.l("\tJNZ %s4loop", p)
 	a.code(`
-DECQ CX
-JNZ mxrowloop
-mxrowdone:
-VADDPS Y1, Y0, Y0
+ADDQ R11, SI
+MOVQ R15, DX`)
+	a.hsum4Store()
+	a.code(`
+ADDQ $16, R15
+SUBQ $4, R9
+CMPQ R9, $4`)
+	a.l("\tJGE %s4", p)
+	a.l("%s1:", p)
+	a.l("\tTESTQ R9, R9")
+	a.l("\tJZ %sdone", p)
+	a.l("%s1next:", p)
+	start()
+	a.l("\tVXORPS Y0, Y0, Y0")
+	a.l("%s1loop:", p)
+	blk()
+	a.mxfp4RowBlk("(SI)", 0, 4, 5, d, [3]int{7, 8, 9})
+	next()
+	a.l("\tJNZ %s1loop", p)
+	a.code(`
+VHADDPS Y0, Y0, Y0
+VHADDPS Y0, Y0, Y0
 VEXTRACTF128 $1, Y0, X1
 VADDPS X1, X0, X0
-VHADDPS X0, X0, X0
-VHADDPS X0, X0, X0
 MOVSS X0, (R15)
 ADDQ $4, R15
-DECQ R9
-JNZ mxrows
+DECQ R9`)
+	a.l("\tJNZ %s1next", p)
+	a.l("%sdone:", p)
+	a.code(`
+VZEROUPPER
+RET`)
+}
+
+// mxfp4ScaleTab writes mxfp4ScaleTabAVX2: the per-block scale tables of
+// one activation row, out[256b+e] = tab[e]·xd[b] (one VMULPS each, the
+// same float32 product the kernels make in their loops).
+func (a *asm) mxfp4ScaleTab() {
+	a.lines(`
+// func mxfp4ScaleTabAVX2(tab *float32, xd *float32, nb int, out *float32)`)
+	a.l(`TEXT ·mxfp4ScaleTabAVX2(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ tab+0(FP), SI
+MOVQ xd+8(FP), DX
+MOVQ nb+16(FP), CX
+MOVQ out+24(FP), DI
+mxtabblk:
+VBROADCASTSS (DX), Y0
+XORQ AX, AX
+mxtabloop:
+VMULPS (SI)(AX*1), Y0, Y1
+VMULPS 32(SI)(AX*1), Y0, Y2
+VMULPS 64(SI)(AX*1), Y0, Y3
+VMULPS 96(SI)(AX*1), Y0, Y4
+VMOVUPS Y1, (DI)(AX*1)
+VMOVUPS Y2, 32(DI)(AX*1)
+VMOVUPS Y3, 64(DI)(AX*1)
+VMOVUPS Y4, 96(DI)(AX*1)
+ADDQ $128, AX
+CMPQ AX, $1024
+JLT mxtabloop
+ADDQ $4, DX
+ADDQ $1024, DI
+DECQ CX
+JNZ mxtabblk
 VZEROUPPER
 RET`)
 }
