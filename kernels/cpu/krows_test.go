@@ -24,6 +24,7 @@ func TestKRows2(t *testing.T) {
 		ref      func(w []byte, xq []int8, xd []float32, bs []int16) float32
 	}{
 		{kernels.Q4_K, dotQ4KRowsAVX2, dotQ4KRows2AVX2, dotQ4KGo},
+		{kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRows2AVX2, dotQ5KGo},
 	} {
 		for _, c := range []struct {
 			nb, rows  int
