@@ -10,7 +10,9 @@ import (
 // activation load, the activation's sums and scale, the unpacking of the
 // two rows' 6-bit scales (one ymm register, a row per lane) and the loop
 // bookkeeping, which cuts the instructions per weight of the one-row loops
-// of qdotgen_amd64.s by about a seventh; the sub-block scales are kept as
+// of qdotgen_amd64.s by about an eighth (Q4_K: 87 → 76 per row and block;
+// in L2 13–18 % more weight bytes per CPU-second, Q5_K 3 %, see
+// docs/bench/kquant-decode.md); the sub-block scales are kept as
 // doubled words in dwords so that each is broadcast by a plain load
 // (VPBROADCASTD) rather than a load and a shuffle (VPBROADCASTW).
 //
