@@ -8,9 +8,3 @@ package cpu
 //
 //go:noescape
 func dotQ4KRows2AVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
-
-// dotQ5KRows2AVX2 is dotQ4KRows2AVX2 for Q5_K; each result equals
-// dotQ5KRowsAVX2's bit for bit.
-//
-//go:noescape
-func dotQ5KRows2AVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)

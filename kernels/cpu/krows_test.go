@@ -8,11 +8,11 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestKRows2 checks each two-row k-quant row loop against the one-row loop
-// (bit for bit) and the plain-Go dot product (to float32 summation
-// order), on random blocks and on blocks whose bytes are all 0xff (largest
-// scales, mins and quants: the integer sums' worst case), over row counts
-// and row lengths from one block to a 8192-value row.
+// TestKRows2 checks the two-row Q4_K row loop against the one-row loop
+// (bit for bit) and the plain-Go dot product (to float32 summation order;
+// a NaN fails), on random blocks and on blocks whose bytes are all 0xff
+// (largest scales, mins and quants: the integer sums' worst case), over
+// row counts and row lengths from one block to a 8192-value row.
 func TestKRows2(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
@@ -24,7 +24,6 @@ func TestKRows2(t *testing.T) {
 		ref      func(w []byte, xq []int8, xd []float32, bs []int16) float32
 	}{
 		{kernels.Q4_K, dotQ4KRowsAVX2, dotQ4KRows2AVX2, dotQ4KGo},
-		{kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRows2AVX2, dotQ5KGo},
 	} {
 		for _, c := range []struct {
 			nb, rows  int
@@ -59,7 +58,7 @@ func TestKRows2(t *testing.T) {
 					t.Errorf("%v nb=%d rows=%d sat=%v row %d: two-row %v, one-row %v", k.dt, c.nb, c.rows, c.saturated, o, two[o], one[o])
 				}
 				want := k.ref(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
-				if d := math.Abs(float64(two[o] - want)); d > 1e-5*math.Abs(float64(want))+1e-6 {
+				if d := math.Abs(float64(two[o] - want)); !(d <= 1e-4*max(1, math.Abs(float64(want)))) {
 					t.Errorf("%v nb=%d rows=%d sat=%v row %d: two-row %v, plain Go %v", k.dt, c.nb, c.rows, c.saturated, o, two[o], want)
 				}
 			}

@@ -562,12 +562,7 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 				dotQ4KRowsAVX2(&wr[(rows-1)*rb], &a.q[0], &a.d[0], &a.bs[0], nb, 1, &out[rows-1])
 			}
 		case kernels.Q5_K:
-			if even := rows &^ 1; even > 0 {
-				dotQ5KRows2AVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, even, &out[0])
-			}
-			if rows&1 != 0 {
-				dotQ5KRowsAVX2(&wr[(rows-1)*rb], &a.q[0], &a.d[0], &a.bs[0], nb, 1, &out[rows-1])
-			}
+			dotQ5KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		default:
 			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		}

@@ -193,7 +193,7 @@ func BenchmarkRowLoopL2(b *testing.B) {
 }
 
 // BenchmarkKRowKernels compares the one-row and the two-row k-quant row
-// loops on one thread, alternating them within each iteration so that
+// loops (Q4_K) on one thread, alternating them within each iteration so that
 // both see the same load: weights in L2 (256 rows of 2048 values, the
 // kernels' arithmetic) and streamed from memory (streamBytes of rows, in
 // chunks of 64 rows as the pool hands them out). GB/cpu-s counts weight
@@ -211,7 +211,7 @@ func BenchmarkKRowKernels(b *testing.B) {
 	for _, k := range []struct {
 		dt       kernels.DType
 		one, two rowLoop
-	}{{kernels.Q4_K, dotQ4KRowsAVX2, dotQ4KRows2AVX2}, {kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRows2AVX2}} {
+	}{{kernels.Q4_K, dotQ4KRowsAVX2, dotQ4KRows2AVX2}} {
 		rb := k.dt.RowBytes(in)
 		loops := [2]rowLoop{k.one, k.two}
 		for _, place := range []struct {

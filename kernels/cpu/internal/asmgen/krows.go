@@ -5,16 +5,20 @@ import (
 	"strings"
 )
 
-// krows writes krows_amd64.s: batch-1 k-quant row loops that compute two
+// krows writes krows_amd64.s: the batch-1 Q4_K row loop that computes two
 // weight rows per pass over the activation row. Both rows share each
 // activation load, the activation's sums and scale, the unpacking of the
 // two rows' 6-bit scales (one ymm register, a row per lane) and the loop
-// bookkeeping, which cuts the instructions per weight of the one-row loops
-// of qdotgen_amd64.s by about an eighth (Q4_K: 87 → 76 per row and block;
-// in L2 13–18 % more weight bytes per CPU-second, Q5_K 3 %, see
-// docs/bench/kquant-decode.md); the sub-block scales are kept as
+// bookkeeping, which cuts the instructions per weight of the one-row loop
+// of qdotgen_amd64.s by about an eighth (87 → 76 per row and block; in L2
+// 13–18 % more weight bytes per CPU-second, see docs/bench/kquant-decode.md);
+// the sub-block scales are kept as
 // doubled words in dwords so that each is broadcast by a plain load
 // (VPBROADCASTD) rather than a load and a shuffle (VPBROADCASTW).
+//
+// The same construction for Q5_K gained 3 % in L2 but lost 5–8 % streaming
+// from memory, and for Q6_K (no packed scales to share) lost 8 %: both keep
+// their one-row loops.
 //
 // Each row's result is computed in exactly the order of the one-row loop
 // (integer block sums, one fused multiply-add per block into eight lanes,
@@ -23,18 +27,16 @@ func krows() string {
 	var a asm
 	a.header()
 	a.lines(`
-// Two-row batch-1 loops on k-quant weights (see krows.go in package asmgen
+// Two-row batch-1 loop on Q4_K weights (see krows.go in package asmgen
 // and the numeric contract in qmat.go). rows is even; rows are nb blocks
 // apart; out receives rows floats.`)
 	a.l("%s", krowsConsts)
-	a.kRows2("dotQ4KRows2AVX2", false)
-	a.kRows2("dotQ5KRows2AVX2", true)
+	a.q4kRows2()
 	return a.b.String()
 }
 
-// krowsConsts are the masks of the scale unpacking, the VPERMPS index that
-// spreads the two rows' dmin over their lanes, Q5_K's fifth-bit mask and
-// the nibble mask (Q5_K's loop has no register left to hold it).
+// krowsConsts are the masks of the scale unpacking and the VPERMPS index
+// that spreads the two rows' dmin over their lanes.
 const krowsConsts = `
 DATA kr3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA kr3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
@@ -50,31 +52,16 @@ DATA krdmin<>+0(SB)/8, $0x0000000100000001
 DATA krdmin<>+8(SB)/8, $0x0000000100000001
 DATA krdmin<>+16(SB)/8, $0x0000000300000003
 DATA krdmin<>+24(SB)/8, $0x0000000300000003
-GLOBL krdmin<>(SB), RODATA|NOPTR, $32
-DATA kr10<>+0(SB)/8, $0x1010101010101010
-DATA kr10<>+8(SB)/8, $0x1010101010101010
-DATA kr10<>+16(SB)/8, $0x1010101010101010
-DATA kr10<>+24(SB)/8, $0x1010101010101010
-GLOBL kr10<>(SB), RODATA|NOPTR, $32
-DATA kr0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kr0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kr0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kr0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL kr0f<>(SB), RODATA|NOPTR, $32`
+GLOBL krdmin<>(SB), RODATA|NOPTR, $32`
 
 // kscales2 unpacks the 12 scale bytes of the current blocks of both rows
 // (row A at 4(SI), row B at 4(SI)(R8*1)): the sub-block scales go to the
 // frame as dwords holding the scale in both words (row A's scales 0-3 at
 // 0(SP), 4-7 at 32(SP); row B's 16 bytes after each), the mins stay in Y9
 // as words (row A in the low lane, row B in the high one). Same bit
-// arithmetic as KSCALESV of qdotgen_amd64.s, a row per lane. m0f is the
-// 0x0f bytes' operand; clobbers Y8-Y13.
-func kscales2(m0f string) string {
-	return strings.ReplaceAll(kscales2Text, "Y14", m0f)
-}
-
-const kscales2Text = `VPXOR Y13, Y13, Y13
-VMOVDQU 4(SI), X8
+// arithmetic as KSCALESV of qdotgen_amd64.s, a row per lane. Needs zero in
+// Y13 and 0x0f bytes in Y14.
+const kscales2 = `VMOVDQU 4(SI), X8
 VINSERTI128 $1, 4(SI)(R8*1), Y8, Y8
 VPAND kr3f<>(SB), Y8, Y9
 VPSRLW $2, Y8, Y10
@@ -94,8 +81,8 @@ VMOVDQU Y12, 32(SP)`
 
 // khead2 forms d·xd of both rows (broadcast in Y5 and Y6) and adds
 // dmin·xd·Σ_j m_j·(Σx)_j of each row to its lane of Y4 (subtracted at the
-// end): the one-row loop's KHEAD, a row per lane. Needs the mins in Y9;
-// clobbers Y7, Y8, Y10, Y11.
+// end): the one-row loop's KHEAD, a row per lane. Needs the mins in Y9 and
+// the dmin index in Y15.
 const khead2 = `VMOVD (SI), X7
 VPINSRD $1, (SI)(R8*1), X7, X7
 VCVTPH2PS X7, X7
@@ -104,8 +91,7 @@ VMULPS X8, X7, X7
 VBROADCASTSS X7, Y5
 VSHUFPS $0xaa, X7, X7, X8
 VBROADCASTSS X8, Y6
-VMOVDQU krdmin<>(SB), Y11
-VPERMPS Y7, Y11, Y7
+VPERMPS Y7, Y15, Y7
 VMOVDQU (BX), X10
 VPHADDW 16(BX), X10, X10
 VINSERTI128 $1, X10, Y10, Y10
@@ -113,40 +99,19 @@ VPMADDWD Y9, Y10, Y10
 VCVTDQ2PS Y10, Y10
 VFMADD231PS Y10, Y7, Y4`
 
-// kGroup2 does values 64g..64g+63 of both rows' blocks: the activations
+// q4kGroup2 does values 64g..64g+63 of both rows' blocks: the activations
 // are loaded once (Y7, Y8) and multiplied with each row's low and high
-// nibbles (at qs+32g; for Q5_K with their fifth bits, bits 2g and 2g+1 of
-// the rows' 32 qh bytes in Y14 and Y15, ored in) and its two sub-block scales, adding to
-// the row's integer accumulator (Y2 for row A, Y3 for row B; group 0 sets
-// them).
-func kGroup2(g, qs int, q5 bool) string {
+// nibbles and its two sub-block scales, adding to the row's integer
+// accumulator (Y2 for row A, Y3 for row B; group 0 sets them).
+func q4kGroup2(g int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VMOVDQU %s(DI), Y7\nVMOVDQU %d(DI), Y8\n", off(64*g), 64*g+32)
 	for r, row := range []struct{ w, acc string }{{"(SI)", "Y2"}, {"(SI)(R8*1)", "Y3"}} {
 		// scale j of row r: 4j (+32 for j ≥ 4) plus 16 for row B
 		so := func(j int) int { return 4*(j%4) + 32*(j/4) + 16*r }
 		fmt.Fprintf(&b, "VPBROADCASTD %d(SP), Y9\nVPBROADCASTD %d(SP), Y10\n", so(2*g), so(2*g+1))
-		fmt.Fprintf(&b, "VMOVDQU %d%s, Y11\n", qs+32*g, row.w)
-		m0f := "Y14"
-		if q5 {
-			m0f = "kr0f<>(SB)"
-		}
-		fmt.Fprintf(&b, "VPSRLW $4, Y11, Y12\nVPAND %s, Y11, Y11\nVPAND %s, Y12, Y12\n", m0f, m0f)
-		if q5 {
-			qh := []string{"Y14", "Y15"}[r]
-			for i, dst := range []string{"Y11", "Y12"} {
-				// bit 2g+i of each qh byte to bit 4
-				switch sh := 4 - 2*g - i; {
-				case sh > 0:
-					fmt.Fprintf(&b, "VPSLLW $%d, %s, Y13\nVPAND kr10<>(SB), Y13, Y13\n", sh, qh)
-				case sh < 0:
-					fmt.Fprintf(&b, "VPSRLW $%d, %s, Y13\nVPAND kr10<>(SB), Y13, Y13\n", -sh, qh)
-				default:
-					fmt.Fprintf(&b, "VPAND kr10<>(SB), %s, Y13\n", qh)
-				}
-				fmt.Fprintf(&b, "VPOR Y13, %s, %s\n", dst, dst)
-			}
-		}
+		fmt.Fprintf(&b, "VMOVDQU %d%s, Y11\n", 16+32*g, row.w)
+		b.WriteString("VPSRLW $4, Y11, Y12\nVPAND Y14, Y11, Y11\nVPAND Y14, Y12, Y12\n")
 		b.WriteString("VPMADDUBSW Y7, Y11, Y11\nVPMADDUBSW Y8, Y12, Y12\n")
 		b.WriteString("VPMADDWD Y9, Y11, Y11\nVPMADDWD Y10, Y12, Y12\n")
 		if g == 0 {
@@ -158,53 +123,43 @@ func kGroup2(g, qs int, q5 bool) string {
 	return b.String()
 }
 
-// kRows2 writes the two-row loop name for Q4_K (q5 false: 144-byte
-// blocks, quants at 16) or Q5_K (176-byte blocks, fifth bits at 16, quants
-// at 48).
-func (a *asm) kRows2(name string, q5 bool) {
-	blockBytes, qs := 144, 16
-	if q5 {
-		blockBytes, qs = 176, 48
-	}
-	lbl := strings.ToLower(strings.TrimSuffix(name, "AVX2"))
+// q4kRows2 writes dotQ4KRows2AVX2.
+func (a *asm) q4kRows2() {
 	var body strings.Builder
 	// the same block of the next pair of rows (R10 = 2 rows on, R11 = 3)
-	for o := 0; o < blockBytes; o += 64 {
+	for _, o := range []int{0, 64, 128} {
 		fmt.Fprintf(&body, "PREFETCHT0 %s(SI)(R10*1)\nPREFETCHT0 %s(SI)(R11*1)\n", off(o), off(o))
 	}
-	if q5 {
-		// the fifth bits stay in Y14 (row A) and Y15 (row B)
-		body.WriteString(kscales2("kr0f<>(SB)") + "\n" + khead2 + "\nVMOVDQU 16(SI), Y14\nVMOVDQU 16(SI)(R8*1), Y15\n")
-	} else {
-		body.WriteString(kscales2("Y14") + "\n" + khead2 + "\n")
-	}
+	body.WriteString(kscales2 + "\n" + khead2 + "\n")
 	for g := 0; g < 4; g++ {
-		body.WriteString(kGroup2(g, qs, q5))
+		body.WriteString(q4kGroup2(g))
 	}
-	fmt.Fprintf(&body, `VCVTDQ2PS Y2, Y2
+	body.WriteString(`VCVTDQ2PS Y2, Y2
 VFMADD231PS Y2, Y5, Y0
 VCVTDQ2PS Y3, Y3
 VFMADD231PS Y3, Y6, Y1
-ADDQ $%d, SI
+ADDQ $144, SI
 ADDQ $256, DI
 ADDQ $4, DX
 ADDQ $32, BX
 DECQ CX
-JNZ %sloop`, blockBytes, lbl)
+JNZ q4krows2loop`)
 	a.l("")
-	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)", name)
-	a.l("TEXT ·%s(SB), NOSPLIT, $64-56", name)
-	a.code(fmt.Sprintf(`
+	a.l("// func dotQ4KRows2AVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)")
+	a.l("TEXT ·dotQ4KRows2AVX2(SB), NOSPLIT, $64-56")
+	a.code(`
 MOVQ w+0(FP), SI
 MOVQ nb+32(FP), R8
-IMULQ $%d, R8
+IMULQ $144, R8
 LEAQ (R8)(R8*1), R10
 LEAQ (R8)(R8*2), R11
 MOVQ rows+40(FP), R9
 SHRQ $1, R9
 MOVQ out+48(FP), R15
-`, blockBytes) + broadcast(0x0f0f0f0f, 14) + fmt.Sprintf(`
-%srows:
+` + broadcast(0x0f0f0f0f, 14) + `
+VPXOR Y13, Y13, Y13
+VMOVDQU krdmin<>(SB), Y15
+q4krows2rows:
 MOVQ xq+8(FP), DI
 MOVQ xd+16(FP), DX
 MOVQ bs+24(FP), BX
@@ -212,11 +167,11 @@ MOVQ nb+32(FP), CX
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1
 VXORPS Y4, Y4, Y4
-%sloop:`, lbl, lbl))
+q4krows2loop:`)
 	a.code(body.String())
 	// each row as the one-row loop reduces it: HSUM8 of its float lanes,
 	// minus the two horizontal adds of its four min lanes
-	a.code(fmt.Sprintf(`
+	a.code(`
 VEXTRACTF128 $1, Y0, X7
 VADDPS X7, X0, X0
 VEXTRACTF128 $1, Y1, X8
@@ -231,7 +186,7 @@ VMOVQ X0, (R15)
 ADDQ $8, R15
 ADDQ R8, SI
 DECQ R9
-JNZ %srows
+JNZ q4krows2rows
 VZEROUPPER
-RET`, lbl))
+RET`)
 }
