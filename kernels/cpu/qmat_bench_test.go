@@ -191,3 +191,54 @@ func BenchmarkRowLoopL2(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKRowKernels compares the one-row and the two-row k-quant row
+// loops (Q4_K) on one thread, alternating them within each iteration so that
+// both see the same load: weights in L2 (256 rows of 2048 values, the
+// kernels' arithmetic) and streamed from memory (streamBytes of rows, in
+// chunks of 64 rows as the pool hands them out). GB/cpu-s counts weight
+// bytes per CPU-second of each kernel.
+func BenchmarkKRowKernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	const in, chunk = 2048, 64
+	type rowLoop func(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+	r := rand.New(rand.NewPCG(17, 20))
+	var a actQ
+	a.quantize(kern{avx2: true}, randF(r, in), in, 1, in, 256)
+	nb := in / 256
+	for _, k := range []struct {
+		dt       kernels.DType
+		one, two rowLoop
+	}{{kernels.Q4_K, dotQ4KRowsAVX2, dotQ4KRows2AVX2}} {
+		rb := k.dt.RowBytes(in)
+		loops := [2]rowLoop{k.one, k.two}
+		for _, place := range []struct {
+			name string
+			rows int
+		}{{"L2", 256}, {"mem", streamBytes / rb}} {
+			b.Run(k.dt.String()+"/"+place.name, func(b *testing.B) {
+				rows := place.rows &^ (chunk - 1)
+				data := randBlocks(r, k.dt, rows, in)
+				out := make([]float32, rows)
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for j := range loops {
+						v := (i + j) % 2
+						c0 := processCPU()
+						for o := 0; o < rows; o += chunk {
+							loops[v](&data[o*rb], &a.q[0], &a.d[0], &a.bs[0], nb, chunk, &out[o])
+						}
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"rows1", "rows2"} {
+					if cpu[v] > 0 {
+						b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
+					}
+				}
+			})
+		}
+	}
+}
