@@ -320,21 +320,27 @@ func TestSoftmaxF16(t *testing.T) {
 			exact[i] = math.Exp(float64(v)*scale - mx)
 			sum += exact[i]
 		}
-		p := append([]float32(nil), x...)
-		softmaxF16(p, scale)
-		var total float64
-		for i, v := range p {
-			if quant.F16ToF32(quant.F32ToF16(v)) != v {
-				t.Fatalf("n=%d p[%d] = %v is not a float16 value", n, i, v)
-			}
-			want := exact[i] / sum
-			if d := math.Abs(float64(v) - want); d > math.Max(want*(1.0/1024), 6e-8) {
-				t.Fatalf("n=%d p[%d] = %v, exact %v", n, i, v, want)
-			}
-			total += float64(v)
+		variants := map[string]func([]float32){"ggml-order": func(p []float32) { softmaxF16(p, scale) }}
+		for kn, k := range kerns() {
+			variants["vec-"+kn] = func(p []float32) { softmaxF16Vec(k, p, scale, float32(math.Inf(-1))) }
 		}
-		if math.Abs(total-1) > float64(n)/2048 {
-			t.Fatalf("n=%d: probabilities sum to %v", n, total)
+		for name, run := range variants {
+			p := append([]float32(nil), x...)
+			run(p)
+			var total float64
+			for i, v := range p {
+				if quant.F16ToF32(quant.F32ToF16(v)) != v {
+					t.Fatalf("%s n=%d p[%d] = %v is not a float16 value", name, n, i, v)
+				}
+				want := exact[i] / sum
+				if d := math.Abs(float64(v) - want); d > math.Max(want*(1.0/1024), 6e-8) {
+					t.Fatalf("%s n=%d p[%d] = %v, exact %v", name, n, i, v, want)
+				}
+				total += float64(v)
+			}
+			if math.Abs(total-1) > float64(n)/2048 {
+				t.Fatalf("%s n=%d: probabilities sum to %v", name, n, total)
+			}
 		}
 	}
 }

@@ -563,7 +563,8 @@ func (t *attnTask) run(lo, hi, wk int) {
 		var inv float32
 		switch {
 		case half:
-			softmaxF16Sink(sc, s.Scale, sink)
+			// the vector exponentials; the ggml-order loop is the plain path above
+			softmaxF16Vec(t.k, sc, s.Scale, sink)
 			inv = 1
 		case s.Sinks != nil:
 			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, sink)
@@ -608,6 +609,23 @@ func softmaxSinkUnnorm(k kern, x []float32, scale, sink float32) float32 {
 	shift := math.Exp(float64(ms - mx))
 	total := sum*shift + math.Exp(float64(sink-mx))
 	return float32(shift / total)
+}
+
+// softmaxF16Vec is softmaxF16Sink on the vector kernels: the same
+// contract (probabilities rounded to float16 after one float32 multiply by
+// the reciprocal of the sum, a finite sink joining the maximum and the sum)
+// with the exponentials of softmaxUnnorm and its lane order of summation
+// instead of ggml's exact order, which the plain path keeps.
+func softmaxF16Vec(k kern, x []float32, scale, sink float32) {
+	var inv float32
+	if math.IsInf(float64(sink), -1) {
+		inv = 1 / k.softmaxUnnorm(x, scale)
+	} else {
+		inv = softmaxSinkUnnorm(k, x, scale, sink)
+	}
+	for i, v := range x {
+		x[i] = quant.F16ToF32(quant.F32ToF16(v * inv))
+	}
 }
 
 // softmaxF16 is softmaxF16Sink without a sink.
