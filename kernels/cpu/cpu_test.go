@@ -81,7 +81,7 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 				if err := b.PrepareMatMul(&wc, false); err != nil {
 					t.Fatal(err)
 				}
-				if !q8 && hasAVX512 && out >= panelCols && wc.P == nil {
+				if !q8 && (hasAVX512 || hasAVX2) && out >= panelCols && wc.P == nil {
 					t.Fatalf("n=%d out=%d in=%d: F32 weight not packed", n, out, in)
 				}
 				wv = &wc

@@ -1,0 +1,161 @@
+package asmgen
+
+import "fmt"
+
+// f32panelAhead is the prefetch distance of the AVX2 pf panel kernels, in
+// bytes of each panel stream (32 steps of k, as panelAhead).
+const f32panelAhead = 2048
+
+// f32panel writes f32panel_amd64.s: panel{6,4,2,1}AVX2 and their pf
+// variants, the AVX2+FMA twins of the AVX-512 panel kernels (same
+// arguments, same packed layout, same R rows × 64 columns per call).
+//
+// With 16 ymm registers a call cannot hold the 4·R zmm-wide accumulators
+// of the AVX-512 kernels, so it walks the block's four 16-column panels
+// in passes of G panels, holding 2·R·G ymm accumulators (R=6: G=1, 12
+// accumulators; R=4: G=1, 8; R=2: G=2, 8; R=1: G=4, 8, every panel
+// stream at once, as batch-1 decode streams the weights from memory). Each
+// output still accumulates x[r][kk]·w[kk] over kk = 0, 1, … with one FMA
+// per step into a zeroed accumulator, so results are bit-identical to the
+// AVX-512 kernels and independent of R.
+func f32panel() string {
+	var a asm
+	a.header()
+	a.lines(`
+// AVX2 panel GEMM kernels (see panel.go): the twins of panel_amd64.s for
+// CPUs with AVX2 and FMA but not AVX-512. Each computes R rows × 64
+// columns of out = x · wᵀ from weights packed as 16-column panels (ps
+// floats apart), in passes of G panels (R·G ≤ 6 and G ≤ 4): per k, 2·G
+// panel loads (32 bytes each) and R broadcasts of x[r][k] feed 2·R·G FMAs
+// into as many ymm accumulators. Every output accumulates over k in the
+// same order as the AVX-512 kernels, whatever R is.
+// The pf variants also prefetch each panel stream f32panelAhead bytes
+// ahead (the caller uses them for a block's first row group).`)
+	for _, pf := range []bool{false, true} {
+		for _, R := range []int{6, 4, 2, 1} {
+			a.l(``)
+			a.f32panelKernel(R, pf)
+		}
+	}
+	return a.b.String()
+}
+
+// f32panelKernel writes panel{R}[pf]AVX2.
+func (a *asm) f32panelKernel(R int, pf bool) {
+	G := map[int]int{6: 1, 4: 1, 2: 2, 1: 4}[R]
+	passes := 4 / G
+	sfx := ""
+	if pf {
+		sfx = "pf"
+	}
+	name := fmt.Sprintf("panel%d%sAVX2", R, sfx)
+	lbl := fmt.Sprintf("p%d%s2", R, sfx)
+	nacc := 2 * R * G
+	// Weights go into registers when they fit beside the accumulators and
+	// two broadcast registers; otherwise the FMAs read them from memory.
+	inRegs := nacc+2*G+2 <= 16
+	wreg := nacc // first weight register
+	breg := nacc
+	if inRegs {
+		breg = nacc + 2*G
+	}
+	xaddr := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}
+	paddr := []string{"(DI)", "(DI)(R15*1)", "(DI)(R15*2)", "(DI)(R14*1)"}
+	a.l(`// func %s(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-56`, name)
+	a.l("\tMOVQ xs+8(FP), R8")
+	a.l("\tSHLQ $2, R8")
+	if R >= 4 {
+		a.l("\tLEAQ (R8)(R8*2), R9")
+	}
+	if R >= 6 {
+		a.l("\tLEAQ (R8)(R8*4), R10")
+	}
+	a.l("\tMOVQ p+16(FP), R13")
+	a.l("\tMOVQ ps+24(FP), R15")
+	a.l("\tSHLQ $2, R15")
+	if G == 4 {
+		a.l("\tLEAQ (R15)(R15*2), R14")
+	}
+	a.l("\tMOVQ out+40(FP), DX")
+	a.l("\tMOVQ os+48(FP), AX")
+	a.l("\tSHLQ $2, AX")
+	if passes > 1 {
+		a.l("\tMOVQ $%d, BX", passes)
+		a.l("%spass:", lbl)
+	}
+	a.l("\tMOVQ x+0(FP), SI")
+	a.l("\tMOVQ R13, DI")
+	a.l("\tMOVQ k+32(FP), CX")
+	for i := 0; i < nacc; i++ {
+		a.l("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	a.l("\tTESTQ CX, CX")
+	a.l("\tJEQ %sstore", lbl)
+	a.l("%sloop:", lbl)
+	// half h of panel g at this k: 32·h bytes into the panel's 64.
+	wop := func(g, h int) string {
+		if h == 0 {
+			return paddr[g]
+		}
+		return fmt.Sprintf("32%s", paddr[g])
+	}
+	if pf {
+		for g := 0; g < G; g++ {
+			a.l("\tPREFETCHT0 %d%s", f32panelAhead, paddr[g])
+		}
+	}
+	if inRegs {
+		for g := 0; g < G; g++ {
+			for h := 0; h < 2; h++ {
+				a.l("\tVMOVUPS %s, Y%d", wop(g, h), wreg+2*g+h)
+			}
+		}
+	}
+	for r := 0; r < R; r++ {
+		b := breg + r%2
+		a.l("\tVBROADCASTSS %s, Y%d", xaddr[r], b)
+		for g := 0; g < G; g++ {
+			for h := 0; h < 2; h++ {
+				src := wop(g, h)
+				if inRegs {
+					src = fmt.Sprintf("Y%d", wreg+2*g+h)
+				}
+				a.l("\tVFMADD231PS %s, Y%d, Y%d", src, b, r*2*G+2*g+h)
+			}
+		}
+	}
+	a.l("\tADDQ $4, SI")
+	a.l("\tADDQ $64, DI")
+	a.l("\tDECQ CX")
+	a.l("\tJNZ %sloop", lbl)
+	a.l("%sstore:", lbl)
+	a.l("\tMOVQ DX, R12")
+	for r := 0; r < R; r++ {
+		for g := 0; g < G; g++ {
+			for h := 0; h < 2; h++ {
+				off := 64*g + 32*h
+				dst := "(R12)"
+				if off > 0 {
+					dst = fmt.Sprintf("%d(R12)", off)
+				}
+				a.l("\tVMOVUPS Y%d, %s", r*2*G+2*g+h, dst)
+			}
+		}
+		if r < R-1 {
+			a.l("\tADDQ AX, R12")
+		}
+	}
+	if passes > 1 {
+		a.l("\tADDQ $%d, DX", 64*G)
+		if G == 1 {
+			a.l("\tADDQ R15, R13")
+		} else {
+			a.l("\tLEAQ (R13)(R15*%d), R13", G)
+		}
+		a.l("\tDECQ BX")
+		a.l("\tJNZ %spass", lbl)
+	}
+	a.l("\tVZEROUPPER")
+	a.l("\tRET")
+}
