@@ -17,15 +17,3 @@ func panel2AVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os 
 
 //go:noescape
 func panel1AVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
-
-//go:noescape
-func panel6pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
-
-//go:noescape
-func panel4pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
-
-//go:noescape
-func panel2pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
-
-//go:noescape
-func panel1pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)

@@ -14,15 +14,3 @@ func panel2AVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os 
 func panel1AVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
 	panic("unreachable")
 }
-func panel6pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
-	panic("unreachable")
-}
-func panel4pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
-	panic("unreachable")
-}
-func panel2pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
-	panic("unreachable")
-}
-func panel1pfAVX2(x *float32, xs int, p *float32, ps int, k int, out *float32, os int) {
-	panic("unreachable")
-}

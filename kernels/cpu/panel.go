@@ -134,11 +134,11 @@ func panelRows(left int) int {
 
 // panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1): the
 // AVX-512 one where k.simd is set, else its AVX2 twin (f32panel_amd64.s);
-// first selects the variant that prefetches the weight streams (a block's
-// first row group, which reads them from memory).
+// first selects the AVX-512 variant that prefetches the weight streams (a
+// block's first row group, which reads them from memory).
 func panelKernel(k kern, r int, x *float32, xs int, p *float32, ps, kk int, out *float32, os int, first bool) {
 	if !k.simd {
-		panelKernelAVX2(r, x, xs, p, ps, kk, out, os, first)
+		panelKernelAVX2(r, x, xs, p, ps, kk, out, os)
 		return
 	}
 	if first {
@@ -166,21 +166,9 @@ func panelKernel(k kern, r int, x *float32, xs int, p *float32, ps, kk int, out 
 	}
 }
 
-// panelKernelAVX2 is panelKernel's AVX2 half.
-func panelKernelAVX2(r int, x *float32, xs int, p *float32, ps, kk int, out *float32, os int, first bool) {
-	if first {
-		switch r {
-		case 6:
-			panel6pfAVX2(x, xs, p, ps, kk, out, os)
-		case 4:
-			panel4pfAVX2(x, xs, p, ps, kk, out, os)
-		case 2:
-			panel2pfAVX2(x, xs, p, ps, kk, out, os)
-		default:
-			panel1pfAVX2(x, xs, p, ps, kk, out, os)
-		}
-		return
-	}
+// panelKernelAVX2 is panelKernel's AVX2 half; it has no prefetching
+// variants (see asmgen/f32panel.go).
+func panelKernelAVX2(r int, x *float32, xs int, p *float32, ps, kk int, out *float32, os int) {
 	switch r {
 	case 6:
 		panel6AVX2(x, xs, p, ps, kk, out, os)

@@ -12,29 +12,34 @@ import (
 // panelFunc is one R-row panel kernel.
 type panelFunc func(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
-// panelKernelSet returns the panel kernels this machine can run, by ISA
-// name, then by [pf][R].
-func panelKernelSet() map[string]map[bool]map[int]panelFunc {
-	m := map[string]map[bool]map[int]panelFunc{}
+// panelVariant is one panel kernel this machine can run.
+type panelVariant struct {
+	name string
+	r    int
+	fn   panelFunc
+}
+
+// panelKernelSet returns the panel kernels this machine can run: AVX-512
+// (plain and prefetching) and AVX2.
+func panelKernelSet() []panelVariant {
+	var v []panelVariant
 	if hasAVX512 {
-		m["avx512"] = map[bool]map[int]panelFunc{
-			false: {6: panel6AVX512, 4: panel4AVX512, 2: panel2AVX512, 1: panel1AVX512},
-			true:  {6: panel6pfAVX512, 4: panel4pfAVX512, 2: panel2pfAVX512, 1: panel1pfAVX512},
-		}
+		v = append(v, panelVariant{"avx512", 6, panel6AVX512}, panelVariant{"avx512", 4, panel4AVX512},
+			panelVariant{"avx512", 2, panel2AVX512}, panelVariant{"avx512", 1, panel1AVX512},
+			panelVariant{"avx512pf", 6, panel6pfAVX512}, panelVariant{"avx512pf", 4, panel4pfAVX512},
+			panelVariant{"avx512pf", 2, panel2pfAVX512}, panelVariant{"avx512pf", 1, panel1pfAVX512})
 	}
 	if hasAVX2 {
-		m["avx2"] = map[bool]map[int]panelFunc{
-			false: {6: panel6AVX2, 4: panel4AVX2, 2: panel2AVX2, 1: panel1AVX2},
-			true:  {6: panel6pfAVX2, 4: panel4pfAVX2, 2: panel2pfAVX2, 1: panel1pfAVX2},
-		}
+		v = append(v, panelVariant{"avx2", 6, panel6AVX2}, panelVariant{"avx2", 4, panel4AVX2},
+			panelVariant{"avx2", 2, panel2AVX2}, panelVariant{"avx2", 1, panel1AVX2})
 	}
-	return m
+	return v
 }
 
 // panelCase runs every available panel kernel on one shape (r rows of x,
 // k columns, xs and os the row strides, rows weight rows packed into one
 // block of 64 columns) and checks it against a float64 reference, and that
-// every kernel (any R, pf or not, either ISA) gives bit-identical outputs
+// every kernel (any R, prefetching or not, either ISA) gives bit-identical outputs
 // for the same row: the summation order does not depend on the batch.
 func panelCase(t *testing.T, r *rand.Rand, k, xs, os, rows int) {
 	t.Helper()
@@ -46,51 +51,48 @@ func panelCase(t *testing.T, r *rand.Rand, k, xs, os, rows int) {
 		p = make([]float32, 1) // k = 0: the kernels read nothing
 	}
 	var first []float32 // the first kernel's outputs, R rows × 64
-	for isa, byPF := range panelKernelSet() {
-		for _, pf := range []bool{false, true} {
-			for _, rr := range []int{6, 4, 2, 1} {
-				// rows beyond what one call takes come from further calls
-				got := make([]float32, (R-1)*os+panelBlock)
-				for i := range got {
-					got[i] = float32(math.NaN()) // every output must be written
-				}
-				for m := 0; m < R; m += rr {
-					n := min(rr, R-m)
-					if n != rr {
-						break
-					}
-					byPF[pf][rr](&x[m*xs], xs, &p[0], k*panelCols, k, &got[m*os], os)
-				}
-				done := R / rr * rr
-				for m := 0; m < done; m++ {
-					for c := 0; c < panelBlock; c++ {
-						g := got[m*os+c]
-						var want, mag float64
-						if c < rows {
-							for kk := 0; kk < k; kk++ {
-								v := float64(x[m*xs+kk]) * float64(wf[c*k+kk])
-								want += v
-								mag += math.Abs(v)
-							}
-						}
-						if math.Abs(float64(g)-want) > 1e-5*mag+1e-6 || math.IsNaN(float64(g)) {
-							t.Fatalf("%s pf=%v R=%d k=%d xs=%d os=%d rows=%d: out[%d][%d] = %v, want %v", isa, pf, rr, k, xs, os, rows, m, c, g, want)
-						}
+	for _, v := range panelKernelSet() {
+		isa, rr := v.name, v.r
+		// rows beyond what one call takes come from further calls
+		got := make([]float32, (R-1)*os+panelBlock)
+		for i := range got {
+			got[i] = float32(math.NaN()) // every output must be written
+		}
+		for m := 0; m < R; m += rr {
+			n := min(rr, R-m)
+			if n != rr {
+				break
+			}
+			v.fn(&x[m*xs], xs, &p[0], k*panelCols, k, &got[m*os], os)
+		}
+		done := R / rr * rr
+		for m := 0; m < done; m++ {
+			for c := 0; c < panelBlock; c++ {
+				g := got[m*os+c]
+				var want, mag float64
+				if c < rows {
+					for kk := 0; kk < k; kk++ {
+						v := float64(x[m*xs+kk]) * float64(wf[c*k+kk])
+						want += v
+						mag += math.Abs(v)
 					}
 				}
-				if first == nil {
-					first = make([]float32, R*panelBlock)
-					for m := 0; m < done; m++ {
-						copy(first[m*panelBlock:(m+1)*panelBlock], got[m*os:m*os+panelBlock])
-					}
-					continue
+				if math.Abs(float64(g)-want) > 1e-5*mag+1e-6 || math.IsNaN(float64(g)) {
+					t.Fatalf("%s R=%d k=%d xs=%d os=%d rows=%d: out[%d][%d] = %v, want %v", isa, rr, k, xs, os, rows, m, c, g, want)
 				}
-				for m := 0; m < done; m++ {
-					for c := 0; c < panelBlock; c++ {
-						if g, f := got[m*os+c], first[m*panelBlock+c]; math.Float32bits(g) != math.Float32bits(f) {
-							t.Fatalf("%s pf=%v R=%d k=%d: out[%d][%d] = %v, another kernel gave %v (summation order differs)", isa, pf, rr, k, m, c, g, f)
-						}
-					}
+			}
+		}
+		if first == nil {
+			first = make([]float32, R*panelBlock)
+			for m := 0; m < done; m++ {
+				copy(first[m*panelBlock:(m+1)*panelBlock], got[m*os:m*os+panelBlock])
+			}
+			continue
+		}
+		for m := 0; m < done; m++ {
+			for c := 0; c < panelBlock; c++ {
+				if g, f := got[m*os+c], first[m*panelBlock+c]; math.Float32bits(g) != math.Float32bits(f) {
+					t.Fatalf("%s R=%d k=%d: out[%d][%d] = %v, another kernel gave %v (summation order differs)", isa, rr, k, m, c, g, f)
 				}
 			}
 		}
