@@ -16,8 +16,8 @@ import "fmt"
 //
 // There are no prefetching (pf) variants: on Zen 3 the hardware
 // prefetcher follows the panel streams, and software prefetch 2 KiB ahead
-// cost CPU time at batch 1 (27.2–31.1 against 20.9–28.9 CPU-ms per 110M
-// step's products, alternated pairs) and gained nothing measurable at 16
+// cost CPU time at batch 1 (27.0–32.2 against 20.9–29.4 CPU-ms per 110M
+// step's products, 7 alternated pairs) and gained nothing measurable at 16
 // rows. The k loop takes two steps per iteration (paired, 110M step's
 // products, CPU-ms: 16 rows 65.1–80.8 against 71.3–98.4, 32 rows
 // 125.6–135.8 against 138.8–144.7; batch 1 unchanged within noise).
