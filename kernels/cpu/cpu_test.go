@@ -81,7 +81,7 @@ func checkMatMul(t *testing.T, r *rand.Rand, n, out, in int, q8 bool, threads in
 				if err := b.PrepareMatMul(&wc, false); err != nil {
 					t.Fatal(err)
 				}
-				if !q8 && hasAVX512 && out >= panelCols && wc.P == nil {
+				if !q8 && (hasAVX512 || hasAVX2) && out >= panelCols && wc.P == nil {
 					t.Fatalf("n=%d out=%d in=%d: F32 weight not packed", n, out, in)
 				}
 				wv = &wc
@@ -369,6 +369,7 @@ func BenchmarkMatMulModel(b *testing.B) {
 			}
 			add(32000, 768)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for i := 0; i < b.N; i++ {
 				for _, op := range ops {
 					be.MatMul(op.o, op.x, op.w, c.n)
@@ -376,6 +377,7 @@ func BenchmarkMatMulModel(b *testing.B) {
 			}
 			b.ReportMetric(float64(2*macs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+			b.ReportMetric(float64(processCPU()-cpu0)/1e6/float64(b.N), "cpu-ms/step")
 		})
 	}
 }

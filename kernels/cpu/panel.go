@@ -51,7 +51,7 @@ func packPanels(w []float32, rows, k int) []float32 {
 }
 
 // PrepareMatMul packs an F32 weight into panels for the assembly kernels
-// (see packPanels), which then serve every MatMul with it, batch 1
+// (see packPanels; AVX-512, or AVX2 and FMA), which then serve every MatMul with it, batch 1
 // included. Without keepRows the row-major floats are dropped: a weight
 // converted from F16 or BF16 at load is then held once, and a
 // memory-mapped F32 one costs its packed copy (the mapping is page cache).
@@ -62,7 +62,7 @@ func (b *Backend) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
 	if !ok {
 		return fmt.Errorf("cpu: PrepareMatMul: %T is not a host tensor", w)
 	}
-	if !b.k.simd || h.DT != kernels.F32 || h.P != nil || h.R < panelCols || h.C < 1 {
+	if !(b.k.simd || b.k.avx2) || h.DT != kernels.F32 || h.P != nil || h.R < panelCols || h.C < 1 {
 		return nil
 	}
 	if len(h.F) < h.R*h.C {
@@ -78,6 +78,7 @@ func (b *Backend) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
 // panelTask computes blocks of panelBlock output columns from a packed
 // weight.
 type panelTask struct {
+	k         kern
 	out, x, w *kernels.Host
 	n         int
 	tile      [][]float32 // per worker: an R × panelBlock tile for the ragged last block
@@ -105,13 +106,13 @@ func (t *panelTask) runRows(lo, hi, wk, m0, m1 int) {
 			xr := x.F[m*xs : (m+r-1)*xs+K]
 			if valid == panelBlock {
 				o := out.F[m*os+col0 : (m+r-1)*os+col0+panelBlock]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os, m == m0)
+				panelKernel(t.k, r, &xr[0], xs, &p[0], K*panelCols, K, &o[0], os, m == m0)
 			} else {
 				if t.tile[wk] == nil {
 					t.tile[wk] = make([]float32, panelMaxR*panelBlock)
 				}
 				tile := t.tile[wk]
-				panelKernel(r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock, m == m0)
+				panelKernel(t.k, r, &xr[0], xs, &p[0], K*panelCols, K, &tile[0], panelBlock, m == m0)
 				for i := 0; i < r; i++ {
 					copy(out.F[(m+i)*os+col0:(m+i)*os+col0+valid], tile[i*panelBlock:i*panelBlock+valid])
 				}
@@ -131,32 +132,52 @@ func panelRows(left int) int {
 	return r
 }
 
-// panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1); first
-// selects the variant that prefetches the weight streams (a block's first
-// row group, which reads them from memory).
-func panelKernel(r int, x *float32, xs int, p *float32, ps, k int, out *float32, os int, first bool) {
+// panelKernel dispatches to the r-row kernel (r is 6, 4, 2 or 1): the
+// AVX-512 one where k.simd is set, else its AVX2 twin (f32panel_amd64.s);
+// first selects the AVX-512 variant that prefetches the weight streams (a
+// block's first row group, which reads them from memory).
+func panelKernel(k kern, r int, x *float32, xs int, p *float32, ps, kk int, out *float32, os int, first bool) {
+	if !k.simd {
+		panelKernelAVX2(r, x, xs, p, ps, kk, out, os)
+		return
+	}
 	if first {
 		switch r {
 		case 6:
-			panel6pfAVX512(x, xs, p, ps, k, out, os)
+			panel6pfAVX512(x, xs, p, ps, kk, out, os)
 		case 4:
-			panel4pfAVX512(x, xs, p, ps, k, out, os)
+			panel4pfAVX512(x, xs, p, ps, kk, out, os)
 		case 2:
-			panel2pfAVX512(x, xs, p, ps, k, out, os)
+			panel2pfAVX512(x, xs, p, ps, kk, out, os)
 		default:
-			panel1pfAVX512(x, xs, p, ps, k, out, os)
+			panel1pfAVX512(x, xs, p, ps, kk, out, os)
 		}
 		return
 	}
 	switch r {
 	case 6:
-		panel6AVX512(x, xs, p, ps, k, out, os)
+		panel6AVX512(x, xs, p, ps, kk, out, os)
 	case 4:
-		panel4AVX512(x, xs, p, ps, k, out, os)
+		panel4AVX512(x, xs, p, ps, kk, out, os)
 	case 2:
-		panel2AVX512(x, xs, p, ps, k, out, os)
+		panel2AVX512(x, xs, p, ps, kk, out, os)
 	default:
-		panel1AVX512(x, xs, p, ps, k, out, os)
+		panel1AVX512(x, xs, p, ps, kk, out, os)
+	}
+}
+
+// panelKernelAVX2 is panelKernel's AVX2 half; it has no prefetching
+// variants (see asmgen/f32panel.go).
+func panelKernelAVX2(r int, x *float32, xs int, p *float32, ps, kk int, out *float32, os int) {
+	switch r {
+	case 6:
+		panel6AVX2(x, xs, p, ps, kk, out, os)
+	case 4:
+		panel4AVX2(x, xs, p, ps, kk, out, os)
+	case 2:
+		panel2AVX2(x, xs, p, ps, kk, out, os)
+	default:
+		panel1AVX2(x, xs, p, ps, kk, out, os)
 	}
 }
 
@@ -166,7 +187,7 @@ func (b *Backend) matmulPanels(out, x, w *kernels.Host, n int) {
 	if t.tile == nil {
 		t.tile = make([][]float32, b.pool.n)
 	}
-	t.out, t.x, t.w, t.n = out, x, w, n
+	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	blocks := (w.R + panelBlock - 1) / panelBlock
 	if n*w.R*w.C < 1<<15 {
 		t.run(0, blocks, 0)
