@@ -27,7 +27,7 @@ const (
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
-// (qtile8.go; Q8_0, Q4_K, Q6_K) and the ×4 tiles in blocks of weight rows,
+// (qtile8.go) and the ×4 tiles in blocks of weight rows,
 // the activation rows left over (t.n mod 4) one by one.
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act

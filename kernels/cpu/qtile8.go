@@ -17,7 +17,7 @@ import "github.com/sluice-llm/sluice/kernels"
 // has8 reports whether dt has a ×8 tile.
 func has8(dt kernels.DType) bool {
 	switch dt {
-	case kernels.Q8_0, kernels.Q4_K, kernels.Q6_K:
+	case kernels.Q8_0, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
 		return true
 	}
 	return false
@@ -62,14 +62,21 @@ func (t *qmatTask) tile8(o, m int, acc *[8]float32) {
 	wr := w.Q[o*rb : (o+1)*rb]
 	xq := a.q[m*K : (m+8)*K]
 	xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
-	if w.DT == kernels.Q8_0 {
+	switch w.DT {
+	case kernels.Q8_0:
 		dotQ8_0x8AVX2(&wr[0], &xq[0], K, &xd8[0], nb, acc)
+		return
+	case kernels.Q4_0:
+		dotQ4_0x8AVX2(&wr[0], &xq[0], K, &xd8[0], nb, acc)
 		return
 	}
 	bs := a.bs[m*K/16 : (m+8)*K/16]
-	if w.DT == kernels.Q4_K {
+	switch w.DT {
+	case kernels.Q4_K:
 		dotQ4Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
-		return
+	case kernels.Q5_K:
+		dotQ5Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
+	default:
+		dotQ6Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	}
-	dotQ6Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 }

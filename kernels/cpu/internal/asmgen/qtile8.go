@@ -23,14 +23,31 @@ func qtile8() string {
 // holds, per block, the 8 rows' scales as [r0-r3 r0-r3 r4-r7 r4-r7].`)
 	a.l(``)
 	a.l("%s", macrosTile8)
-	a.q8_0x8()
-	a.q4Kx8()
+	a.q8_0x8(false)
+	a.q8_0x8(true)
+	a.kx8(false)
+	a.kx8(true)
 	a.q6Kx8()
 	return a.b.String()
 }
 
 // macrosTile8 are the folds the ×8 tiles share.
-const macrosTile8 = `DATA t8mask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+const macrosTile8 = `DATA t8mask0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA t8mask0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA t8mask0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA t8mask0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL t8mask0f<>(SB), RODATA|NOPTR, $32
+DATA t8mask08<>+0(SB)/8, $0x0808080808080808
+DATA t8mask08<>+8(SB)/8, $0x0808080808080808
+DATA t8mask08<>+16(SB)/8, $0x0808080808080808
+DATA t8mask08<>+24(SB)/8, $0x0808080808080808
+GLOBL t8mask08<>(SB), RODATA|NOPTR, $32
+DATA t8mask10<>+0(SB)/8, $0x1010101010101010
+DATA t8mask10<>+8(SB)/8, $0x1010101010101010
+DATA t8mask10<>+16(SB)/8, $0x1010101010101010
+DATA t8mask10<>+24(SB)/8, $0x1010101010101010
+GLOBL t8mask10<>(SB), RODATA|NOPTR, $32
+DATA t8mask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA t8mask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
 GLOBL t8mask3f<>(SB), RODATA|NOPTR, $16
 DATA t8mask30<>+0(SB)/8, $0x3030303030303030
@@ -113,27 +130,43 @@ LEAQ (DI)(R12*4), R11
 MOVQ xd8+24(FP), DX`)
 }
 
-// q8_0x8 writes dotQ8_0x8AVX2: per 34-byte block the signed weights (Y9)
-// and |w| (Y10) meet each row's block as in the ×4 tile (VPSIGNB on the
-// activations, VPMADDUBSW, VPMADDWD with ones), the 4 rows' int32 lanes
-// are added horizontally (HADD4) and the block is folded by one
-// conversion and one FMA per 4 rows with d_w·[d_x of the rows].
-func (a *asm) q8_0x8() {
+// q8_0x8 writes dotQ8_0x8AVX2 (or, q4, dotQ4_0x8AVX2): per 34-byte
+// block the signed weights (Y9; Q4_0: the 18-byte block's nibbles unpacked
+// to bytes, low nibbles in the low lane, minus 8) and |w| (Y10) meet each
+// row's block as in the ×4 tiles (VPSIGNB on the activations, VPMADDUBSW,
+// VPMADDWD with ones), the 4 rows' int32 lanes are added horizontally
+// (HADD4) and the block is folded by one conversion and one FMA per 4
+// rows with d_w·[d_x of the rows].
+func (a *asm) q8_0x8(q4 bool) {
+	name, lbl, bb := "dotQ8_0x8AVX2", "q80x8loop", 34
+	if q4 {
+		name, lbl, bb = "dotQ4_0x8AVX2", "q40x8loop", 18
+	}
 	a.l(``)
-	a.l(`// func dotQ8_0x8AVX2(w *byte, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`)
-	a.l(`TEXT ·dotQ8_0x8AVX2(SB), NOSPLIT, $0-48`)
+	a.l(`// func %s(w *byte, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-48`, name)
 	a.prolog8()
 	a.code(`
 MOVQ nb+32(FP), CX
 VPCMPEQW Y15, Y15, Y15
 VPSRLW $15, Y15, Y15
 VXORPS Y0, Y0, Y0
-VXORPS Y1, Y1, Y1
-q80x8loop:
+VXORPS Y1, Y1, Y1`)
+	a.l("%s:", lbl)
+	a.code(`
 VPBROADCASTW (SI), X8
-VCVTPH2PS X8, Y8
-VMOVDQU 2(SI), Y9
-VPABSB Y9, Y10`)
+VCVTPH2PS X8, Y8`)
+	if q4 {
+		a.code(`
+VMOVDQU 2(SI), X9
+VPSRLW $4, X9, X10
+VINSERTI128 $1, X10, Y9, Y9
+VPAND t8mask0f<>(SB), Y9, Y9
+VPSUBB t8mask08<>(SB), Y9, Y9`)
+	} else {
+		a.code("VMOVDQU 2(SI), Y9")
+	}
+	a.code("VPABSB Y9, Y10")
 	t := []int{2, 3, 4, 5, 6, 7, 11, 12}
 	for r := 0; r < 8; r++ {
 		a.l("\tVMOVDQU %s, Y%d", rows8[r], t[r])
@@ -149,13 +182,15 @@ VCVTDQ2PS Y6, Y6
 VMULPS (DX), Y8, Y13
 VMULPS 32(DX), Y8, Y14
 VFMADD231PS Y2, Y13, Y0
-VFMADD231PS Y6, Y14, Y1
-ADDQ $34, SI
+VFMADD231PS Y6, Y14, Y1`)
+	a.l("\tADDQ $%d, SI", bb)
+	a.code(`
 ADDQ $32, DI
 ADDQ $32, R11
 ADDQ $64, DX
-DECQ CX
-JNZ q80x8loop
+DECQ CX`)
+	a.l("\tJNZ %s", lbl)
+	a.code(`
 MOVQ out+40(FP), AX
 OUT8(Y0, X0, Y1, X1)
 VZEROUPPER
@@ -202,14 +237,20 @@ VFNMADD231PS Y5, Y13, Y9`)
 	return b.String()
 }
 
-// q4Kx8 writes dotQ4Kx8AVX2: per 144-byte super-block the scales and mins
-// are unpacked once (KSCALES8), each
-// group's 64 nibbles once, and every row adds sc·(q·x) of its 8
-// sub-blocks into its int32 lanes (Y0-Y7), folded by kFold8.
-func (a *asm) q4Kx8() {
+// kx8 writes dotQ4Kx8AVX2 (or, q5, dotQ5Kx8AVX2): per 144-byte (176)
+// super-block the scales and mins are unpacked once (KSCALES8), each
+// group's 64 nibbles once (Q5_K: with their fifth bits from qh, held in
+// Y8), and every row adds sc·(q·x) of its 8 sub-blocks into its int32
+// lanes (Y0-Y7), folded by kFold8 (Q5_K: with the float accumulators at
+// 64(SP) and 96(SP) between super-blocks, as Y8 holds qh).
+func (a *asm) kx8(q5 bool) {
+	name, lbl, bb, qs := "dotQ4Kx8AVX2", "q4kx8loop", 144, 16
+	if q5 {
+		name, lbl, bb, qs = "dotQ5Kx8AVX2", "q5kx8loop", 176, 48
+	}
 	a.l(``)
-	a.l(`// func dotQ4Kx8AVX2(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32)`)
-	a.l(`TEXT ·dotQ4Kx8AVX2(SB), NOSPLIT, $64-64`)
+	a.l(`// func %s(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $128-64`, name)
 	a.prolog8()
 	a.code(`
 MOVQ bs+32(FP), BX
@@ -220,17 +261,28 @@ LEAQ (BX)(R15*4), R10
 MOVQ nb+48(FP), CX
 ` + broadcast(0x0f0f0f0f, 14) + `
 VXORPS Y8, Y8, Y8
-VXORPS Y9, Y9, Y9
-q4kx8loop:
-KSCALES8`)
+VXORPS Y9, Y9, Y9`)
+	if q5 {
+		a.code("VMOVUPS Y8, 64(SP)\nVMOVUPS Y8, 96(SP)")
+	}
+	a.l("%s:", lbl)
+	a.code("KSCALES8")
+	if q5 {
+		a.code("VMOVDQU 16(SI), Y8")
+	}
 	for g := 0; g < 4; g++ {
 		a.code(fmt.Sprintf(`
 VMOVDQU %d(SI), Y10
 VPSRLW $4, Y10, Y11
 VPAND Y14, Y10, Y10
-VPAND Y14, Y11, Y11
+VPAND Y14, Y11, Y11`, qs+32*g))
+		if q5 {
+			a.code(q5bits("Y8", 4-2*g, "Y15", "t8mask10<>(SB)", "Y10"))
+			a.code(q5bits("Y8", 3-2*g, "Y15", "t8mask10<>(SB)", "Y11"))
+		}
+		a.code(fmt.Sprintf(`
 VPBROADCASTW %d(SP), Y12
-VPBROADCASTW %d(SP), Y13`, 16+32*g, 4*g, 4*g+2))
+VPBROADCASTW %d(SP), Y13`, 4*g, 4*g+2))
 		for r := 0; r < 8; r++ {
 			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
 			if g == 0 {
@@ -244,16 +296,23 @@ VPBROADCASTW %d(SP), Y13`, 16+32*g, 4*g, 4*g+2))
 			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
 		}
 	}
+	if q5 {
+		a.code("VMOVUPS 64(SP), Y8\nVMOVUPS 96(SP), Y9")
+	}
 	a.code(kFold8(true))
+	if q5 {
+		a.code("VMOVUPS Y8, 64(SP)\nVMOVUPS Y9, 96(SP)")
+	}
+	a.l("\tADDQ $%d, SI", bb)
 	a.code(`
-ADDQ $144, SI
 ADDQ $256, DI
 ADDQ $256, R11
 ADDQ $64, DX
 ADDQ $32, BX
 ADDQ $32, R10
-DECQ CX
-JNZ q4kx8loop
+DECQ CX`)
+	a.l("\tJNZ %s", lbl)
+	a.code(`
 MOVQ out+56(FP), AX
 OUT8(Y8, X8, Y9, X9)
 VZEROUPPER
