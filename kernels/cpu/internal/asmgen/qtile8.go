@@ -136,7 +136,10 @@ MOVQ xd8+24(FP), DX`)
 // row's block as in the ×4 tiles (VPSIGNB on the activations, VPMADDUBSW,
 // VPMADDWD with ones), the 4 rows' int32 lanes are added horizontally
 // (HADD4) and the block is folded by one conversion and one FMA per 4
-// rows with d_w·[d_x of the rows].
+// rows with d_w·[d_x of the rows]. Q4_0 first adds the two halves as well
+// and accumulates each row's whole block sum in one chain, as ggml's
+// repacked Q4_0 kernels (and dotQ4_0Go) do, so its rows equal the plain
+// kernel's bit for bit.
 func (a *asm) q8_0x8(q4 bool) {
 	name, lbl, bb := "dotQ8_0x8AVX2", "q80x8loop", 34
 	if q4 {
@@ -176,13 +179,30 @@ VPSUBB t8mask08<>(SB), Y9, Y9`)
 	}
 	a.code(`
 HADD4(Y2, Y3, Y4, Y5)
-HADD4(Y6, Y7, Y11, Y12)
+HADD4(Y6, Y7, Y11, Y12)`)
+	if q4 {
+		// ggml's order for Q4_0 (dotQ4_0Go): the block's whole integer
+		// sum, then one fused multiply-add per row
+		a.code(`
+VEXTRACTI128 $1, Y2, X13
+VPADDD X13, X2, X2
+VEXTRACTI128 $1, Y6, X14
+VPADDD X14, X6, X6
+VCVTDQ2PS X2, X2
+VCVTDQ2PS X6, X6
+VMULPS (DX), X8, X13
+VMULPS 32(DX), X8, X14
+VFMADD231PS X2, X13, X0
+VFMADD231PS X6, X14, X1`)
+	} else {
+		a.code(`
 VCVTDQ2PS Y2, Y2
 VCVTDQ2PS Y6, Y6
 VMULPS (DX), Y8, Y13
 VMULPS 32(DX), Y8, Y14
 VFMADD231PS Y2, Y13, Y0
 VFMADD231PS Y6, Y14, Y1`)
+	}
 	a.l("\tADDQ $%d, SI", bb)
 	a.code(`
 ADDQ $32, DI
