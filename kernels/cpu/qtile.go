@@ -38,7 +38,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = 1 // few rows: each weight row streams once, contiguously
 	}
 	n8 := 0
-	if has8(w.DT) && K >= a.blk {
+	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 {
+		// (activations without their ×8 scales take the ×4 tiles)
 		n8 = t.n &^ 7
 	}
 	n4 := n8 + (t.n-n8)&^3
