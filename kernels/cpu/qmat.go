@@ -66,9 +66,10 @@ type actQ struct {
 	q   []int8
 	d   []float32
 	bs  []int16
-	blk int // values per scale: 32 or 256
-	k   int // values per row
-	n   int // rows
+	d8  []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
+	blk int       // values per scale: 32 or 256
+	k   int       // values per row
+	n   int       // rows
 
 	src []float32 // a copy of the rows last quantized (n×k)
 
@@ -126,6 +127,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 			quantizeActRow(xr, q, d, bs, blk)
 		}
 	}
+	a.scales8()
 }
 
 // same reports whether the n rows of x (xs apart) equal, bit for bit, the

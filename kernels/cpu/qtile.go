@@ -26,9 +26,9 @@ const (
 )
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
-// weight against all t.n activation rows (t.n ≥ 4) with the ×4 tiles in
-// blocks of weight rows, the activation rows left over (t.n mod 4) one by
-// one.
+// weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
+// (qtile8.go) and the ×4 tiles in blocks of weight rows,
+// the activation rows left over (t.n mod 4) one by one.
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
@@ -37,11 +37,25 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	if t.n < qTileMinRows {
 		rows = 1 // few rows: each weight row streams once, contiguously
 	}
-	n4 := t.n &^ 3
+	n8 := 0
+	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 {
+		// (activations without their ×8 scales take the ×4 tiles)
+		n8 = t.n &^ 7
+	}
+	n4 := n8 + (t.n-n8)&^3
 	var acc [4]float32
+	var acc8 [8]float32
 	for ob := lo; ob < hi; ob += rows {
 		oe := min(ob+rows, hi)
-		for m := 0; m < n4; m += 4 {
+		for m := 0; m < n8; m += 8 {
+			for o := ob; o < oe; o++ {
+				t.tile8(o, m, &acc8)
+				for r := 0; r < 8; r++ {
+					out.F[(m+r)*out.C+o] = acc8[r]
+				}
+			}
+		}
+		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {
 				t.tile4(o, m, 0, K, &acc)
 				for r := 0; r < 4; r++ {

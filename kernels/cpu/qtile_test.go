@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
 )
 
 // TestBatchMatMul checks the batched paths (the ×4 tiles in cache blocks,
@@ -49,4 +51,21 @@ func FuzzBatchMatMul(f *testing.F) {
 		sanitizeHalves(dt, data)
 		checkStored(t, dt, data, randF(r, n*in), n, rows, in, 2)
 	})
+}
+
+// TestBatchTileSizes checks every batch size from 1 to 64 on every
+// block-quantized format, so that each split of the rows into ×8 tiles,
+// ×4 tiles and single rows is met (TestBatchMatMul crosses blocks of
+// weight rows and longer reductions).
+func TestBatchTileSizes(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 64))
+	for _, dt := range []kernels.DType{kernels.Q8_0, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
+		const out, in = 29, 256
+		data := randBlocks(r, dt, out, in)
+		for n := 1; n <= 64; n++ {
+			t.Run(fmt.Sprintf("%v/n%d", dt, n), func(t *testing.T) {
+				checkStored(t, dt, data, randF(r, n*in), n, out, in, 2)
+			})
+		}
+	}
 }

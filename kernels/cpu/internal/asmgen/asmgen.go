@@ -3,10 +3,10 @@
 // exp_amd64.s (vector exp and the loops built on it), kv16_amd64.s (the
 // float16 KV-cache kernels), attn2_amd64.s (their AVX2 twins),
 // qdotgen_amd64.s (the AVX2 kernels on stored weight encodings),
-// qtile_amd64.s (batched tiles on block-quantized weights),
-// mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s (two-row
-// k-quant row loops) and f32panel_amd64.s (the AVX2 twins of the panel
-// kernels). The kernels differ
+// qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
+// (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s
+// (two-row k-quant row loops) and f32panel_amd64.s (the AVX2 twins of the
+// panel kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -27,7 +27,8 @@ func Files() map[string]string {
 	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(),
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s":    krows(),
-		"f32panel_amd64.s": f32panel()}
+		"f32panel_amd64.s": f32panel(),
+		"qtile8_amd64.s":   qtile8()}
 }
 
 type asm struct{ b strings.Builder }

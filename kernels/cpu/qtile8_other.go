@@ -1,0 +1,23 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func dotQ8_0x8AVX2(w *byte, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func dotQ4Kx8AVX2(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func dotQ6Kx8AVX2(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func dotQ4_0x8AVX2(w *byte, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func dotQ5Kx8AVX2(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32) {
+	panic("unreachable")
+}
