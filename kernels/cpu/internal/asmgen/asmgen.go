@@ -23,7 +23,8 @@ import (
 // Files returns the generated files by name.
 func Files() map[string]string {
 	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(),
-		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile()}
+		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
+		"half_amd64.s": halfFile(), "half_amd64.go": halfDecls()}
 }
 
 type asm struct{ b strings.Builder }
