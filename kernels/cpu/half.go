@@ -5,9 +5,10 @@ import "github.com/sluice-llm/sluice/kernels"
 // F16 and BF16 weights (read in place; see the numeric contract in
 // qmat.go). One activation row (decode) streams the weight rows two at a
 // time past the activations (dotHalfRows2*AVX2: both rows share each
-// activation load, and each core keeps two streams in flight).
-// (No software prefetch: see asmgen/half.go.) A batch of rows (prefill, many sequences) is compute-bound and runs on
-// the register tiles of half_amd64.s, blocked for the caches:
+// activation load, and each core keeps two streams in flight; no software
+// prefetch, see asmgen/half.go). A batch of rows (prefill, many sequences)
+// is compute-bound and runs on the register tiles of half_amd64.s, blocked
+// for the caches:
 //
 //	for each block of halfNc weight rows (in L2 across the batch):
 //	  for each halfKc-value slice of K:
