@@ -2,13 +2,11 @@ package cpu
 
 import "github.com/sluice-llm/sluice/kernels"
 
-// F16 and BF16 weights (read in place; see the numeric contract in
-// qmat.go). One activation row (decode) streams the weight rows two at a
-// time past the activations (dotHalfRows2*AVX2: both rows share each
-// activation load, and each core keeps two streams in flight; no software
-// prefetch, see asmgen/half.go). A batch of rows (prefill, many sequences)
-// is compute-bound and runs on the register tiles of half_amd64.s, blocked
-// for the caches:
+// Batches of activation rows on F16 and BF16 weights (read in place; see
+// the numeric contract in qmat.go). One activation row (decode) runs on the
+// row loops of qdotgen_amd64.s (rows1). A batch of rows (prefill, many
+// sequences) is compute-bound and runs on the register tiles of
+// half_amd64.s, blocked for the caches:
 //
 //	for each block of halfNc weight rows (in L2 across the batch):
 //	  for each halfKc-value slice of K:
@@ -64,21 +62,5 @@ func (t *qmatTask) halfBatch(lo, hi int) {
 				}
 			}
 		}
-	}
-}
-
-// halfRows computes weight rows [lo, hi) against one activation row of
-// K values, K a multiple of 32.
-func (t *qmatTask) halfRows(lo, hi int) {
-	w := t.w
-	K := w.C
-	rb := w.DT.RowBytes(K)
-	wr := w.Q[lo*rb : hi*rb]
-	out := t.out.F[lo:hi]
-	x := t.x.F[:K]
-	if w.DT == kernels.F16 {
-		dotHalfRows2F16AVX2(&wr[0], &x[0], K, hi-lo, &out[0])
-	} else {
-		dotHalfRows2BF16AVX2(&wr[0], &x[0], K, hi-lo, &out[0])
 	}
 }

@@ -102,12 +102,6 @@ func halfTile3x3BF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *float3
 //go:noescape
 func halfTile4x3BF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *float32, os int)
 
-//go:noescape
-func dotHalfRows2F16AVX2(w *byte, x *float32, n int, rows int, out *float32)
-
-//go:noescape
-func dotHalfRows2BF16AVX2(w *byte, x *float32, n int, rows int, out *float32)
-
 // halfTileAVX2 calls the m×wn tile (see halfTileShape) on F16 weights, or
 // BF16 ones where bf16 is set, and reports whether that shape exists.
 func halfTileAVX2(bf16 bool, m, wn int, w *byte, ws int, x *float32, xs int, n int, out *float32, os int) bool {

@@ -5,6 +5,3 @@ package cpu
 func halfTileAVX2(bf16 bool, m, wn int, w *byte, ws int, x *float32, xs int, n int, out *float32, os int) bool {
 	panic("unreachable")
 }
-
-func dotHalfRows2F16AVX2(w *byte, x *float32, n int, rows int, out *float32)  { panic("unreachable") }
-func dotHalfRows2BF16AVX2(w *byte, x *float32, n int, rows int, out *float32) { panic("unreachable") }

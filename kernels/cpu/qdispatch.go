@@ -15,9 +15,9 @@ func (k kern) dotHalf(dt kernels.DType, w []byte, x []float32) float32 {
 	if k.avx2 && n >= 32 {
 		i = n &^ 31
 		if dt == kernels.F16 {
-			dotHalfRows2F16AVX2(&w[0], &x[0], i, 1, &s)
+			dotF16RowsAVX2(&w[0], &x[0], i, 1, &s)
 		} else {
-			dotHalfRows2BF16AVX2(&w[0], &x[0], i, 1, &s)
+			dotBF16RowsAVX2(&w[0], &x[0], i, 1, &s)
 		}
 	}
 	if i < n {

@@ -8,8 +8,8 @@
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
-// half.go writes half_amd64.s (the F16/BF16 tiles and matrix-vector
-// loops) and its Go declarations, half_amd64.go.
+// half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
+// declarations, half_amd64.go.
 //
 //	go test ./kernels/cpu -run TestGenerated -update
 //

@@ -34,7 +34,9 @@ var halfFormats = []struct {
 }
 
 // halfFile writes half_amd64.s: the register-blocked F16/BF16 tiles
-// (halfTile) and the two-row matrix-vector loops (halfRows2).
+// (halfTile). (A two-row matrix-vector loop, with and without software
+// prefetch, was tried for decode and dropped: paired runner runs were
+// slower than qdotgen's one-row loop; see docs/bench/f16-bf16.md.)
 func halfFile() string {
 	var a asm
 	a.header()
@@ -50,10 +52,6 @@ func halfFile() string {
 			a.halfTile(f.name, f.widen, s[0], s[1])
 		}
 	}
-	for _, f := range halfFormats {
-		a.l(``)
-		a.halfRows2(f.name, f.widen)
-	}
 	return a.b.String()
 }
 
@@ -67,9 +65,6 @@ func halfDecls() string {
 		for _, s := range halfShapes() {
 			fmt.Fprintf(&b, "\n//go:noescape\nfunc halfTile%dx%d%sAVX2(w *byte, ws int, x *float32, xs int, n int, out *float32, os int)\n", s[0], s[1], f.name)
 		}
-	}
-	for _, f := range halfFormats {
-		fmt.Fprintf(&b, "\n//go:noescape\nfunc dotHalfRows2%sAVX2(w *byte, x *float32, n int, rows int, out *float32)\n", f.name)
 	}
 	b.WriteString(`
 // halfTileAVX2 calls the m×wn tile (see halfTileShape) on F16 weights, or
@@ -210,95 +205,3 @@ func (a *asm) halfSumAdd(W, first int) {
 // halfUnroll is how many 8-value steps of k one iteration of a tile's
 // loop does.
 const halfUnroll = 4
-
-// halfRows2 writes dotHalfRows2{F}AVX2: out[i] = x · weight row i for
-// rows rows 2n bytes apart, n a positive multiple of 32; two rows at a
-// time share each activation load (an odd last row runs alone), four
-// accumulators per row. No software prefetch: paired runs with PREFETCHT0
-// 512, 1024 and 2048 bytes ahead of each row were 10–20 % slower per
-// CPU-second than none (the hardware prefetcher follows the two streams).
-func (a *asm) halfRows2(f string, widen func(mem, y string) string) {
-	name := fmt.Sprintf("dotHalfRows2%sAVX2", f)
-	lbl := strings.ToLower("hr2" + f)
-	a.l(`// func %s(w *byte, x *float32, n int, rows int, out *float32)`, name)
-	a.l(`TEXT ·%s(SB), NOSPLIT, $0-40`, name)
-	a.code(fmt.Sprintf(`
-MOVQ w+0(FP), SI
-MOVQ n+16(FP), R8
-SHLQ $1, R8
-MOVQ rows+24(FP), R9
-MOVQ out+32(FP), DX
-%spair:
-CMPQ R9, $2
-JLT %sone
-MOVQ x+8(FP), DI
-MOVQ n+16(FP), CX
-VXORPS Y0, Y0, Y0
-VXORPS Y1, Y1, Y1
-VXORPS Y2, Y2, Y2
-VXORPS Y3, Y3, Y3
-VXORPS Y4, Y4, Y4
-VXORPS Y5, Y5, Y5
-VXORPS Y6, Y6, Y6
-VXORPS Y7, Y7, Y7
-%sloop2:`, lbl, lbl, lbl))
-
-	for j := 0; j < 4; j++ {
-		a.l("\tVMOVUPS %d(DI), Y14", 32*j)
-		a.code(widen(fmt.Sprintf("%d(SI)", 16*j), "Y8"))
-		a.code(widen(fmt.Sprintf("%d(SI)(R8*1)", 16*j), "Y9"))
-		a.l("\tVFMADD231PS Y8, Y14, Y%d", j)
-		a.l("\tVFMADD231PS Y9, Y14, Y%d", 4+j)
-	}
-	a.code(fmt.Sprintf(`
-ADDQ $64, SI
-ADDQ $128, DI
-SUBQ $32, CX
-JNZ %sloop2
-VADDPS Y1, Y0, Y0
-VADDPS Y3, Y2, Y2
-VADDPS Y2, Y0, Y0
-VADDPS Y5, Y4, Y4
-VADDPS Y7, Y6, Y6
-VADDPS Y6, Y4, Y4
-VHADDPS Y4, Y0, Y0
-VEXTRACTF128 $1, Y0, X1
-VADDPS X1, X0, X0
-VHADDPS X0, X0, X0
-VMOVSD X0, (DX)
-ADDQ $8, DX
-ADDQ R8, SI
-SUBQ $2, R9
-JMP %spair
-%sone:
-TESTQ R9, R9
-JZ %sdone
-MOVQ x+8(FP), DI
-MOVQ n+16(FP), CX
-VXORPS Y0, Y0, Y0
-VXORPS Y1, Y1, Y1
-VXORPS Y2, Y2, Y2
-VXORPS Y3, Y3, Y3
-%sloop1:`, lbl, lbl, lbl, lbl, lbl))
-
-	for j := 0; j < 4; j++ {
-		a.code(widen(fmt.Sprintf("%d(SI)", 16*j), fmt.Sprintf("Y%d", 4+j)))
-		a.l("\tVFMADD231PS %d(DI), Y%d, Y%d", 32*j, 4+j, j)
-	}
-	a.code(fmt.Sprintf(`
-ADDQ $64, SI
-ADDQ $128, DI
-SUBQ $32, CX
-JNZ %sloop1
-VADDPS Y1, Y0, Y0
-VADDPS Y3, Y2, Y2
-VADDPS Y2, Y0, Y0
-VHADDPS Y0, Y0, Y0
-VEXTRACTF128 $1, Y0, X1
-VADDPS X1, X0, X0
-VHADDPS X0, X0, X0
-VMOVSS X0, (DX)
-%sdone:
-VZEROUPPER
-RET`, lbl, lbl))
-}
