@@ -429,8 +429,9 @@ func (t *qmatTask) run(lo, hi, _ int) {
 		t.mxfp4Tiles(lo, hi)
 		return
 	}
-	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 4 {
-		lo = t.halfTiles(lo, hi)
+	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 2 && t.k.avx2 && K >= 8 {
+		t.halfBatch(lo, hi)
+		return
 	}
 	if q, _ := quantized(w.DT); q && t.n >= 4 && t.k.avx2 {
 		t.qTiles(lo, hi)
@@ -465,64 +466,6 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		b.pool.parallel(w.R, 4, 0, t)
 	}
 	t.out, t.x, t.w = nil, nil, nil
-}
-
-// halfTiles computes pairs of F16/BF16 weight rows from lo against groups
-// of 4 activation rows with the 4×2 register tile (each converted weight
-// vector feeds 4 rows; the rows left over go one by one) and returns the
-// first weight row it did not compute.
-func (t *qmatTask) halfTiles(lo, hi int) int {
-	if !t.k.avx2 {
-		return lo
-	}
-	if t.w.C < 8 {
-		return lo
-	}
-	var acc [8]float32
-	end := lo + (hi-lo)&^1
-	// blocks of halfBlock weight rows stay in L2 while every group of 4
-	// activation rows (float32, larger than L2 for long batches) streams
-	// past them once
-	const halfBlock = 32
-	for ob := lo; ob < end; ob += halfBlock {
-		t.halfBlock(ob, min(ob+halfBlock, end), &acc)
-	}
-	return end
-}
-
-// halfBlock computes the pairs of weight rows in [lo, hi) (hi−lo even).
-func (t *qmatTask) halfBlock(lo, hi int, acc *[8]float32) {
-	w, x, out := t.w, t.x, t.out
-	K := w.C
-	K8 := K &^ 7
-	rb := w.DT.RowBytes(K)
-	m := 0
-	for ; m+4 <= t.n; m += 4 {
-		xr := x.F[m*x.C : (m+3)*x.C+K]
-		for o := lo; o < hi; o += 2 {
-			wr := w.Q[o*rb : (o+2)*rb]
-			if w.DT == kernels.F16 {
-				tileF16AVX2(&wr[0], rb, &xr[0], x.C, K8, acc)
-			} else {
-				tileBF16AVX2(&wr[0], rb, &xr[0], x.C, K8, acc)
-			}
-			for r := 0; r < 4; r++ {
-				for c := 0; c < 2; c++ {
-					v := acc[2*r+c]
-					if K8 < K {
-						v += dotHalfGo(w.DT, wr[c*rb+2*K8:(c+1)*rb], x.F[(m+r)*x.C+K8:(m+r)*x.C+K])
-					}
-					out.F[(m+r)*out.C+o+c] = v
-				}
-			}
-		}
-	}
-	for ; m < t.n; m++ {
-		xr := x.F[m*x.C : m*x.C+K]
-		for o := lo; o < hi; o++ {
-			out.F[m*out.C+o] = t.k.dotHalf(w.DT, w.Q[o*rb:(o+1)*rb], xr)
-		}
-	}
 }
 
 // rows1 computes weight rows [lo, hi) against a single activation row

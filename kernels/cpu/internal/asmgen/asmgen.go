@@ -10,6 +10,9 @@
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
+// half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
+// declarations, half_amd64.go.
+//
 //	go test ./kernels/cpu -run TestGenerated -update
 //
 // rewrites them; TestGenerated fails when the committed files differ from
@@ -28,7 +31,8 @@ func Files() map[string]string {
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s":    krows(),
 		"f32panel_amd64.s": f32panel(),
-		"qtile8_amd64.s":   qtile8()}
+		"qtile8_amd64.s":   qtile8(),
+		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls()}
 }
 
 type asm struct{ b strings.Builder }

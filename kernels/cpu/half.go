@@ -1,0 +1,66 @@
+package cpu
+
+import "github.com/sluice-llm/sluice/kernels"
+
+// Batches of activation rows on F16 and BF16 weights (read in place; see
+// the numeric contract in qmat.go). One activation row (decode) runs on the
+// row loops of qdotgen_amd64.s (rows1). A batch of rows (prefill, many
+// sequences) is compute-bound and runs on the register tiles of
+// half_amd64.s, blocked for the caches:
+//
+//	for each block of halfNc weight rows (in L2 across the batch):
+//	  for each halfKc-value slice of K:
+//	    for each group of halfM activation rows (their slice in L1):
+//	      for each group of halfW weight rows: halfM×halfW tile, added to out
+//
+// A tile widens each 8-weight chunk once and multiplies it with halfM
+// activation rows from registers; the sums of the slices of K add up in
+// out, which is cleared first.
+
+// The main tile shape and the cache blocking of halfBatch.
+const (
+	halfM  = 4    // activation rows per tile
+	halfW  = 3    // weight rows per tile
+	halfKc = 2048 // values of K per slice (paired runs: 512 and 1024 were slower, 4096 and 8192 no faster)
+	halfNc = 48   // weight rows per block (a multiple of halfW): 192 KiB of slices in L2
+)
+
+// halfBatch computes weight rows [lo, hi) of an F16/BF16 MatMul against
+// all t.n activation rows with the register tiles.
+func (t *qmatTask) halfBatch(lo, hi int) {
+	w, x, out := t.w, t.x, t.out
+	K := w.C
+	K8 := K &^ 7
+	rb := w.DT.RowBytes(K)
+	bf := w.DT == kernels.BF16
+	n := t.n
+	for ob := lo; ob < hi; ob += halfNc {
+		oe := min(ob+halfNc, hi)
+		for m := 0; m < n; m++ {
+			clear(out.F[m*out.C+ob : m*out.C+oe])
+		}
+		for kb := 0; kb < K8; kb += halfKc {
+			kn := min(halfKc, K8-kb)
+			for m := 0; m < n; {
+				M := min(halfM, n-m)
+				_ = x.F[(m+M-1)*x.C+kb+kn-1]
+				_ = out.F[(m+M-1)*out.C+oe-1]
+				for o := ob; o < oe; {
+					W := min(halfW, oe-o)
+					_ = w.Q[(o+W-1)*rb+2*(kb+kn)-1]
+					halfTileAVX2(bf, M, W, &w.Q[o*rb+2*kb], rb, &x.F[m*x.C+kb], x.C, kn, &out.F[m*out.C+o], out.C)
+					o += W
+				}
+				m += M
+			}
+		}
+		if K8 < K {
+			for m := 0; m < n; m++ {
+				xr := x.F[m*x.C+K8 : m*x.C+K]
+				for o := ob; o < oe; o++ {
+					out.F[m*out.C+o] += dotHalfGo(w.DT, w.Q[o*rb+2*K8:(o+1)*rb], xr)
+				}
+			}
+		}
+	}
+}
