@@ -16,12 +16,6 @@ func dotQ4_0AVX2(w *byte, xq *int8, xd *float32, nb int) float32
 func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int)
 
 //go:noescape
-func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
-
-//go:noescape
-func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
-
-//go:noescape
 func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32)
 
 //go:noescape

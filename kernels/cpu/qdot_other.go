@@ -11,14 +11,6 @@ func quantActAVX2(x *float32, q *int8, d *float32, bs *int16, nblk int, blk int)
 	panic("unreachable")
 }
 
-func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32) {
-	panic("unreachable")
-}
-
-func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32) {
-	panic("unreachable")
-}
-
 func dotQ4Kx4AVX2(w *byte, xq *int8, xs int, xd *float32, xds int, bs *int16, bss int, nb int, out *[4]float32) {
 	panic("unreachable")
 }

@@ -17,70 +17,6 @@
 	VHADDPS X0, X0, X0; \
 	VHADDPS X0, X0, X0
 
-// HALFTILE is the body of the 4×2 half-float tiles: LOADW converts 8
-// weights of row 0 (at SI) and row 1 (at SI+R8) into Y8 and Y9; 4
-// activation rows (DI, R9 bytes apart) accumulate into Y0-Y7 (row r,
-// weight c in Y(2r+c)).
-#define HALFTILE(LOADW, label) \
-	MOVQ w+0(FP), SI; \
-	MOVQ ws+8(FP), R8; \
-	MOVQ x+16(FP), DI; \
-	MOVQ xs+24(FP), R9; \
-	SHLQ $2, R9; \
-	LEAQ (R9)(R9*2), R10; \
-	MOVQ n+32(FP), CX; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7; \
-label: \
-	LOADW; \
-	VMOVUPS (DI), Y10; \
-	VFMADD231PS Y8, Y10, Y0; \
-	VFMADD231PS Y9, Y10, Y1; \
-	VMOVUPS (DI)(R9*1), Y11; \
-	VFMADD231PS Y8, Y11, Y2; \
-	VFMADD231PS Y9, Y11, Y3; \
-	VMOVUPS (DI)(R9*2), Y10; \
-	VFMADD231PS Y8, Y10, Y4; \
-	VFMADD231PS Y9, Y10, Y5; \
-	VMOVUPS (DI)(R10*1), Y11; \
-	VFMADD231PS Y8, Y11, Y6; \
-	VFMADD231PS Y9, Y11, Y7; \
-	ADDQ $16, SI; \
-	ADDQ $32, DI; \
-	SUBQ $8, CX; \
-	JNZ  label; \
-	MOVQ out+40(FP), DX; \
-	VHADDPS Y1, Y0, Y0; \
-	VHADDPS Y3, Y2, Y2; \
-	VHADDPS Y2, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VMOVUPS X0, (DX); \
-	VHADDPS Y5, Y4, Y4; \
-	VHADDPS Y7, Y6, Y6; \
-	VHADDPS Y6, Y4, Y4; \
-	VEXTRACTF128 $1, Y4, X5; \
-	VADDPS X5, X4, X4; \
-	VMOVUPS X4, 16(DX); \
-	VZEROUPPER; \
-	RET
-
-#define LOADF16 \
-	VCVTPH2PS (SI), Y8; \
-	VCVTPH2PS (SI)(R8*1), Y9
-
-#define LOADBF16 \
-	VPMOVZXWD (SI), Y8; \
-	VPMOVZXWD (SI)(R8*1), Y9; \
-	VPSLLD $16, Y8, Y8; \
-	VPSLLD $16, Y9, Y9
-
 // f16 → f32 of the 16-bit value at mem, times the float32 at xd, broadcast
 // into Ydst (clobbers AX).
 #define SCALE(mem, xd, Xdst, Ydst) \
@@ -130,16 +66,6 @@ q4loop:
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET
-
-// func tileF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
-// out[2r+c] = x row r · F16 weight row c over n values (a multiple of 8);
-// weight rows are ws bytes apart, activation rows xs floats.
-TEXT ·tileF16AVX2(SB), NOSPLIT, $0-48
-	HALFTILE(LOADF16, tf16loop)
-
-// func tileBF16AVX2(w *byte, ws int, x *float32, xs int, n int, out *[8]float32)
-TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-48
-	HALFTILE(LOADBF16, tbf16loop)
 
 // KHEAD loads d·xd (broadcast in Y6) and dmin·xd (broadcast in X7) of a
 // Q4_K/Q5_K block at SI, and adds dmin·xd·Σ_j m_j·(Σx)_j to X3 (subtracted

@@ -19,7 +19,7 @@ func qdot() string {
 // weight rows against one activation row into out[0:rows], and the ×4
 // tiles of one weight row against four activation rows. Callers handle
 // tails in Go.`)
-	for _, part := range []string{macrosHalf, q4_0, tiles, macrosK, kscalesV, macrosQ6, macrosQ8} {
+	for _, part := range []string{macrosHalf, q4_0, macrosK, kscalesV, macrosQ6, macrosQ8} {
 		a.l(``)
 		a.l("%s", part)
 	}
