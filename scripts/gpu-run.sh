@@ -63,6 +63,10 @@ tar -C "$B" -xzf "$G/bin.tar.gz" 2>/dev/null ||
 	{ echo "gpu-run: cannot unpack $G/bin.tar.gz" >&2; exit 1; }
 # The carried libraries serve our binaries only (not nvidia-smi or python3).
 run_bin() { LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# start_bin runs a server in the background as `start_bin CMD... &`: exec
+# makes the background job the server itself, so $! is its PID and cleanup's
+# kill reaches it (a backgrounded run_bin left the servers running).
+start_bin() { LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$@"; }
 export SLUICE_SHARED_MODELS=$G/models
 if [ "$DRY" = 0 ]; then export SLUICE_CUDA_REQUIRE=1; fi
 
@@ -138,11 +142,11 @@ say "## serving: engine-core-cuda --executor $EXEC + api-frontend, bench serve, 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18431)
 SOCK=ipc://$WORK/engine.sock
 MAXLEN=512 # every stream can hold a full context at once
-run_bin "$B/engine-core-cuda" --executor "$EXEC" --model "$MODEL" --listen "$SOCK" --max-num-seqs "$STREAMS" \
+start_bin "$B/engine-core-cuda" --executor "$EXEC" --model "$MODEL" --listen "$SOCK" --max-num-seqs "$STREAMS" \
 	--max-model-len "$MAXLEN" --num-kv-blocks $((STREAMS * MAXLEN / 16)) --max-num-batched-tokens 8192 >"$OUTDIR/engine.log" 2>&1 &
 ENGINE=$!
 PIDS+=($!)
-run_bin "$B/api-frontend" --model "$MODEL" --engine "$SOCK" --host 127.0.0.1 --port "$PORT" \
+start_bin "$B/api-frontend" --model "$MODEL" --engine "$SOCK" --host 127.0.0.1 --port "$PORT" \
 	--max-num-seqs "$STREAMS" >"$OUTDIR/frontend.log" 2>&1 &
 PIDS+=($!)
 # Wait for the frontend's /health (200 once the engine has answered).
