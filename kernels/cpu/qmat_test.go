@@ -84,7 +84,10 @@ func storedRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []
 		for i := range xa {
 			d := a.d[i/blk]
 			xa[i] = float32(a.q[i]) * d
-			step[i] = d / 2
+			// the rounding of this activation: at most d/2 plus
+			// |q|·(d − the unrounded scale), as ggml quantizes with
+			// 1/(amax/127) and stores the scale rounded to float16
+			step[i] = float32(math.Abs(float64(xa[i]) - float64(x[i])))
 		}
 	}
 	row := make([]float32, K)
