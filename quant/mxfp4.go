@@ -78,18 +78,9 @@ func DequantizeMXFP4Split(out []float32, blocks, scales []byte) {
 }
 
 // MXFP4FromSplit repacks gpt-oss's safetensors layout (blocks: 16 bytes per
-// block, scales: one byte per block) into ggml's layout, losslessly.
-func MXFP4FromSplit(blocks, scales []byte) ([]byte, error) {
-	out := make([]byte, len(scales)*MXFP4BlockBytes)
-	if err := MXFP4FromSplitInto(out, blocks, scales); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// MXFP4FromSplitInto is MXFP4FromSplit writing into dst, which must hold
-// exactly len(scales) blocks.
-func MXFP4FromSplitInto(dst, blocks, scales []byte) error {
+// block, scales: one byte per block) into ggml's layout in dst, losslessly;
+// dst must hold exactly len(scales) blocks.
+func MXFP4FromSplit(dst, blocks, scales []byte) error {
 	if len(blocks) != 16*len(scales) {
 		return fmt.Errorf("repack mxfp4: %d block bytes for %d scales, want 16 per scale", len(blocks), len(scales))
 	}

@@ -116,7 +116,8 @@ func TestMXFP4Split(t *testing.T) {
 			}
 		}
 	}
-	packed, err := MXFP4FromSplit(blocks, scales)
+	packed := make([]byte, len(scales)*MXFP4BlockBytes)
+	err := MXFP4FromSplit(packed, blocks, scales)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestMXFP4Split(t *testing.T) {
 	if !slices.Equal(got, again) {
 		t.Errorf("repacked ggml blocks decode differently")
 	}
-	if _, err := MXFP4FromSplit(blocks[:15], scales[:1]); err == nil {
+	if err := MXFP4FromSplit(make([]byte, MXFP4BlockBytes), blocks[:15], scales[:1]); err == nil {
 		t.Error("short blocks accepted")
 	}
 }
@@ -196,7 +197,8 @@ func FuzzMXFP4(f *testing.F) {
 		scales, blocks := data[:nb], data[nb:nb*17]
 		split := make([]float32, 32*nb)
 		DequantizeMXFP4Split(split, blocks, scales)
-		packed, err := MXFP4FromSplit(blocks, scales)
+		packed := make([]byte, len(scales)*MXFP4BlockBytes)
+		err := MXFP4FromSplit(packed, blocks, scales)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -425,11 +425,11 @@ func (m *Model) gptOssMXFP4(s *hfSource, p string, raw func(string, ...int) ([]b
 				dst = up
 			}
 			dst = dst[i/2*gb*quant.MXFP4BlockBytes : (i/2+1)*gb*quant.MXFP4BlockBytes]
-			if err := quant.MXFP4FromSplitInto(dst, guB[r*gb*16:(r+1)*gb*16], guS[r*gb:(r+1)*gb]); err != nil {
+			if err := quant.MXFP4FromSplit(dst, guB[r*gb*16:(r+1)*gb*16], guS[r*gb:(r+1)*gb]); err != nil {
 				return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
 			}
 		}
-		if err := quant.MXFP4FromSplitInto(down, dnB[e*D*db*16:(e+1)*D*db*16], dnS[e*D*db:(e+1)*D*db]); err != nil {
+		if err := quant.MXFP4FromSplit(down, dnB[e*D*db*16:(e+1)*D*db*16], dnS[e*D*db:(e+1)*D*db]); err != nil {
 			return nil, fmt.Errorf("model: %s: %s expert %d: %w", s.path(), p, e, err)
 		}
 		ex := &out[e]

@@ -320,7 +320,7 @@ func TestSoftmaxF16(t *testing.T) {
 			exact[i] = math.Exp(float64(v)*scale - mx)
 			sum += exact[i]
 		}
-		variants := map[string]func([]float32){"ggml-order": func(p []float32) { softmaxF16(p, scale) }}
+		variants := map[string]func([]float32){"ggml-order": func(p []float32) { softmaxF16Sink(p, scale, float32(math.Inf(-1))) }}
 		for kn, k := range kerns() {
 			variants["vec-"+kn] = func(p []float32) { softmaxF16Vec(k, p, scale, float32(math.Inf(-1))) }
 		}

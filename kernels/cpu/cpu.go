@@ -28,7 +28,7 @@
 // unscaled RoPE); and with an F16 KV cache (Options.KVF16), attention
 // rounds each query to float16 before its products with the keys and each
 // probability to float16 before its products with the values, as ggml's
-// mul_mat does with F16 operands (softmaxF16), and without AVX-512 sums
+// mul_mat does with F16 operands (softmaxF16Sink; softmaxF16Vec on the vector path), and without AVX-512 sums
 // those products in ggml's order (attn16.go). What remains different is
 // the float32 summation order of the AVX2 integer kernels (see qmat.go).
 //
@@ -627,9 +627,6 @@ func softmaxF16Vec(k kern, x []float32, scale, sink float32) {
 		x[i] = quant.F16ToF32(quant.F32ToF16(v * inv))
 	}
 }
-
-// softmaxF16 is softmaxF16Sink without a sink.
-func softmaxF16(x []float32, scale float32) { softmaxF16Sink(x, scale, float32(math.Inf(-1))) }
 
 // softmaxF16Sink sets x = softmax(x·scale) with the probabilities rounded
 // to float16, as ggml computes attention over an F16 cache: scale,

@@ -15,7 +15,7 @@ import (
 // 2⁻¹¹ per cached element (llama.cpp's default KV type). As ggml's mul_mat
 // converts its F32 operand to the F16 one's type, attention over an F16
 // cache also rounds the query (before q·k) and the softmax probabilities
-// (before p·v) to float16 (see attnTask.run and softmaxF16).
+// (before p·v) to float16 (see attnTask.run and softmaxF16Sink).
 
 // AllocKV makes a zeroed KV-cache tensor: F16 with Options.KVF16, else F32.
 func (b *Backend) AllocKV(rows, cols int) kernels.Tensor {
