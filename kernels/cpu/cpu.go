@@ -28,9 +28,10 @@
 // unscaled RoPE); and with an F16 KV cache (Options.KVF16), attention
 // rounds each query to float16 before its products with the keys and each
 // probability to float16 before its products with the values, as ggml's
-// mul_mat does with F16 operands (softmaxF16Sink; softmaxF16Vec on the vector path), and without AVX-512 sums
+// mul_mat does with F16 operands (softmaxF16Sink), and without AVX-512 sums
 // those products in ggml's order (attn16.go). What remains different is
-// the float32 summation order of the AVX2 integer kernels (see qmat.go).
+// the float32 summation order of the AVX2 integer kernels (see qmat.go) and
+// of the vector path's softmax exponentials (softmaxF16Vec).
 //
 // F32 matrix products are computed as dot products along the weights' rows
 // (PyTorch's [out × in] layout): a 4×4 register tile of activation rows ×
