@@ -30,13 +30,21 @@ type splitPhase struct {
 	tokens    int64   // generated tokens (the engine's count)
 	requests  float64 // requests over the window: mean of those started and those finished
 	elapsed   time.Duration
+	mallocs   float64 // heap allocations of the frontend over the window (go_memstats_mallocs_total)
+	gcs       float64 // garbage collections of the frontend over the window
 }
 
 // solveSplit solves cpu = a·requests + b·tokens for the per-request cost a
 // and the per-token cost b (both in µs) from two windows with different
 // output lengths; pick selects which CPU time (total, user, system).
 func solveSplit(s, l splitPhase, pick func(splitPhase) time.Duration) (perReq, perTok float64) {
-	cs, cl := float64(pick(s).Microseconds()), float64(pick(l).Microseconds())
+	return solveSplitF(s, l, func(p splitPhase) float64 { return float64(pick(p).Microseconds()) })
+}
+
+// solveSplitF is solveSplit for any per-window count (CPU µs,
+// allocations): cost = a·requests + b·tokens.
+func solveSplitF(s, l splitPhase, pick func(splitPhase) float64) (perReq, perTok float64) {
+	cs, cl := pick(s), pick(l)
 	rs, rl := s.requests, l.requests
 	ts, tl := float64(s.tokens), float64(l.tokens)
 	det := rs*tl - rl*ts
@@ -51,7 +59,9 @@ func solveSplit(s, l splitPhase, pick func(splitPhase) time.Duration) (perReq, p
 // for short outputs (16 tokens: the per-request path dominates) and one
 // with long outputs (512 tokens: the per-token path does), and the two
 // equations cpu = a·requests + b·tokens give a (cpu-us/request) and b
-// (cpu-us/token). Each of the streams client goroutines sends one
+// (cpu-us/token); the frontend's heap allocations (go_memstats_mallocs_total
+// in its /metrics) give allocs/request and allocs/token the same way. Each
+// of the streams client goroutines sends one
 // /v1/completions request at a time (a 32-token text prompt, stream,
 // ignore_eos) and reads its body to the end; a new one starts as soon as it
 // finishes (SLUICE_BENCH_SPLIT_API=chat: one user message to
@@ -164,13 +174,15 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 		if err != nil {
 			b.Fatal(err)
 		}
+		m0, gc0 := scrape(b, base, "go_memstats_mallocs_total"), scrape(b, base, "go_gc_duration_seconds_count")
 		st0, fi0, g0 := started.Load(), finished.Load(), generated()
 		t0 := time.Now()
 		time.Sleep(window)
 		u1, s1, _ := procCPUSplit(fe.Cmd.Process.Pid)
 		st1, fi1, g1 := started.Load(), finished.Load(), generated()
+		m1, gc1 := scrape(b, base, "go_memstats_mallocs_total"), scrape(b, base, "go_gc_duration_seconds_count")
 		p := splitPhase{name: name, maxTokens: maxTokens, user: u1 - u0, sys: s1 - s0, tokens: g1 - g0,
-			requests: float64(st1-st0+fi1-fi0) / 2, elapsed: time.Since(t0)}
+			requests: float64(st1-st0+fi1-fi0) / 2, elapsed: time.Since(t0), mallocs: m1 - m0, gcs: gc1 - gc0}
 		p.cpu = p.user + p.sys
 		return p
 	}
@@ -195,6 +207,13 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 	b.ReportMetric(userTok, "user-us/token")
 	b.ReportMetric(sysTok, "sys-us/token")
 	b.ReportMetric(sp.requests/sp.elapsed.Seconds(), "short-requests/s")
+	// Allocations: each window's two /metrics scrapes add their own (a few
+	// thousand, the same in both windows), which the split leaves in the
+	// per-request figure as ~1 per request at 256 streams.
+	allocReq, allocTok := solveSplitF(sp, lp, func(p splitPhase) float64 { return p.mallocs })
+	b.ReportMetric(allocReq, "allocs/request")
+	b.ReportMetric(allocTok, "allocs/token")
+	b.ReportMetric(sp.gcs/sp.elapsed.Seconds(), "short-gcs/s")
 	for _, p := range []splitPhase{sp, lp} {
 		b.Logf("%s window (max_tokens %d): %.0f requests, %d tokens in %s, frontend CPU %s (user %s, sys %s): %.2f µs/token all-in",
 			p.name, p.maxTokens, p.requests, p.tokens, p.elapsed.Round(time.Millisecond), p.cpu, p.user, p.sys,

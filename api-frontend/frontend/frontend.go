@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/api-frontend/webui"
@@ -185,7 +186,9 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	// connection alive (sse.Start).
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: sse.ConnContext}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	// rawsock: net/http's reads and writes skip the runtime's syscall
+	// hooks (which wake sysmon after every idle gap).
+	go func() { errc <- hs.Serve(rawsock.Listener(ln)) }()
 	log.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("model", served), zap.Strings("engines", addrs), zap.String("frontend_id", cfg.FrontendID))
 
 	select {

@@ -423,8 +423,20 @@ type keptSSE struct {
 // and the chunk just sent after it).
 func (k *keptSSE) uncork() {
 	if k.corked.CompareAndSwap(true, false) {
-		_ = syscall.SetsockoptInt(k.fd, syscall.IPPROTO_TCP, syscall.TCP_CORK, 0)
+		_ = setCork(k.fd, 0)
 	}
+}
+
+// setCork sets TCP_CORK on fd to on (0 or 1) with a raw system call: no
+// entersyscall, which would wake the runtime's sysmon thread from its deep
+// sleep when the process was idle (see package rawsock), and the uncork,
+// which transmits, is one of the request's longer calls.
+func setCork(fd int, on int32) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK,
+		uintptr(unsafe.Pointer(&on)), 4, 0); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // newKept returns a keptSSE for c, or nil when c has no socket descriptor
@@ -442,7 +454,7 @@ func newKept(c net.Conn, sndBuf int) *keptSSE {
 	if rc.Control(func(f uintptr) { fd = int(f) }) != nil || fd < 0 {
 		return nil
 	}
-	if tc, ok := c.(*net.TCPConn); ok && sndBuf > 0 {
+	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok && sndBuf > 0 {
 		_ = tc.SetWriteBuffer(sndBuf)
 	}
 	return &keptSSE{conn: c, fd: fd}
@@ -456,7 +468,7 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if syscall.SetsockoptInt(k.fd, syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) == nil {
+	if setCork(k.fd, 1) == nil {
 		k.corked.Store(true)
 	}
 	if err := http.NewResponseController(w).Flush(); err != nil {
