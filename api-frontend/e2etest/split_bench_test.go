@@ -207,6 +207,9 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 	b.ReportMetric(userTok, "user-us/token")
 	b.ReportMetric(sysTok, "sys-us/token")
 	b.ReportMetric(sp.requests/sp.elapsed.Seconds(), "short-requests/s")
+	// All-in: the short window's frontend CPU over its requests (16 tokens
+	// each by default), a difference-free reading of the same path.
+	b.ReportMetric(float64(sp.cpu.Microseconds())/sp.requests, "short-cpu-us/request")
 	// Allocations: each window's two /metrics scrapes add their own (a few
 	// thousand, the same in both windows), which the split leaves in the
 	// per-request figure as ~1 per request at 256 streams.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -104,10 +103,9 @@ type stream struct {
 
 	wake chan struct{} // one slot: wakes coalesce
 
-	// Set (then wake) by context.AfterFunc callbacks, so the handler waits
-	// on wake alone.
+	// clientGone: a send to the client failed (set, then wake); the
+	// handler then returns.
 	clientGone atomic.Bool
-	ending     atomic.Bool
 
 	// choice0 holds the first choice (most requests have one) in the
 	// request's own allocation.
@@ -527,7 +525,7 @@ func (s *Server) abortChoices(r *stream, chs []*choice) int {
 func (s *Server) serveStream(c *gin.Context, r *stream) {
 	s.metrics.StreamsOpen.Inc()
 	defer s.metrics.StreamsOpen.Dec()
-	w, err := sse.Start(c.Writer, c.Request, s.cfg.sndBuf, func() { r.clientGone.Store(true); r.signal() })
+	w, err := sse.Start(c.Writer, c.Request, s.cfg.sndBuf)
 	if err != nil {
 		return // client gone before the head was sent
 	}
@@ -559,17 +557,20 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		sse.PutBuf(spare)
 		sse.PutBuf(&buf)
 	}()
-	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
-	defer stopEnd()
-	ended := false
+	// The client going away and the server's end of streams are channels
+	// selected beside the wake-ups (no callbacks to register per request).
+	gone, ending := w.Gone(), s.endCtx.Done()
 	for {
-		<-r.wake
-		if r.clientGone.Load() {
+		select {
+		case <-r.wake:
+		case <-gone:
 			return // run's defer aborts the engine requests
-		}
-		if !ended && r.ending.Load() {
-			ended = true
+		case <-ending:
+			ending = nil // once
 			s.endRequest(r, "the server is shutting down")
+		}
+		if r.clientGone.Load() {
+			return // a send failed; run's defer aborts the engine requests
 		}
 		r.mu.Lock()
 		framed, r.framed = r.framed, framed[:0]
@@ -627,18 +628,14 @@ func (s *Server) endRequest(r *stream, msg string) {
 
 // wait serves a non-streamed response once every choice has finished.
 func (s *Server) wait(c *gin.Context, r *stream) {
-	stopGone := context.AfterFunc(c.Request.Context(), func() { r.clientGone.Store(true); r.signal() })
-	defer stopGone()
-	stopEnd := context.AfterFunc(s.endCtx, func() { r.ending.Store(true); r.signal() })
-	defer stopEnd()
-	ended := false
+	gone, ending := c.Request.Context().Done(), s.endCtx.Done()
 	for {
-		<-r.wake
-		if r.clientGone.Load() {
+		select {
+		case <-r.wake:
+		case <-gone:
 			return
-		}
-		if !ended && r.ending.Load() {
-			ended = true
+		case <-ending:
+			ending = nil // once
 			s.endRequest(r, "the server is shutting down")
 		}
 		r.mu.Lock()

@@ -77,6 +77,11 @@ type Conn interface {
 	Abort()
 	// Close releases the connection.
 	Close()
+	// Gone is closed when the client has gone away (for a request on a
+	// connection net/http keeps, the request context's Done). The caller
+	// selects on it with its own wake-ups: no callback to register and
+	// unregister per request.
+	Gone() <-chan struct{}
 }
 
 // Frame turns buf (payload after Headroom) into one HTTP/1.1
@@ -120,13 +125,13 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // ConnContext is this package's, net/http writes the head and, once the
 // handler returns, the last chunk, and keeps the connection alive for the
 // client's next request; otherwise the connection is taken over
-// (http.Hijacker) and closed at the end. gone is called once if the client
-// disconnects. Without either, it falls back to the ResponseWriter.
-func Start(w http.ResponseWriter, req *http.Request, sndBuf int, gone func()) (Conn, error) {
+// (http.Hijacker) and closed at the end. The Conn's Gone is closed if the
+// client disconnects. Without either, it falls back to the ResponseWriter.
+func Start(w http.ResponseWriter, req *http.Request, sndBuf int) (Conn, error) {
 	http11 := req.ProtoMajor == 1 && req.ProtoMinor == 1
 	if c, ok := req.Context().Value(connKey{}).(net.Conn); ok && http11 {
 		if h := newKept(c, sndBuf); h != nil {
-			return h.start(w, req, gone)
+			return h.start(w, req)
 		}
 	}
 	if http11 && canHijack(w) {
@@ -145,7 +150,8 @@ func Start(w http.ResponseWriter, req *http.Request, sndBuf int, gone func()) (C
 				_ = conn.Close()
 				return nil, err
 			}
-			go h.watch(gone)
+			h.gone = make(chan struct{})
+			go h.watch()
 			return h, nil
 		}
 	}
@@ -156,8 +162,7 @@ func Start(w http.ResponseWriter, req *http.Request, sndBuf int, gone func()) (C
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	stop := context.AfterFunc(req.Context(), gone)
-	return &plainSSE{w: w, rc: rc, stop: stop}, nil
+	return &plainSSE{w: w, rc: rc, gone: req.Context().Done()}, nil
 }
 
 // FromConn returns a Conn that writes already-sent-head SSE chunks to c
@@ -251,7 +256,8 @@ type hijackedSSE struct {
 	// socket) for the raw sends of tryWrite and writeRaw; -1 if unavailable. It stays valid
 	// until close, which the stream calls only after detaching the writer
 	// from its request (r.direct = nil under r.mu).
-	fd int
+	fd   int
+	gone chan struct{} // closed by watch when the client goes (Start's)
 }
 
 // Write implements Conn.
@@ -352,21 +358,24 @@ func (h *hijackedSSE) Close() { _ = h.conn.Close() }
 
 // watch reads until the client closes the connection (or close is called)
 // and then reports the client gone; a streaming client sends nothing more.
-func (h *hijackedSSE) watch(gone func()) {
+func (h *hijackedSSE) watch() {
 	var b [512]byte
 	for {
 		if _, err := h.conn.Read(b[:]); err != nil {
-			gone()
+			close(h.gone)
 			return
 		}
 	}
 }
 
+// Gone implements Conn (nil, never closed, for a Conn from FromConn).
+func (h *hijackedSSE) Gone() <-chan struct{} { return h.gone }
+
 // plainSSE writes through the ResponseWriter (HTTP/2, or no hijacking).
 type plainSSE struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController
-	stop func() bool
+	gone <-chan struct{} // the request context's Done
 }
 
 // Write implements Conn.
@@ -396,7 +405,10 @@ func (p *plainSSE) TryWrite([]byte) (int, error) { return 0, ErrNoDirect }
 func (p *plainSSE) Abort() { _ = p.rc.SetWriteDeadline(time.Unix(1, 0)) }
 
 // Close implements Conn.
-func (p *plainSSE) Close() { p.stop() }
+func (p *plainSSE) Close() {}
+
+// Gone implements Conn.
+func (p *plainSSE) Gone() <-chan struct{} { return p.gone }
 
 // keptSSE sends a response's chunks straight to the socket of a connection
 // that net/http keeps: net/http wrote the head (chunked) and writes the
@@ -414,7 +426,7 @@ type keptSSE struct {
 	w    http.ResponseWriter // the stream's end (see Write)
 	conn net.Conn            // for blocking writes and Abort
 	fd   int                 // the socket (non-blocking, as the runtime's poller sets every socket)
-	stop func() bool
+	gone <-chan struct{}     // the request context's Done
 	// corked: TCP_CORK is set on fd; whoever sends first clears it.
 	corked atomic.Bool
 }
@@ -460,9 +472,10 @@ func newKept(c net.Conn, sndBuf int) *keptSSE {
 	return &keptSSE{conn: c, fd: fd}
 }
 
-// start sends the head through net/http (chunked transfer encoding) and
-// watches the request's context for the client going away.
-func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (Conn, error) {
+// start sends the head through net/http (chunked transfer encoding); Gone
+// is the request context's Done, which net/http closes when the client
+// goes away.
+func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -476,7 +489,7 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request, gone func()) (
 		return nil, err
 	}
 	k.w = w
-	k.stop = context.AfterFunc(req.Context(), gone)
+	k.gone = req.Context().Done()
 	return k, nil
 }
 
@@ -534,7 +547,7 @@ func (k *keptSSE) Sender() Sender {
 func (k *keptSSE) Abort() { _ = k.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
 // Close implements Conn: the connection stays net/http's (uncorked).
-func (k *keptSSE) Close() {
-	k.uncork()
-	k.stop()
-}
+func (k *keptSSE) Close() { k.uncork() }
+
+// Gone implements Conn.
+func (k *keptSSE) Gone() <-chan struct{} { return k.gone }

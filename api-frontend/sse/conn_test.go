@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -148,7 +149,7 @@ func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *a
 func TestKeptConnection(t *testing.T) {
 	events := []string{"data: one\n\n", "data: two\n\n", "data: [DONE]\n\n"}
 	url, accepted := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() {})
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -204,12 +205,12 @@ func TestKeptConnection(t *testing.T) {
 }
 
 // TestKeptClientGone: a client that goes away mid-stream on the kept path
-// is reported through gone, and sends then fail.
+// is reported through Gone.
 func TestKeptClientGone(t *testing.T) {
 	gone := make(chan struct{})
 	sent := make(chan struct{})
 	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() { close(gone) })
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -222,7 +223,8 @@ func TestKeptClientGone(t *testing.T) {
 		}
 		close(sent)
 		select {
-		case <-gone:
+		case <-c.Gone():
+			close(gone)
 		case <-time.After(10 * time.Second):
 			t.Error("client gone not reported")
 		}
@@ -244,7 +246,7 @@ func TestKeptClientGone(t *testing.T) {
 // takes the connection over, as before.
 func TestStartWithoutConnContext(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() {})
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -271,6 +273,46 @@ func TestStartWithoutConnContext(t *testing.T) {
 	}
 }
 
+// TestHijackedClientGone: on the taken-over path (no ConnContext) Gone is
+// closed by the connection's watcher when the client closes.
+func TestHijackedClientGone(t *testing.T) {
+	gone := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Start(w, r, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		b := GetBuf()
+		*b = append((*b)[:Headroom], "data: one\n\n"...)
+		if err := c.Write(b, false); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-c.Gone():
+			close(gone)
+		case <-time.After(10 * time.Second):
+			t.Error("client gone not reported")
+		}
+	}))
+	defer hs.Close()
+	resp, err := http.Post(hs.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "data: one\n" {
+		t.Fatalf("first line %q (%v)", line, err)
+	}
+	resp.Body.Close()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Gone not closed")
+	}
+}
+
 // TestKeptEndLeavesWithTerminator: on a kept connection the stream's last
 // bytes stay in net/http's buffer until the handler returns, so that they
 // leave with the terminating chunk in one send: nothing of them reaches
@@ -280,7 +322,7 @@ func TestKeptEndLeavesWithTerminator(t *testing.T) {
 	wrote := make(chan struct{})
 	checked := make(chan struct{})
 	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() {})
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -344,7 +386,7 @@ func TestKeptHeadLeavesWithFirstChunk(t *testing.T) {
 	started := make(chan time.Time)
 	send := make(chan struct{})
 	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() {})
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -404,7 +446,7 @@ func TestKeptHeadLeavesWithFirstChunk(t *testing.T) {
 func TestKeptHeadNotHeld(t *testing.T) {
 	release := make(chan struct{})
 	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0, func() {})
+		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
 			return
