@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
@@ -406,6 +407,26 @@ func (r *CompletionRequest) Validate(lim Limits) (*Completion, *Error) {
 	return c, nil
 }
 
+// plainString returns the JSON string literal raw as a Go string without
+// the decoder when it needs no unescaping: no backslash, no control
+// character, valid UTF-8 (what json.Unmarshal would return unchanged, most
+// prompts); ok is false otherwise, and the caller decodes it.
+func plainString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
+}
+
 // parsePrompt accepts a string, a list of strings, a list of token ids, or a
 // list of token-id lists.
 func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
@@ -415,9 +436,11 @@ func parsePrompt(raw json.RawMessage, lim Limits) ([]Prompt, *Error) {
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, BadRequest("prompt", "prompt is not a valid string")
+		s, ok := plainString(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, BadRequest("prompt", "prompt is not a valid string")
+			}
 		}
 		// An empty string is a valid prompt when the tokenizer adds BOS
 		// (unconditional generation); the handler refuses one that
