@@ -107,15 +107,20 @@ func Frame(buf *[]byte, last bool) []byte {
 }
 
 // connKey is the request-context key under which ConnContext keeps the
-// connection.
+// connection's keptSSE.
 type connKey struct{}
 
 // ConnContext is an http.Server ConnContext hook: it keeps each
 // connection in its requests' contexts, so that Start can send a stream's
 // chunks to its socket directly and still leave the connection to net/http
-// (kept alive) once the response ends.
+// (kept alive) once the response ends. The connection's socket is looked
+// up here, once, and its keptSSE serves every stream on it in turn
+// (net/http serves a connection's requests one after another).
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
+	if k := newKept(c); k != nil {
+		return context.WithValue(ctx, connKey{}, k)
+	}
+	return ctx
 }
 
 // Start sends the response head and returns the stream's Conn. On
@@ -129,10 +134,11 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // client disconnects. Without either, it falls back to the ResponseWriter.
 func Start(w http.ResponseWriter, req *http.Request, sndBuf int) (Conn, error) {
 	http11 := req.ProtoMajor == 1 && req.ProtoMinor == 1
-	if c, ok := req.Context().Value(connKey{}).(net.Conn); ok && http11 {
-		if h := newKept(c, sndBuf); h != nil {
-			return h.start(w, req)
+	if k, ok := req.Context().Value(connKey{}).(*keptSSE); ok && http11 {
+		if tc, ok := k.conn.(interface{ SetWriteBuffer(int) error }); ok && sndBuf > 0 {
+			_ = tc.SetWriteBuffer(sndBuf)
 		}
+		return k.start(w, req)
 	}
 	if http11 && canHijack(w) {
 		conn, brw, err := http.NewResponseController(w).Hijack()
@@ -422,6 +428,11 @@ func (p *plainSSE) Gone() <-chan struct{} { return p.gone }
 // transmit, one wake-up of the client) instead of two. The kernel sends a
 // corked head by itself after at most 200 ms, so a client still sees the
 // head that soon when the first token is slow.
+//
+// There is one per connection (ConnContext), serving its requests' streams
+// in turn: start sets the per-request fields (w, gone, corked), and the
+// stream lets go of it (Close, and its Sender cleared) before its handler
+// returns, so before net/http reads the next request.
 type keptSSE struct {
 	w    http.ResponseWriter // the stream's end (see Write)
 	conn net.Conn            // for blocking writes and Abort
@@ -453,7 +464,7 @@ func setCork(fd int, on int32) error {
 
 // newKept returns a keptSSE for c, or nil when c has no socket descriptor
 // to send on (TLS, a pipe).
-func newKept(c net.Conn, sndBuf int) *keptSSE {
+func newKept(c net.Conn) *keptSSE {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
@@ -466,21 +477,28 @@ func newKept(c net.Conn, sndBuf int) *keptSSE {
 	if rc.Control(func(f uintptr) { fd = int(f) }) != nil || fd < 0 {
 		return nil
 	}
-	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok && sndBuf > 0 {
-		_ = tc.SetWriteBuffer(sndBuf)
-	}
 	return &keptSSE{conn: c, fd: fd}
 }
 
-// start sends the head through net/http (chunked transfer encoding); Gone
-// is the request context's Done, which net/http closes when the client
-// goes away.
+// The SSE response head's values, shared by every stream's header map:
+// net/http copies a header when it writes it, and Add appends to a full
+// slice by copying, so no one writes into these.
+var (
+	eventStream = []string{"text/event-stream"}
+	noCache     = []string{"no-cache"}
+	no          = []string{"no"}
+)
+
+// start sends the head through net/http (chunked transfer encoding) for a
+// new request on the connection; Gone is the request context's Done, which
+// net/http closes when the client goes away.
 func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) {
 	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
+	hd["Content-Type"] = eventStream
+	hd["Cache-Control"] = noCache
+	hd["X-Accel-Buffering"] = no
 	w.WriteHeader(http.StatusOK)
+	k.corked.Store(false)
 	if setCork(k.fd, 1) == nil {
 		k.corked.Store(true)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -145,9 +146,12 @@ func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *a
 // TestKeptConnection streams through the kept path (ConnContext): every
 // chunk goes out by direct send (blocking Write, non-blocking Sender, last
 // chunk without a terminator), net/http ends the response, and the client's
-// next request reuses the connection.
+// next request reuses the connection, and with it the connection's one
+// keptSSE, whose head is corked again for each request.
 func TestKeptConnection(t *testing.T) {
 	events := []string{"data: one\n\n", "data: two\n\n", "data: [DONE]\n\n"}
+	var mu sync.Mutex
+	var conns []Conn
 	url, accepted := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
 		c, err := Start(w, r, 0)
 		if err != nil {
@@ -155,8 +159,14 @@ func TestKeptConnection(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		if _, ok := c.(*keptSSE); !ok || !c.Direct() {
+		mu.Lock()
+		conns = append(conns, c) // requests on one connection run in turn
+		i := len(conns) - 1
+		mu.Unlock()
+		if k, ok := c.(*keptSSE); !ok || !c.Direct() {
 			t.Errorf("Start gave %T (direct %v), want the kept path", c, c.Direct())
+		} else if !k.corked.Load() {
+			t.Errorf("request %d: head not corked", i)
 		}
 		b := GetBuf()
 		defer PutBuf(b)
@@ -201,6 +211,13 @@ func TestKeptConnection(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 1 {
 		t.Fatalf("%d connections accepted, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range conns {
+		if c != conns[0] {
+			t.Fatalf("request %d got Conn %p, request 0 %p: want the connection's one", i, c, conns[0])
+		}
 	}
 }
 
