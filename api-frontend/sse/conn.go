@@ -146,7 +146,7 @@ func Start(w http.ResponseWriter, req *http.Request, sndBuf int) (Conn, error) {
 			if brw != nil && brw.Writer.Buffered() > 0 {
 				_ = brw.Writer.Flush()
 			}
-			if tc, ok := conn.(*net.TCPConn); ok && sndBuf > 0 {
+			if tc, ok := conn.(interface{ SetWriteBuffer(int) error }); ok && sndBuf > 0 {
 				_ = tc.SetWriteBuffer(sndBuf)
 			}
 			h := newHijacked(conn)
