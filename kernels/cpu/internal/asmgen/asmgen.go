@@ -4,7 +4,8 @@
 // float16 KV-cache kernels), attn2_amd64.s (their AVX2 twins),
 // qdotgen_amd64.s (the AVX2 kernels on stored weight encodings),
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
-// (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s
+// (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), mxtile_amd64.s
+// (MXFP4 tiles with scale tables), krows_amd64.s
 // (two-row k-quant row loops) and f32panel_amd64.s (the AVX2 twins of the
 // panel kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
@@ -32,7 +33,8 @@ func Files() map[string]string {
 		"krows_amd64.s":    krows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
-		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls()}
+		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
+		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls()}
 }
 
 type asm struct{ b strings.Builder }
