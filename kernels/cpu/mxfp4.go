@@ -74,11 +74,11 @@ func dotMXFP4Go(w []byte, xq []int8, xd []float32) float32 {
 
 // mxTabRows is the most activation rows that get scale tables
 // (mxfp4Scales: 1 KiB per block and row, 92 KiB per row of 2880): the
-// decode row (one activation row) and an expert's few routed rows at
-// batched decode, where the tiles with tables (mxtile_amd64.s) save a
-// VMULPS per block and row. Larger batches (prefill) keep the tiles that
-// make the products in the loop.
-const mxTabRows = 8
+// decode row (one activation row) and an expert's routed rows at batched
+// decode (up to one per sequence of a 16-sequence batch), where the tiles
+// with tables (mxtile_amd64.s) save a VMULPS per block and row. Larger
+// batches (prefill) keep the tiles that make the products in the loop.
+const mxTabRows = 16
 
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the
@@ -195,45 +195,39 @@ func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 }
 
 // mxfp4TabTiles is mxfp4Tiles for activation rows with scale tables
-// (a.mxsOK): weight rows two at a time against tiles of up to 4
-// activation rows (one weight row when one is left over), each weight
-// block decoded once for the tile and each activation block shared by the
-// two weight rows; an activation row left over after the tiles of 4 runs
-// alone through the table row loop over all of [lo, hi). The results equal
-// the row kernel's bit for bit.
+// (a.mxsOK): for each block of mxTabNc weight rows, each tile of up to 4
+// activation rows runs over the block's weight rows two at a time (one
+// when one is left over) in one kernel call, each weight block decoded
+// once for the tile and each activation block shared by the two weight
+// rows; an activation row left over after the tiles of 4 runs alone
+// through the table row loop. The results equal the row kernel's bit for
+// bit.
 func (t *qmatTask) mxfp4TabTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K, n := w.C, t.n
 	nb := K / 32
 	rb := w.DT.RowBytes(K)
-	tss := nb * 256
-	_, _ = a.mxs[n*tss-1], a.c16[n*K/2-1]
 	if hi <= lo || nb == 0 {
 		return
 	}
-	full := n &^ 3 // rows in tiles of 4
-	if n-full == 1 {
-		m := full
-		mxfp4RowsTab(w.Q[lo*rb:hi*rb], a, m, nb, hi-lo, out.F[m*out.C+lo:m*out.C+hi])
-	}
-	var acc [8]float32
-	for o := lo; o < hi; o += 2 {
-		WR := min(2, hi-o)
-		wr := w.Q[o*rb : (o+WR)*rb]
+	_, _, _ = a.mxs[n*nb*256-1], a.c16[n*K/2-1], out.F[(n-1)*out.C+hi-1]
+	_ = w.Q[hi*rb-1]
+	for ob := lo; ob < hi; ob += mxTabNc {
+		oe := min(ob+mxTabNc, hi)
 		for m := 0; m < n; m += 4 {
 			R := min(4, n-m)
 			if R == 1 {
-				break // done above
+				mxfp4RowsTab(w.Q[ob*rb:oe*rb], a, m, nb, oe-ob, out.F[m*out.C+ob:m*out.C+oe])
+				break
 			}
-			mxfp4TabTile(wr, rb, a, m, WR, R, &acc)
-			for j := 0; j < WR; j++ {
-				for r := 0; r < R; r++ {
-					out.F[(m+r)*out.C+o+j] = acc[4*j+r]
-				}
-			}
+			mxfp4TabTile(w.Q[ob*rb:oe*rb], rb, a, m, R, oe-ob, out.F[m*out.C+ob:], out.C)
 		}
 	}
 }
+
+// mxTabNc is the weight rows of a block of mxfp4TabTiles (about 98 KiB of
+// gpt-oss-20b's rows, in L2 while the activation tiles run over them).
+const mxTabNc = 64
 
 // mxfp4RowsTab computes MXFP4 weight rows wr against activation row m of a
 // with its scale tables, four weight rows at a time (the batch-1 loop).
@@ -244,30 +238,39 @@ func mxfp4RowsTab(wr []byte, a *actQ, m, nb, rows int, out []float32) {
 	dotMXFP4RowsAVX2(&wr[0], &xq[0], &c[0], &ts[0], nb, rows, &out[0])
 }
 
-// mxfp4TabTile computes WR (1 or 2) MXFP4 weight rows (rb bytes each, back
-// to back in wr) against the R (2 to 4) activation rows of a from row m,
-// with their scale tables: acc[4j+r] = weight row j · activation row m+r.
-func mxfp4TabTile(wr []byte, rb int, a *actQ, m, WR, R int, acc *[8]float32) {
+// mxfp4TabTile computes the rows MXFP4 weight rows of wr (rb bytes each,
+// back to back) against the R (2 to 4) activation rows of a from row m,
+// with their scale tables, into out[r·os + o] (weight row o, activation
+// row m+r): pairs of weight rows, then the one left over.
+func mxfp4TabTile(wr []byte, rb int, a *actQ, m, R, rows int, out []float32, os int) {
 	K := a.k
 	nb := K / 32
 	xq := a.q[m*K : (m+R)*K]
 	c := a.c16[m*K/2 : (m+R)*K/2]
 	ts := a.mxs[m*nb*256 : (m+R)*nb*256]
-	_ = wr[WR*rb-1]
-	w, x, cp, tp, tss := &wr[0], &xq[0], &c[0], &ts[0], nb*256*4
-	switch WR*8 + R {
-	case 8 + 2:
-		dotMXFP4Tab1x2AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
-	case 8 + 3:
-		dotMXFP4Tab1x3AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
-	case 8 + 4:
-		dotMXFP4Tab1x4AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
-	case 16 + 2:
-		dotMXFP4Tab2x2AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
-	case 16 + 3:
-		dotMXFP4Tab2x3AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
-	default:
-		dotMXFP4Tab2x4AVX2(w, rb, x, cp, K, tp, tss, nb, acc)
+	_, _ = wr[rows*rb-1], out[(R-1)*os+rows-1]
+	x, cp, tp, tss := &xq[0], &c[0], &ts[0], nb*256*4
+	if pairs := rows / 2; pairs > 0 {
+		w, o := &wr[0], &out[0]
+		switch R {
+		case 2:
+			dotMXFP4Tab2x2AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		case 3:
+			dotMXFP4Tab2x3AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		default:
+			dotMXFP4Tab2x4AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		}
+	}
+	if rows%2 == 1 {
+		w, o := &wr[(rows-1)*rb], &out[rows-1]
+		switch R {
+		case 2:
+			dotMXFP4Tab1x2AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
+		case 3:
+			dotMXFP4Tab1x3AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
+		default:
+			dotMXFP4Tab1x4AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
+		}
 	}
 }
 

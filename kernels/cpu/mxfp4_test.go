@@ -298,8 +298,8 @@ func randMXFP4Fast(r *rand.Rand, rows, cols int) []byte {
 // batch-1 row loop (rows: with the scale tables, four weight rows at a
 // time; rows1: one row at a time, as for rows of a batch), and per block
 // and activation row for the 4- and 2-row tiles (tileR: the scale products
-// made in the loop; tabWRxR: WR weight rows at a time with the activation
-// rows' scale tables).
+// made in the loop; tabR: with the activation rows' scale tables, two
+// weight rows at a time).
 //
 //	go test ./kernels/cpu -run XXX -bench MXFP4Kernels -benchtime 3000x
 func BenchmarkMXFP4Kernels(b *testing.B) {
@@ -321,7 +321,6 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		a1.mxfp4Corr()
 		out := make([]float32, rows)
 		var acc [4]float32
-		var acc8 [8]float32
 		tile := func(R int) func() {
 			return func() {
 				for o := 0; o < rows; o++ {
@@ -329,12 +328,9 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 				}
 			}
 		}
-		tab := func(WR, R int) func() {
-			return func() {
-				for o := 0; o+WR <= rows; o += WR {
-					mxfp4TabTile(data[o*rb:(o+WR)*rb], rb, &a, 0, WR, R, &acc8)
-				}
-			}
+		outR := make([]float32, 4*rows)
+		tab := func(R int) func() {
+			return func() { mxfp4TabTile(data, rb, &a, 0, R, rows, outR, rows) }
 		}
 		for _, v := range []struct {
 			name string
@@ -346,11 +342,9 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 			{"tile4", 4 * rows * nb, tile(4)},
 			{"tile3", 3 * rows * nb, tile(3)},
 			{"tile2", 2 * rows * nb, tile(2)},
-			{"tab1x4", 4 * rows * nb, tab(1, 4)},
-			{"tab2x4", 4 * rows * nb, tab(2, 4)},
-			{"tab2x3", 3 * rows * nb, tab(2, 3)},
-			{"tab1x2", 2 * rows * nb, tab(1, 2)},
-			{"tab2x2", 2 * rows * nb, tab(2, 2)},
+			{"tab4", 4 * rows * nb, tab(4)},
+			{"tab3", 3 * rows * nb, tab(3)},
+			{"tab2", 2 * rows * nb, tab(2)},
 		} {
 			b.Run(fmt.Sprintf("e%d/%s", span, v.name), func(b *testing.B) {
 				c0 := processCPU()

@@ -7,19 +7,19 @@ package cpu
 // The MXFP4 tiles with scale tables of mxtile_amd64.s.
 
 //go:noescape
-func dotMXFP4Tab1x2AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab1x2AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
 
 //go:noescape
-func dotMXFP4Tab1x3AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab1x3AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
 
 //go:noescape
-func dotMXFP4Tab1x4AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab1x4AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
 
 //go:noescape
-func dotMXFP4Tab2x2AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab2x2AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
 
 //go:noescape
-func dotMXFP4Tab2x3AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab2x3AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
 
 //go:noescape
-func dotMXFP4Tab2x4AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)
+func dotMXFP4Tab2x4AVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)

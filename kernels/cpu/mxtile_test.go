@@ -10,11 +10,12 @@ import (
 
 // TestMXFP4TabTiles checks the tiles with scale tables (mxtile_amd64.s)
 // that batches of up to mxTabRows activation rows take: for every batch of
-// 1 to 8 rows (tiles of 4, tiles of 2 and 3 left over, a single row left
-// over through the table row loop) and ragged ranges of weight rows (odd
-// counts, so that one weight row runs alone), each result equals the
-// single-row kernel bit for bit and the Go twin to float32 rounding, and
-// entries outside the range are not written.
+// 1 to mxTabRows (16) rows (tiles of 4, tiles of 2 and 3 left over, a
+// single row left over through the table row loop) and ragged ranges of
+// weight rows (odd counts, so that one weight row runs alone; more rows
+// than a block of mxTabNc), each result equals the single-row kernel bit
+// for bit and the Go twin to float32 rounding, and entries outside the
+// range are not written.
 func TestMXFP4TabTiles(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
@@ -25,7 +26,7 @@ func TestMXFP4TabTiles(t *testing.T) {
 		in := nb * 32
 		rb := kernels.MXFP4.RowBytes(in)
 		for n := 1; n <= mxTabRows; n++ {
-			for _, rg := range []struct{ rows, lo, hi int }{{1, 0, 1}, {2, 0, 2}, {5, 0, 5}, {9, 1, 8}, {9, 2, 9}} {
+			for _, rg := range []struct{ rows, lo, hi int }{{1, 0, 1}, {2, 0, 2}, {5, 0, 5}, {9, 1, 8}, {9, 2, 9}, {131, 3, 130}} {
 				data := randMXFP4(r, rg.rows, in, 118, 18)
 				x := randF(r, n*in)
 				w := &kernels.Host{R: rg.rows, C: in, DT: kernels.MXFP4, Q: data}
@@ -68,9 +69,9 @@ func TestMXFP4TabTiles(t *testing.T) {
 	}
 }
 
-// mxMag is Σ over the blocks of |block scale · integer block product| of
-// one MXFP4 row and activation row m of a: the magnitude that bounds the
-// float32 rounding of any summation order.
+// mxMag is Σ |block scale · w_j · x_j| over the products of one MXFP4
+// row and activation row m of a: the magnitude that bounds the float32
+// rounding of any summation order.
 func mxMag(w []byte, a *actQ, m int) float64 {
 	nb := a.k / 32
 	var s float64
@@ -79,10 +80,18 @@ func mxMag(w []byte, a *actQ, m int) float64 {
 		xb := a.q[m*a.k+b*32 : m*a.k+(b+1)*32]
 		var acc int64
 		for j := 0; j < 16; j++ {
-			acc += int64(fp4Int[blk[1+j]&0xf]) * int64(xb[j])
-			acc += int64(fp4Int[blk[1+j]>>4]) * int64(xb[j+16])
+			acc += abs64(int64(fp4Int[blk[1+j]&0xf]) * int64(xb[j]))
+			acc += abs64(int64(fp4Int[blk[1+j]>>4]) * int64(xb[j+16]))
 		}
 		s += math.Abs(float64(e8m0Half[blk[0]]) * float64(a.d[m*nb+b]) * float64(acc))
 	}
 	return s
+}
+
+// abs64 is |v|.
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

@@ -17,10 +17,10 @@ func mxtileFile() string {
 	a.lines(generatedHeader)
 	a.l(``)
 	a.lines(`
-// dotMXFP4Tab{WR}x{R}AVX2: WR weight rows (rb bytes apart) against R
-// activation rows (xs bytes of activations and of corrections apart, scale
-// tables tss bytes apart); out[4j+r] is weight row j · activation row r
-// (entries of rows not computed are 0). Constants as in mxfp4_amd64.s.`)
+// dotMXFP4Tab{WR}x{R}AVX2: n groups of WR weight rows (rows rb bytes
+// apart) against R activation rows (xs bytes of activations and of
+// corrections apart, scale tables tss bytes apart); out[r·os + i] is
+// weight row i · activation row r. Constants as in mxfp4_amd64.s.`)
 	for _, wr := range []int{1, 2} {
 		for _, r := range []int{2, 3, 4} {
 			a.l(``)
@@ -30,36 +30,41 @@ func mxtileFile() string {
 	return a.b.String()
 }
 
-// mxTabTile writes dotMXFP4Tab{WR}x{R}AVX2. Registers: SI the weight
-// block, R10 rb, DI/BX the activations and corrections of row 0 (R11 xs,
-// R14 3·xs), R8 the block's table of row 0 (R12 tss, R13 3·tss), R15 the
-// prefetch pointer into the next weight rows, Y0..Y3 (weight row 0) and
-// Y4..Y7 (weight row 1) the accumulators, Y8 the decoded block, Y9..Y11
-// temporaries.
+// mxTabTile writes dotMXFP4Tab{WR}x{R}AVX2: n groups of WR weight rows
+// (the groups back to back) against the same R activation rows, weight
+// row WR·g+j into out[r·os + WR·g + j]. Registers: SI the weight block,
+// R10 rb, DI/BX the activations and corrections of row 0 (R11 xs, R14
+// 3·xs), R8 the block's table of row 0 (R12 tss, R13 3·tss), R15 the
+// prefetch pointer into the next group's rows, DX the group's outputs,
+// Y0..Y3 (weight row 0) and Y4..Y7 (weight row 1) the accumulators, Y8 the
+// decoded block, Y9..Y11 temporaries.
 func (a *asm) mxTabTile(WR, R int) {
 	name := fmt.Sprintf("dotMXFP4Tab%dx%dAVX2", WR, R)
-	a.l(`// func %s(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)`, name)
-	a.l(`TEXT ·%s(SB), NOSPLIT, $0-72`, name)
+	a.l(`// func %s(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-88`, name)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ rb+8(FP), R10
-MOVQ xq+16(FP), DI
-MOVQ c+24(FP), BX
 MOVQ xs+32(FP), R11
 LEAQ (R11)(R11*2), R14
-MOVQ ts+40(FP), R8
 MOVQ tss+48(FP), R12
 LEAQ (R12)(R12*2), R13
+MOVQ out+72(FP), DX`)
+	a.mxfp4Consts()
+	lbl := fmt.Sprintf("mxtab%dx%d", WR, R)
+	a.l(`%sgroup:`, lbl)
+	a.code(`
+MOVQ xq+16(FP), DI
+MOVQ c+24(FP), BX
+MOVQ ts+40(FP), R8
 MOVQ nb+56(FP), CX`)
 	a.l("\tLEAQ (SI)(R10*%d), R15", WR)
-	a.mxfp4Consts()
 	for i := 0; i < 4*WR; i++ {
 		a.l("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
 	}
-	lbl := fmt.Sprintf("mxtab%dx%d", WR, R)
 	a.l(`%sloop:`, lbl)
-	// one prefetch per block walks the next WR weight rows (17·WR bytes
-	// per block), so that the next call finds them in cache
+	// one prefetch per block walks the next group's rows (17·WR bytes
+	// per block), so that they are in cache when it starts
 	a.l("\tPREFETCHT0 (R15)")
 	a.l("\tADDQ $%d, R15", 17*WR)
 	xm := []string{"(DI)", "(DI)(R11*1)", "(DI)(R11*2)", "(DI)(R14*1)"}
@@ -96,17 +101,42 @@ ADDQ $32, BX
 ADDQ $1024, R8
 DECQ CX`)
 	a.l("\tJNZ %sloop", lbl)
-	a.code(`MOVQ out+64(FP), DX`)
-	a.hsum4Store()
+	// SI is at the group's second row: step to the next group
 	if WR == 2 {
-		a.code(`
+		a.l("\tADDQ R10, SI")
+	}
+	// the sums of the accumulators, reduced as hsum4Store reduces them
+	// (the row kernels' order), stored os apart
+	a.code(`
+MOVQ os+80(FP), R9
+SHLQ $2, R9
+LEAQ (R9)(R9*2), AX`)
+	for j := 0; j < WR; j++ {
+		if j == 1 {
+			a.code(`
 VMOVAPS Y4, Y0
 VMOVAPS Y5, Y1
 VMOVAPS Y6, Y2
-VMOVAPS Y7, Y3
-ADDQ $16, DX`)
-		a.hsum4Store()
+VMOVAPS Y7, Y3`)
+		}
+		a.code(`
+VHADDPS Y1, Y0, Y0
+VHADDPS Y3, Y2, Y2
+VHADDPS Y2, Y0, Y0
+VEXTRACTF128 $1, Y0, X1
+VADDPS X1, X0, X0`)
+		d := ""
+		if j == 1 {
+			d = "4"
+		}
+		a.l("\tVMOVSS X0, %s(DX)", d)
+		for r, m := range []string{"(R9*1)", "(R9*2)", "(AX*1)"}[:R-1] {
+			a.l("\tVEXTRACTPS $%d, X0, %s(DX)%s", r+1, d, m)
+		}
 	}
+	a.l("\tADDQ $%d, DX", 4*WR)
+	a.l("\tDECQ n+64(FP)")
+	a.l("\tJNZ %sgroup", lbl)
 	a.code(`
 VZEROUPPER
 RET`)
@@ -127,7 +157,7 @@ package cpu
 		for _, r := range []int{2, 3, 4} {
 			a.l(``)
 			a.l(`//go:noescape`)
-			a.l(`func dotMXFP4Tab%dx%dAVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, out *[8]float32)`, wr, r)
+			a.l(`func dotMXFP4Tab%dx%dAVX2(w *byte, rb int, xq *int8, c *int16, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)`, wr, r)
 		}
 	}
 	return a.b.String()
