@@ -714,6 +714,7 @@ func TestGeneratedMoEFiles(t *testing.T) {
 				logits[bi] = allLogits(t, m, toks, []int{13, 1, 1, 5})
 				if bi >= 1 {
 					checkDecodeAllocs(t, m)
+					checkBatchDecodeAllocs(t, m, 16)
 				}
 				m.Close()
 				be.Close()
@@ -763,6 +764,44 @@ func checkLogitsClose(t *testing.T, name string, want, got [][]float32, exact bo
 	}
 	if maxAbs == 0 || close < need {
 		t.Errorf("%s vs ref: %d of %d positions within %g (per-position max diffs %v; max |logit| %g)", name, close, len(errs), tol, errs, maxAbs)
+	}
+}
+
+// checkBatchDecodeAllocs runs one-token decode steps of nseq sequences
+// at once (each expert gets a few of the rows: the MXFP4 tiles with scale
+// tables) and fails if a step allocates.
+func checkBatchDecodeAllocs(t *testing.T, m *Model, nseq int) {
+	t.Helper()
+	const bs, nb = 16, 2
+	kv := m.NewKVCache(nseq*nb, bs)
+	s := m.NewScratch(nseq, nseq)
+	b := &Batch{Attn: kernels.AttnBatch{BlockSize: bs, QStart: []int32{0}, TableStart: []int32{0}}}
+	for q := 0; q < nseq; q++ {
+		b.Tokens = append(b.Tokens, int32(q+1))
+		b.Pos = append(b.Pos, 0)
+		b.OutRows = append(b.OutRows, int32(q))
+		for i := 0; i < nb; i++ {
+			b.Attn.Tables = append(b.Attn.Tables, int32(q*nb+i))
+		}
+		b.Attn.TableStart = append(b.Attn.TableStart, int32((q+1)*nb))
+		b.Attn.QStart = append(b.Attn.QStart, int32(q+1))
+		b.Attn.CtxLen = append(b.Attn.CtxLen, 1)
+		b.Attn.Slots = append(b.Attn.Slots, int32(q*nb*bs))
+	}
+	step := func() {
+		if _, err := m.Forward(s, kv, b); err != nil {
+			t.Fatal(err)
+		}
+		for q := 0; q < nseq; q++ {
+			p := (b.Pos[q] + 1) % (nb * bs)
+			b.Pos[q], b.Attn.CtxLen[q] = p, p+1
+			b.Attn.Slots[q] = int32(q*nb*bs) + p
+			b.Tokens[q] = (b.Tokens[q]*31 + 7) % 1000
+		}
+	}
+	step()
+	if n := testing.AllocsPerRun(10, step); n != 0 {
+		t.Errorf("%d-sequence decode step allocates %v times", nseq, n)
 	}
 }
 
