@@ -4,8 +4,7 @@
 // float16 KV-cache kernels), attn2_amd64.s (their AVX2 twins),
 // qdotgen_amd64.s (the AVX2 kernels on stored weight encodings),
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
-// (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), mxtile_amd64.s
-// (MXFP4 tiles with scale tables), krows_amd64.s
+// (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s
 // (two-row k-quant row loops) and f32panel_amd64.s (the AVX2 twins of the
 // panel kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
@@ -13,6 +12,9 @@
 //
 // half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
 // declarations, half_amd64.go.
+//
+// mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
+// rows' scale tables) and its Go declarations, mxtile_amd64.go.
 //
 //	go test ./kernels/cpu -run TestGenerated -update
 //
