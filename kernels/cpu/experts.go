@@ -117,8 +117,8 @@ func (t *expertsTask) run(lo, hi, wk int) {
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]
 			}
-			if a.mxsOK { // one activation row: its MXFP4 scale tables
-				sub.act.mxs, sub.act.mxsOK = a.mxs, true
+			if a.mxsOK { // the group's rows' MXFP4 scale tables
+				sub.act.mxs, sub.act.mxsOK = a.mxs[s*nb*256:e*nb*256], true
 			}
 		}
 		sub.run(r0, r1, wk)

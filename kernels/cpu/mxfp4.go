@@ -72,11 +72,19 @@ func dotMXFP4Go(w []byte, xq []int8, xd []float32) float32 {
 	return s
 }
 
+// mxTabRows is the most activation rows that get scale tables
+// (mxfp4Scales: 1 KiB per block and row, 92 KiB per row of 2880): the
+// decode row (one activation row) and an expert's routed rows at batched
+// decode (up to one per sequence of a 16-sequence batch), where the tiles
+// with tables (mxtile_amd64.s) save a VMULPS per block and row. Larger
+// batches (prefill) keep the tiles that make the products in the loop.
+const mxTabRows = 16
+
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the
-// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); and, for a
-// single activation row, a.mxs to its scale tables (mxfp4Scales) unless
-// they are those of the rows quantized last.
+// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); and, for
+// up to mxTabRows activation rows, a.mxs to their scale tables
+// (mxfp4Scales) unless they are those of the rows quantized last.
 func (a *actQ) mxfp4Corr() {
 	n := len(a.q) / 2
 	if cap(a.c16) < n {
@@ -86,14 +94,15 @@ func (a *actQ) mxfp4Corr() {
 	for i := range a.c16 {
 		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
 	}
-	if a.n == 1 && !a.mxsOK {
+	if a.n <= mxTabRows && !a.mxsOK {
 		a.mxfp4Scales()
 	}
 }
 
-// mxfp4Scales sets a.mxs to the scale tables of the single activation row
-// (its nb blocks): a.mxs[256b+e] = e8m0Half[e]·d[b], the float32 product
-// each kernel makes for a weight block of scale byte e.
+// mxfp4Scales sets a.mxs to the scale tables of the activation rows (nb
+// blocks each, rows back to back): a.mxs[256b+e] = e8m0Half[e]·d[b] for
+// the b-th block of the rows, the float32 product each kernel makes for a
+// weight block of scale byte e.
 func (a *actQ) mxfp4Scales() {
 	nb := len(a.d)
 	if cap(a.mxs) < nb*256 {
@@ -126,11 +135,11 @@ func (k kern) dotMXFP4(w []byte, a *actQ, m int) float32 {
 // mxfp4Rows computes MXFP4 weight rows wr (rows of nb blocks, back to
 // back) against the single quantized activation row of a into out[:rows],
 // four rows at a time: with the row's scale tables when it has them
-// (a.mxsOK), else with the scale products made in the loop.
+// (a.mxsOK and one row), else with the scale products made in the loop.
 func mxfp4Rows(wr []byte, a *actQ, nb, rows int, out []float32) {
 	_, _, _ = a.q[nb*32-1], a.d[nb-1], a.c16[nb*16-1]
 	_, _ = wr[rows*nb*quant.MXFP4BlockBytes-1], out[rows-1]
-	if a.mxsOK {
+	if a.mxsOK && a.n == 1 {
 		_ = a.mxs[nb*256-1]
 		dotMXFP4RowsAVX2(&wr[0], &a.q[0], &a.c16[0], &a.mxs[0], nb, rows, &out[0])
 		return
@@ -163,6 +172,10 @@ func mxfp4Tile(wr []byte, a *actQ, m, R, K int, acc *[4]float32) {
 func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
+	if a.mxsOK {
+		t.mxfp4TabTiles(lo, hi)
+		return
+	}
 	rb := w.DT.RowBytes(K)
 	var acc [4]float32
 	for o := lo; o < hi; o++ {
@@ -177,6 +190,86 @@ func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 			for r := 0; r < R; r++ {
 				out.F[(m+r)*out.C+o] = acc[r]
 			}
+		}
+	}
+}
+
+// mxfp4TabTiles is mxfp4Tiles for activation rows with scale tables
+// (a.mxsOK): for each block of mxTabNc weight rows, each tile of up to 4
+// activation rows runs over the block's weight rows two at a time (one
+// when one is left over) in one kernel call, each weight block decoded
+// once for the tile and each activation block shared by the two weight
+// rows; an activation row left over after the tiles of 4 runs alone
+// through the table row loop. The results equal the row kernel's bit for
+// bit.
+func (t *qmatTask) mxfp4TabTiles(lo, hi int) {
+	w, out, a := t.w, t.out, &t.act
+	K, n := w.C, t.n
+	nb := K / 32
+	rb := w.DT.RowBytes(K)
+	if hi <= lo || nb == 0 {
+		return
+	}
+	_, _, _ = a.mxs[n*nb*256-1], a.c16[n*K/2-1], out.F[(n-1)*out.C+hi-1]
+	_ = w.Q[hi*rb-1]
+	for ob := lo; ob < hi; ob += mxTabNc {
+		oe := min(ob+mxTabNc, hi)
+		for m := 0; m < n; m += 4 {
+			R := min(4, n-m)
+			if R == 1 {
+				mxfp4RowsTab(w.Q[ob*rb:oe*rb], a, m, nb, oe-ob, out.F[m*out.C+ob:m*out.C+oe])
+				break
+			}
+			mxfp4TabTile(w.Q[ob*rb:oe*rb], rb, a, m, R, oe-ob, out.F[m*out.C+ob:], out.C)
+		}
+	}
+}
+
+// mxTabNc is the weight rows of a block of mxfp4TabTiles (about 98 KiB of
+// gpt-oss-20b's rows, in L2 while the activation tiles run over them).
+const mxTabNc = 64
+
+// mxfp4RowsTab computes MXFP4 weight rows wr against activation row m of a
+// with its scale tables, four weight rows at a time (the batch-1 loop).
+func mxfp4RowsTab(wr []byte, a *actQ, m, nb, rows int, out []float32) {
+	K := nb * 32
+	xq, c, ts := a.q[m*K:(m+1)*K], a.c16[m*K/2:(m+1)*K/2], a.mxs[m*nb*256:(m+1)*nb*256]
+	_, _ = wr[rows*nb*quant.MXFP4BlockBytes-1], out[rows-1]
+	dotMXFP4RowsAVX2(&wr[0], &xq[0], &c[0], &ts[0], nb, rows, &out[0])
+}
+
+// mxfp4TabTile computes the rows MXFP4 weight rows of wr (rb bytes each,
+// back to back) against the R (2 to 4) activation rows of a from row m,
+// with their scale tables, into out[r·os + o] (weight row o, activation
+// row m+r): pairs of weight rows, then the one left over.
+func mxfp4TabTile(wr []byte, rb int, a *actQ, m, R, rows int, out []float32, os int) {
+	K := a.k
+	nb := K / 32
+	xq := a.q[m*K : (m+R)*K]
+	c := a.c16[m*K/2 : (m+R)*K/2]
+	ts := a.mxs[m*nb*256 : (m+R)*nb*256]
+	_, _ = wr[rows*rb-1], out[(R-1)*os+rows-1]
+	x, cp, tp, tss := &xq[0], &c[0], &ts[0], nb*256*4
+	if pairs := rows / 2; pairs > 0 {
+		w, o := &wr[0], &out[0]
+		switch R {
+		case 2:
+			dotMXFP4Tab2x2AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		case 3:
+			dotMXFP4Tab2x3AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		default:
+			dotMXFP4Tab2x4AVX2(w, rb, x, cp, K, tp, tss, nb, pairs, o, os)
+		}
+	}
+	if rows%2 == 1 {
+		w, o := &wr[(rows-1)*rb], &out[rows-1]
+		switch R {
+		case 2:
+			dotMXFP4Tab1x2AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
+		case 3:
+			dotMXFP4Tab1x3AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
+		default:
+			dotMXFP4Tab1x4AVX2(w, rb, x, cp, K, tp, tss, nb, 1, o, os)
 		}
 	}
 }

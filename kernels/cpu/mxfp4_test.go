@@ -297,44 +297,62 @@ func randMXFP4Fast(r *rand.Rand, rows, cols int) []byte {
 // the weights in L2 (64 rows of 2880): CPU-ns per 32-value block for the
 // batch-1 row loop (rows: with the scale tables, four weight rows at a
 // time; rows1: one row at a time, as for rows of a batch), and per block
-// and activation row for the 4-row tile.
+// and activation row for the 4- and 2-row tiles (tileR: the scale products
+// made in the loop; tabR: with the activation rows' scale tables, two
+// weight rows at a time).
 //
 //	go test ./kernels/cpu -run XXX -bench MXFP4Kernels -benchtime 3000x
 func BenchmarkMXFP4Kernels(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no AVX2 kernels on this machine or build")
 	}
-	r := rand.New(rand.NewPCG(20, 10))
 	const rows, in = 64, 2880
 	nb := in / 32
-	data := randMXFP4(r, rows, in, 120, 14)
-	var a, a1 actQ
-	x := randF(r, 4*in)
-	a.quantize(kern{avx2: true}, x, in, 4, in, 32)
-	a.mxfp4Corr()
-	a1.quantize(kern{avx2: true}, x[:in], in, 1, in, 32)
-	a1.mxfp4Corr()
-	out := make([]float32, rows)
-	var acc [4]float32
-	for _, v := range []struct {
-		name string
-		per  int // blocks × activation rows per op
-		run  func()
-	}{
-		{"rows", rows * nb, func() { mxfp4Rows(data, &a1, nb, rows, out) }},
-		{"rows1", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
-		{"tile4", 4 * rows * nb, func() {
-			for o := 0; o < rows; o++ {
-				mxfp4Tile(data[o*17*nb:(o+1)*17*nb], &a, 0, 4, in, &acc)
+	rb := 17 * nb
+	// e14: scale bytes over 14 values; e2: over 2, as gen-model writes them
+	for _, span := range []int{14, 2} {
+		r := rand.New(rand.NewPCG(20, 10))
+		data := randMXFP4(r, rows, in, 120, span)
+		var a, a1 actQ // 4 activation rows, and row 0 alone (both with scale tables)
+		x := randF(r, 4*in)
+		a.quantize(kern{avx2: true}, x, in, 4, in, 32)
+		a.mxfp4Corr()
+		a1.quantize(kern{avx2: true}, x[:in], in, 1, in, 32)
+		a1.mxfp4Corr()
+		out := make([]float32, rows)
+		var acc [4]float32
+		tile := func(R int) func() {
+			return func() {
+				for o := 0; o < rows; o++ {
+					mxfp4Tile(data[o*rb:(o+1)*rb], &a, 0, R, in, &acc)
+				}
 			}
-		}},
-	} {
-		b.Run(v.name, func(b *testing.B) {
-			c0 := processCPU()
-			for b.Loop() {
-				v.run()
-			}
-			b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N*v.per), "cpu-ns/block")
-		})
+		}
+		outR := make([]float32, 4*rows)
+		tab := func(R int) func() {
+			return func() { mxfp4TabTile(data, rb, &a, 0, R, rows, outR, rows) }
+		}
+		for _, v := range []struct {
+			name string
+			per  int // blocks × activation rows per op
+			run  func()
+		}{
+			{"rows", rows * nb, func() { mxfp4Rows(data, &a1, nb, rows, out) }},
+			{"rows1", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
+			{"tile4", 4 * rows * nb, tile(4)},
+			{"tile3", 3 * rows * nb, tile(3)},
+			{"tile2", 2 * rows * nb, tile(2)},
+			{"tab4", 4 * rows * nb, tab(4)},
+			{"tab3", 3 * rows * nb, tab(3)},
+			{"tab2", 2 * rows * nb, tab(2)},
+		} {
+			b.Run(fmt.Sprintf("e%d/%s", span, v.name), func(b *testing.B) {
+				c0 := processCPU()
+				for b.Loop() {
+					v.run()
+				}
+				b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N*v.per), "cpu-ns/block")
+			})
+		}
 	}
 }

@@ -75,8 +75,9 @@ type actQ struct {
 
 	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
 
-	// mxs are MXFP4's scale tables of a single activation row (mxfp4.go),
-	// valid while mxsOK: quantize clears it when it quantizes new rows
+	// mxs are MXFP4's scale tables of up to mxTabRows activation rows
+	// (mxfp4.go), valid while mxsOK: quantize clears it when it quantizes
+	// new rows
 	mxs   []float32
 	mxsOK bool
 }

@@ -13,6 +13,9 @@
 // half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
 // declarations, half_amd64.go.
 //
+// mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
+// rows' scale tables) and its Go declarations, mxtile_amd64.go.
+//
 //	go test ./kernels/cpu -run TestGenerated -update
 //
 // rewrites them; TestGenerated fails when the committed files differ from
@@ -32,7 +35,8 @@ func Files() map[string]string {
 		"krows_amd64.s":    krows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
-		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls()}
+		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
+		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls()}
 }
 
 type asm struct{ b strings.Builder }
