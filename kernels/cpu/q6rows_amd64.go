@@ -9,3 +9,10 @@ package cpu
 //
 //go:noescape
 func dotQ6KRowsRegAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+
+// dotQ5KRowsPfAVX2 is dotQ5KRowsAVX2 prefetching its weights q6Ahead
+// (2048) bytes ahead instead of rowAhead (q6rows_amd64.s); its results
+// equal dotQ5KRowsAVX2's bit for bit.
+//
+//go:noescape
+func dotQ5KRowsPfAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)

@@ -33,6 +33,151 @@ GLOBL q6rsc<>(SB), RODATA|NOPTR, $128
 	VADDPS X1, X0, X0; \
 	VHADDPS X0, X0, X0; \
 	VHADDPS X0, X0, X0
+
+// KHEAD loads d·xd (broadcast in Y6) and dmin·xd (broadcast in X7) of a
+// Q4_K/Q5_K block at SI, and adds dmin·xd·Σ_j m_j·(Σx)_j to X3 (subtracted
+// at the end). Needs the mins in X9 (KSCALESV). Clobbers AX, X4, X5, X10, X11.
+#define KHEAD \
+	MOVL (SI), AX; \
+	VMOVD AX, X4; \
+	VCVTPH2PS X4, X4; \
+	VBROADCASTSS (DX), X5; \
+	VMULPS X5, X4, X4; \
+	VBROADCASTSS X4, Y6; \
+	VSHUFPS $0x55, X4, X4, X7; \
+	VMOVDQU (BX), X10; \
+	VMOVDQU 16(BX), X11; \
+	VPHADDW X11, X10, X10; \
+	VPMADDWD X9, X10, X10; \
+	VCVTDQ2PS X10, X10; \
+	VFMADD231PS X10, X7, X3
+
+// KGROUP multiplies the unsigned bytes of Y10 (values 64g..64g+31) and Y11
+// (64g+32..64g+63) with the activations and their sub-block scales, adding
+// to the int32 lanes of Y1.
+#define KGROUP(g) \
+	VPMADDUBSW (64*g)(DI), Y10, Y10; \
+	VPMADDUBSW (64*g+32)(DI), Y11, Y11; \
+	VPBROADCASTW (4*g)(SP), Y12; \
+	VPBROADCASTW (4*g+2)(SP), Y13; \
+	VPMADDWD Y12, Y10, Y10; \
+	VPMADDWD Y13, Y11, Y11; \
+	VPADDD Y10, Y1, Y1; \
+	VPADDD Y11, Y1, Y1
+
+// Q4NIB splits the 32 bytes at off(SI) into low (Y10) and high (Y11)
+// nibbles.
+#define Q4NIB(off) \
+	VMOVDQU off(SI), Y10; \
+	VPSRLW $4, Y10, Y11; \
+	VPAND Y14, Y10, Y10; \
+	VPAND Y14, Y11, Y11
+
+DATA kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL kmask3f<>(SB), RODATA|NOPTR, $16
+DATA kmask30<>+0(SB)/8, $0x3030303030303030
+DATA kmask30<>+8(SB)/8, $0x3030303030303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $16
+
+// KSCALESV unpacks the 12 scale bytes b0..b11 of a Q4_K/Q5_K block at
+// 4(SI): scales 0-3 and mins 0-3 are the low 6 bits of b0..b7; scales and
+// mins 4-7 are the nibbles of b8..b11 with the top 2 bits of b0..b3 and
+// b4..b7 above them. The eight scales are stored as words at 0(SP), the
+// eight mins left as words in X9. Needs 0x0f bytes in X14; clobbers X8,
+// X10-X12.
+#define KSCALESV \
+	VMOVDQU 4(SI), X8; \
+	VPAND kmask3f<>(SB), X8, X9; \
+	VPSRLW $2, X8, X10; \
+	VPAND kmask30<>(SB), X10, X10; \
+	VPAND X14, X8, X11; \
+	VPSRLW $4, X8, X12; \
+	VPAND X14, X12, X12; \
+	VPUNPCKHDQ X12, X11, X11; \
+	VPOR X11, X10, X10; \
+	VPUNPCKLDQ X10, X9, X9; \
+	VPMOVZXBW X9, X10; \
+	VMOVDQU X10, 0(SP); \
+	VPSRLDQ $8, X9, X9; \
+	VPMOVZXBW X9, X9
+
+// func dotQ5KRowsPfAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+TEXT ·dotQ5KRowsPfAVX2(SB), NOSPLIT, $32-56
+	MOVQ w+0(FP), SI
+	MOVQ out+48(FP), R15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+dotq5krowspfrows:
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+dotq5krowspfloop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	KSCALESV
+	KHEAD
+	VMOVDQU 16(SI), Y2
+	VPXOR Y1, Y1, Y1
+	Q4NIB(48)
+	VPSLLW $4, Y2, Y4
+	VPAND Y15, Y4, Y4
+	VPOR Y4, Y10, Y10
+	VPSLLW $3, Y2, Y5
+	VPAND Y15, Y5, Y5
+	VPOR Y5, Y11, Y11
+	KGROUP(0)
+	Q4NIB(80)
+	VPSLLW $2, Y2, Y4
+	VPAND Y15, Y4, Y4
+	VPOR Y4, Y10, Y10
+	VPSLLW $1, Y2, Y5
+	VPAND Y15, Y5, Y5
+	VPOR Y5, Y11, Y11
+	KGROUP(1)
+	Q4NIB(112)
+	VMOVDQU Y2, Y4
+	VPAND Y15, Y4, Y4
+	VPOR Y4, Y10, Y10
+	VPSRLW $1, Y2, Y5
+	VPAND Y15, Y5, Y5
+	VPOR Y5, Y11, Y11
+	KGROUP(2)
+	Q4NIB(144)
+	VPSRLW $2, Y2, Y4
+	VPAND Y15, Y4, Y4
+	VPOR Y4, Y10, Y10
+	VPSRLW $3, Y2, Y5
+	VPAND Y15, Y5, Y5
+	VPOR Y5, Y11, Y11
+	KGROUP(3)
+	
+	VCVTDQ2PS Y1, Y1
+	VFMADD231PS Y1, Y6, Y0
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ dotq5krowspfloop
+	HSUM8R
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	VSUBSS X3, X0, X0
+	MOVSS X0, (R15)
+	ADDQ $4, R15
+	DECQ rows+40(FP)
+	JNZ dotq5krowspfrows
+	VZEROUPPER
+	RET
 // func dotQ6KRowsRegAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
 TEXT ·dotQ6KRowsRegAVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI

@@ -41,79 +41,125 @@ func q6Case(r *rand.Rand, nb, rows int, sat string) (data []byte, x []float32) {
 	return data, x
 }
 
-// TestQ6KRowsReg checks the register-scale Q6_K row loop
-// (q6rows_amd64.s) against the spilling loop of qdotgen_amd64.s (bit for
-// bit) and the plain-Go dot product (to float32 summation order; a NaN
-// fails), on random blocks and saturated ones, over row counts and row
-// lengths from one block to an 8192-value row.
+// TestQ6KRowsReg checks the row loops of q6rows_amd64.s against the loops
+// of qdotgen_amd64.s they replace (bit for bit) and the plain-Go dot
+// products (to float32 summation order; a NaN fails), on random blocks and
+// saturated ones, over row counts and row lengths from one block to an
+// 8192-value row: the register-scale Q6_K loop and the Q5_K loop with the
+// longer prefetch distance.
 func TestQ6KRowsReg(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
 	}
-	for _, c := range []struct {
-		nb, rows int
-		sat      string // "" random; else the saturated blocks' scale byte
+	for _, k := range []struct {
+		dt       kernels.DType
+		old, new rowLoopFn
+		ref      func(w []byte, xq []int8, xd []float32, bs []int16) float32
 	}{
-		{1, 1, ""}, {2, 3, ""}, {8, 1, ""}, {8, 64, ""}, {32, 5, ""},
-		{1, 2, "ones"}, {8, 4, "max"}, {8, 3, "min"}, {32, 2, "max"},
+		{kernels.Q6_K, dotQ6KRowsAVX2, dotQ6KRowsRegAVX2, dotQ6KGo},
+		{kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRowsPfAVX2, dotQ5KGo},
 	} {
-		r := rand.New(rand.NewPCG(uint64(c.nb), uint64(c.rows)))
-		in := c.nb * 256
-		data, x := q6Case(r, c.nb, c.rows, c.sat)
-		var a actQ
-		a.quantize(kern{avx2: true}, x, in, 1, in, 256)
-		old := make([]float32, c.rows)
-		reg := make([]float32, c.rows)
-		dotQ6KRowsAVX2(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &old[0])
-		dotQ6KRowsRegAVX2(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &reg[0])
-		rb := kernels.Q6_K.RowBytes(in)
-		for o := range old {
-			if math.Float32bits(old[o]) != math.Float32bits(reg[o]) {
-				t.Errorf("nb=%d rows=%d sat=%q row %d: register loop %v, spilling loop %v", c.nb, c.rows, c.sat, o, reg[o], old[o])
+		for _, c := range []struct {
+			nb, rows int
+			sat      string // "" random; else the saturated blocks' scale byte
+		}{
+			{1, 1, ""}, {2, 3, ""}, {8, 1, ""}, {8, 64, ""}, {32, 5, ""},
+			{1, 2, "ones"}, {8, 4, "max"}, {8, 3, "min"}, {32, 2, "max"},
+		} {
+			r := rand.New(rand.NewPCG(uint64(c.nb), uint64(c.rows)))
+			in := c.nb * 256
+			var data []byte
+			var x []float32
+			if k.dt == kernels.Q6_K {
+				data, x = q6Case(r, c.nb, c.rows, c.sat)
+			} else {
+				data, x = q5Case(r, c.nb, c.rows, c.sat != "")
 			}
-			want := dotQ6KGo(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
-			if d := math.Abs(float64(reg[o] - want)); !(d <= 1e-4*max(1, math.Abs(float64(want)))) {
-				t.Errorf("nb=%d rows=%d sat=%q row %d: register loop %v, plain Go %v", c.nb, c.rows, c.sat, o, reg[o], want)
+			var a actQ
+			a.quantize(kern{avx2: true}, x, in, 1, in, 256)
+			old := make([]float32, c.rows)
+			got := make([]float32, c.rows)
+			k.old(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &old[0])
+			k.new(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &got[0])
+			rb := k.dt.RowBytes(in)
+			for o := range old {
+				if math.Float32bits(old[o]) != math.Float32bits(got[o]) {
+					t.Errorf("%v nb=%d rows=%d sat=%q row %d: new loop %v, old loop %v", k.dt, c.nb, c.rows, c.sat, o, got[o], old[o])
+				}
+				want := k.ref(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
+				if d := math.Abs(float64(got[o] - want)); !(d <= 1e-4*max(1, math.Abs(float64(want)))) {
+					t.Errorf("%v nb=%d rows=%d sat=%q row %d: new loop %v, plain Go %v", k.dt, c.nb, c.rows, c.sat, o, got[o], want)
+				}
 			}
 		}
 	}
 }
 
-// FuzzQ6KRowsReg checks the register-scale Q6_K row loop against the
-// spilling loop (bit for bit) and plain Go on weight bytes from the fuzzer
-// (any ql, qh and scales; d forced finite), with the activation row drawn
-// from the seed.
+// q5Case fills Q5_K weight rows and an activation row: random blocks, or
+// blocks whose bytes are all 0xff (largest scales, mins and values; d and
+// dmin finite) against activations of ±1.
+func q5Case(r *rand.Rand, nb, rows int, sat bool) (data []byte, x []float32) {
+	in := nb * 256
+	data = randBlocks(r, kernels.Q5_K, rows, in)
+	x = randF(r, in)
+	if !sat {
+		return data, x
+	}
+	for i := range data {
+		data[i] = 0xff
+	}
+	for o := 0; o < len(data); o += 176 {
+		data[o+1], data[o+3] = 0x3c, 0x3c
+	}
+	for i := range x {
+		x[i] = float32(1 - 2*(i%2))
+	}
+	return data, x
+}
+
+// FuzzQ6KRowsReg checks the row loops of q6rows_amd64.s (Q6_K, or Q5_K
+// when q5 is set) against the loops they replace (bit for bit) and plain
+// Go on weight bytes from the fuzzer (any values and scales; d and dmin
+// left finite), with the activation row drawn from the seed.
 func FuzzQ6KRowsReg(f *testing.F) {
 	if !hasAVX2 {
 		f.Skip("no AVX2 kernels on this machine or build")
 	}
-	f.Add(uint64(1), uint8(1), uint8(1), []byte{0xff, 0x00, 0x80, 0x7f})
-	f.Add(uint64(7), uint8(4), uint8(3), []byte{0x12, 0x34})
-	f.Fuzz(func(t *testing.T, seed uint64, nb8, rows8 uint8, w []byte) {
+	f.Add(uint64(1), uint8(1), uint8(1), false, []byte{0xff, 0x00, 0x80, 0x7f})
+	f.Add(uint64(7), uint8(4), uint8(3), false, []byte{0x12, 0x34})
+	f.Add(uint64(3), uint8(2), uint8(2), true, []byte{0xff})
+	f.Fuzz(func(t *testing.T, seed uint64, nb8, rows8 uint8, q5 bool, w []byte) {
 		nb, rows := 1+int(nb8%8), 1+int(rows8%5)
+		dt, old, got, ref := kernels.Q6_K, rowLoopFn(dotQ6KRowsAVX2), rowLoopFn(dotQ6KRowsRegAVX2), dotQ6KGo
+		// bytes of each block the fuzzer may flip: all but the float16 scales
+		blk, keep := 210, func(i int) bool { return i < 208 }
+		if q5 {
+			dt, old, got, ref = kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRowsPfAVX2, dotQ5KGo
+			blk, keep = 176, func(i int) bool { return i >= 4 }
+		}
 		in := nb * 256
 		r := rand.New(rand.NewPCG(seed, 17))
-		data := randBlocks(r, kernels.Q6_K, rows, in)
+		data := randBlocks(r, dt, rows, in)
 		for i := range data {
-			if len(w) > 0 && i%210 < 208 {
+			if len(w) > 0 && keep(i%blk) {
 				data[i] ^= w[i%len(w)]
 			}
 		}
 		x := randF(r, in)
 		var a actQ
 		a.quantize(kern{avx2: true}, x, in, 1, in, 256)
-		old := make([]float32, rows)
-		reg := make([]float32, rows)
-		dotQ6KRowsAVX2(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &old[0])
-		dotQ6KRowsRegAVX2(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &reg[0])
-		rb := kernels.Q6_K.RowBytes(in)
-		for o := range old {
-			if math.Float32bits(old[o]) != math.Float32bits(reg[o]) {
-				t.Fatalf("row %d: register loop %v, spilling loop %v", o, reg[o], old[o])
+		want := make([]float32, rows)
+		out := make([]float32, rows)
+		old(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &want[0])
+		got(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		rb := dt.RowBytes(in)
+		for o := range out {
+			if math.Float32bits(out[o]) != math.Float32bits(want[o]) {
+				t.Fatalf("%v row %d: new loop %v, old loop %v", dt, o, out[o], want[o])
 			}
-			want := dotQ6KGo(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
-			if d := math.Abs(float64(reg[o] - want)); !(d <= 1e-4*max(1, math.Abs(float64(want)))) {
-				t.Fatalf("row %d: register loop %v, plain Go %v", o, reg[o], want)
+			g := ref(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
+			if d := math.Abs(float64(out[o] - g)); !(d <= 1e-4*max(1, math.Abs(float64(g)))) {
+				t.Fatalf("%v row %d: new loop %v, plain Go %v", dt, o, out[o], g)
 			}
 		}
 	})
@@ -131,6 +177,17 @@ func BenchmarkQ6KRowKernels(b *testing.B) {
 		b.Skip("no AVX2 kernels on this machine or build")
 	}
 	benchRowLoops(b, kernels.Q6_K, []string{"spill", "reg"}, []rowLoopFn{dotQ6KRowsAVX2, dotQ6KRowsRegAVX2})
+}
+
+// BenchmarkQ5KRowKernels compares the Q5_K row loop of qdotgen_amd64.s
+// ("pf1k", weights prefetched 1024 bytes ahead) with its copy in
+// q6rows_amd64.s ("pf2k", q6Ahead = 2048 bytes ahead), as
+// BenchmarkQ6KRowKernels.
+func BenchmarkQ5KRowKernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	benchRowLoops(b, kernels.Q5_K, []string{"pf1k", "pf2k"}, []rowLoopFn{dotQ5KRowsAVX2, dotQ5KRowsPfAVX2})
 }
 
 // benchRowLoops times row loops of one k-quant type against each other

@@ -30,6 +30,17 @@ func q6rows() string {
 // consecutive weight rows of nb blocks against one Q8_K activation row into
 // out[0:rows].`)
 	a.l("%s", q6rowsConsts())
+	for _, part := range []string{macrosK, kscalesV} {
+		a.l(``)
+		a.l("%s", part)
+	}
+	for _, k := range rowKernels() {
+		if k.name == "dotQ5KRowsAVX2" {
+			k.name, k.body, k.pf, k.reduce = "dotQ5KRowsPfAVX2", q6pf(q6Ahead, 3)+k.body, 0, strings.ReplaceAll(k.reduce, "HSUM8", "HSUM8R")
+			a.l(``)
+			a.rows(k)
+		}
+	}
 	a.rows(rowKernel{name: "dotQ6KRowsRegAVX2",
 		args:   []string{"xq *int8", "xd *float32", "bs *int16", "nb int"},
 		consts: broadcast(0x0f0f0f0f, 14) + "\n" + broadcast(0x30303030, 15),
