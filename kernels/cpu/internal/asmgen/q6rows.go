@@ -6,7 +6,8 @@ import (
 )
 
 // q6rows writes q6rows_amd64.s: the batch-1 Q6_K row loop with its
-// sub-block scales kept in registers. The loop of qdotgen_amd64.s spills a
+// sub-block scales kept in registers, and a copy of the Q5_K row loop that
+// prefetches farther ahead. The Q6_K loop of qdotgen_amd64.s spills a
 // block's 16 scales to the frame and, for every 32 values, reloads two of
 // them with a broadcast and spreads them over the two lanes with a shuffle;
 // here each half-block's eight scales are spread over both lanes once
@@ -15,12 +16,21 @@ import (
 // VPMADDWD of the scales with the activation's 16-value sums, now
 // subtracted once at the end of the block; the block's first product
 // writes the integer accumulator instead of adding to a cleared one, and
-// d·xd is formed in a vector register. 102 → 91 instructions per block
-// (256 weights).
+// d·xd is formed in a vector register. 102 → 92 instructions per block
+// (256 weights), and weights are prefetched q6Ahead bytes ahead. On one
+// thread: +3–4 % weight bytes per CPU-second in L2 and +7–15 % streamed
+// from memory, where it reaches 13–15 GB per CPU-second against
+// scripts/membw.c's 15.4–16.9 at the same load (docs/bench/kquant-decode.md).
 //
 // The integer block sums are exact and d·xd, the conversion and the fused
 // multiply-add are the same operations in the same order as the spilling
-// loop, so each result equals dotQ6KRowsAVX2's bit for bit.
+// loop, so each result equals dotQ6KRowsAVX2's bit for bit; the Q5_K copy
+// runs dotQ5KRowsAVX2's body unchanged.
+//
+// Tried and dropped (no gain in a paired run): the four VPSHUFB controls
+// held in registers (+2–4 % in L2, none streaming); for Q5_K, scales stored
+// as doubled words and broadcast by VPBROADCASTD with the first group
+// starting the sum (−2–3 % in L2).
 func q6rows() string {
 	var a asm
 	a.header()
