@@ -35,7 +35,8 @@ func q6rows() string {
 	var a asm
 	a.header()
 	a.lines(`
-// Batch-1 Q6_K row loop with the sub-block scales in registers (see
+// Batch-1 Q6_K row loop with the sub-block scales in registers, and the
+// Q5_K row loop of qdotgen_amd64.s prefetching q6Ahead bytes ahead (see
 // q6rows.go in package asmgen and the numeric contract in qmat.go): rows
 // consecutive weight rows of nb blocks against one Q8_K activation row into
 // out[0:rows].`)
