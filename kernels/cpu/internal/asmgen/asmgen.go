@@ -6,7 +6,8 @@
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
 // (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s
 // (two-row k-quant row loops), q6rows_amd64.s (the Q6_K row loop with its
-// scales in registers) and f32panel_amd64.s (the AVX2 twins of the
+// scales in registers, the Q5_K loop prefetching farther ahead) and
+// f32panel_amd64.s (the AVX2 twins of the
 // panel kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
