@@ -72,7 +72,7 @@ func (k kern) dotQ5K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
 		var s float32
-		dotQ5KRowsAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		dotQ5KRowsPfAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
 		return s
 	}
 	return dotQ5KGo(w, xq, xd, bs)
@@ -86,7 +86,7 @@ func (k kern) dotQ6K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
 		var s float32
-		dotQ6KRowsAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		dotQ6KRowsRegAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
 		return s
 	}
 	return dotQ6KGo(w, xq, xd, bs)

@@ -514,9 +514,12 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 				dotQ4KRowsAVX2(&wr[(rows-1)*rb], &a.q[0], &a.d[0], &a.bs[0], nb, 1, &out[rows-1])
 			}
 		case kernels.Q5_K:
-			dotQ5KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+			// prefetching 2 KiB ahead (q6rows_amd64.s)
+			dotQ5KRowsPfAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		default:
-			dotQ6KRowsAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+			// scales in registers (q6rows_amd64.s); dotQ6KRowsAVX2 stays
+			// as the tests' reference
+			dotQ6KRowsRegAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		}
 	case kernels.MXFP4:
 		mxfp4Rows(wr, a, K/32, rows, out)

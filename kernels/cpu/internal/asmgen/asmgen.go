@@ -5,7 +5,9 @@
 // qdotgen_amd64.s (the AVX2 kernels on stored weight encodings),
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
 // (their ×8 tiles), mxfp4_amd64.s (the MXFP4 weight kernels), krows_amd64.s
-// (two-row k-quant row loops) and f32panel_amd64.s (the AVX2 twins of the
+// (two-row k-quant row loops), q6rows_amd64.s (the Q6_K row loop with its
+// scales in registers, the Q5_K loop prefetching farther ahead) and
+// f32panel_amd64.s (the AVX2 twins of the
 // panel kernels). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
@@ -33,6 +35,7 @@ func Files() map[string]string {
 	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(),
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s":    krows(),
+		"q6rows_amd64.s":   q6rows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),

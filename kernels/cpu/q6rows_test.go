@@ -1,0 +1,228 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// rowLoopFn is the signature of the k-quant batch-1 row loops.
+type rowLoopFn func(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32)
+
+// q6Case fills Q6_K weight rows and an activation row for one test case:
+// random blocks, or saturated ones (every 6-bit value 63 with every scale
+// at the given byte, d = 1) against activations of ±1 or ±127 (the integer
+// sums' worst cases).
+func q6Case(r *rand.Rand, nb, rows int, sat string) (data []byte, x []float32) {
+	in := nb * 256
+	data = randBlocks(r, kernels.Q6_K, rows, in)
+	x = randF(r, in)
+	if sat == "" {
+		return data, x
+	}
+	for o := 0; o < len(data); o += 210 {
+		for i := 0; i < 192; i++ {
+			data[o+i] = 0xff
+		}
+		for i := 192; i < 208; i++ {
+			data[o+i] = map[string]byte{"max": 0x7f, "min": 0x80, "ones": 0xff}[sat]
+		}
+		data[o+208], data[o+209] = 0x00, 0x3c
+	}
+	for i := range x {
+		x[i] = float32(1 - 2*(i%2))
+		if sat != "ones" {
+			// a constant sign keeps every 16-value sum at ±2032
+			x[i] = -127
+		}
+	}
+	return data, x
+}
+
+// TestQ6KRowsReg checks the row loops of q6rows_amd64.s against the loops
+// of qdotgen_amd64.s they replace (bit for bit) and the plain-Go dot
+// products (to float32 summation order; a NaN fails), on random blocks and
+// saturated ones, over row counts and row lengths from one block to an
+// 8192-value row: the register-scale Q6_K loop and the Q5_K loop with the
+// longer prefetch distance.
+func TestQ6KRowsReg(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	for _, k := range []struct {
+		dt       kernels.DType
+		old, new rowLoopFn
+		ref      func(w []byte, xq []int8, xd []float32, bs []int16) float32
+	}{
+		{kernels.Q6_K, dotQ6KRowsAVX2, dotQ6KRowsRegAVX2, dotQ6KGo},
+		{kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRowsPfAVX2, dotQ5KGo},
+	} {
+		for _, c := range []struct {
+			nb, rows int
+			sat      string // "" random; else the saturated blocks' scale byte
+		}{
+			{1, 1, ""}, {2, 3, ""}, {8, 1, ""}, {8, 64, ""}, {32, 5, ""},
+			{1, 2, "ones"}, {8, 4, "max"}, {8, 3, "min"}, {32, 2, "max"},
+		} {
+			r := rand.New(rand.NewPCG(uint64(c.nb), uint64(c.rows)))
+			in := c.nb * 256
+			var data []byte
+			var x []float32
+			if k.dt == kernels.Q6_K {
+				data, x = q6Case(r, c.nb, c.rows, c.sat)
+			} else {
+				data, x = q5Case(r, c.nb, c.rows, c.sat != "")
+			}
+			var a actQ
+			a.quantize(kern{avx2: true}, x, in, 1, in, 256)
+			old := make([]float32, c.rows)
+			got := make([]float32, c.rows)
+			k.old(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &old[0])
+			k.new(&data[0], &a.q[0], &a.d[0], &a.bs[0], c.nb, c.rows, &got[0])
+			rb := k.dt.RowBytes(in)
+			for o := range old {
+				if math.Float32bits(old[o]) != math.Float32bits(got[o]) {
+					t.Errorf("%v nb=%d rows=%d sat=%q row %d: new loop %v, old loop %v", k.dt, c.nb, c.rows, c.sat, o, got[o], old[o])
+				}
+				want := k.ref(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
+				if d := math.Abs(float64(got[o] - want)); !(d <= 1e-4*max(1, math.Abs(float64(want)))) {
+					t.Errorf("%v nb=%d rows=%d sat=%q row %d: new loop %v, plain Go %v", k.dt, c.nb, c.rows, c.sat, o, got[o], want)
+				}
+			}
+		}
+	}
+}
+
+// q5Case fills Q5_K weight rows and an activation row: random blocks, or
+// blocks whose bytes are all 0xff (largest scales, mins and values; d and
+// dmin finite) against activations of ±1.
+func q5Case(r *rand.Rand, nb, rows int, sat bool) (data []byte, x []float32) {
+	in := nb * 256
+	data = randBlocks(r, kernels.Q5_K, rows, in)
+	x = randF(r, in)
+	if !sat {
+		return data, x
+	}
+	for i := range data {
+		data[i] = 0xff
+	}
+	for o := 0; o < len(data); o += 176 {
+		data[o+1], data[o+3] = 0x3c, 0x3c
+	}
+	for i := range x {
+		x[i] = float32(1 - 2*(i%2))
+	}
+	return data, x
+}
+
+// FuzzQ6KRowsReg checks the row loops of q6rows_amd64.s (Q6_K, or Q5_K
+// when q5 is set) against the loops they replace (bit for bit) and plain
+// Go on weight bytes from the fuzzer (any values and scales; d and dmin
+// left finite), with the activation row drawn from the seed.
+func FuzzQ6KRowsReg(f *testing.F) {
+	if !hasAVX2 {
+		f.Skip("no AVX2 kernels on this machine or build")
+	}
+	f.Add(uint64(1), uint8(1), uint8(1), false, []byte{0xff, 0x00, 0x80, 0x7f})
+	f.Add(uint64(7), uint8(4), uint8(3), false, []byte{0x12, 0x34})
+	f.Add(uint64(3), uint8(2), uint8(2), true, []byte{0xff})
+	f.Fuzz(func(t *testing.T, seed uint64, nb8, rows8 uint8, q5 bool, w []byte) {
+		nb, rows := 1+int(nb8%8), 1+int(rows8%5)
+		dt, old, got, ref := kernels.Q6_K, rowLoopFn(dotQ6KRowsAVX2), rowLoopFn(dotQ6KRowsRegAVX2), dotQ6KGo
+		// bytes of each block the fuzzer may flip: all but the float16 scales
+		blk, keep := 210, func(i int) bool { return i < 208 }
+		if q5 {
+			dt, old, got, ref = kernels.Q5_K, dotQ5KRowsAVX2, dotQ5KRowsPfAVX2, dotQ5KGo
+			blk, keep = 176, func(i int) bool { return i >= 4 }
+		}
+		in := nb * 256
+		r := rand.New(rand.NewPCG(seed, 17))
+		data := randBlocks(r, dt, rows, in)
+		for i := range data {
+			if len(w) > 0 && keep(i%blk) {
+				data[i] ^= w[i%len(w)]
+			}
+		}
+		x := randF(r, in)
+		var a actQ
+		a.quantize(kern{avx2: true}, x, in, 1, in, 256)
+		want := make([]float32, rows)
+		out := make([]float32, rows)
+		old(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &want[0])
+		got(&data[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+		rb := dt.RowBytes(in)
+		for o := range out {
+			if math.Float32bits(out[o]) != math.Float32bits(want[o]) {
+				t.Fatalf("%v row %d: new loop %v, old loop %v", dt, o, out[o], want[o])
+			}
+			g := ref(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
+			if d := math.Abs(float64(out[o] - g)); !(d <= 1e-4*max(1, math.Abs(float64(g)))) {
+				t.Fatalf("%v row %d: new loop %v, plain Go %v", dt, o, out[o], g)
+			}
+		}
+	})
+}
+
+// BenchmarkQ6KRowKernels compares the spilling Q6_K row loop
+// (qdotgen_amd64.s, "spill") with the register-scale loop (q6rows_amd64.s,
+// "reg") on one thread, alternating them within each iteration so that
+// both see the same load: weights in L2 (256 rows of 2048 values) and
+// streamed from memory (streamBytes of rows, in chunks of 64 rows as the
+// pool hands them out). GB/cpu-s counts weight bytes per CPU-second of
+// each kernel.
+func BenchmarkQ6KRowKernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	benchRowLoops(b, kernels.Q6_K, []string{"spill", "reg"}, []rowLoopFn{dotQ6KRowsAVX2, dotQ6KRowsRegAVX2})
+}
+
+// BenchmarkQ5KRowKernels compares the Q5_K row loop of qdotgen_amd64.s
+// ("pf1k", weights prefetched 1024 bytes ahead) with its copy in
+// q6rows_amd64.s ("pf2k", q6Ahead = 2048 bytes ahead), as
+// BenchmarkQ6KRowKernels.
+func BenchmarkQ5KRowKernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	benchRowLoops(b, kernels.Q5_K, []string{"pf1k", "pf2k"}, []rowLoopFn{dotQ5KRowsAVX2, dotQ5KRowsPfAVX2})
+}
+
+// benchRowLoops times row loops of one k-quant type against each other
+// (see BenchmarkQ6KRowKernels).
+func benchRowLoops(b *testing.B, dt kernels.DType, names []string, loops []rowLoopFn) {
+	const in, chunk = 2048, 64
+	r := rand.New(rand.NewPCG(17, 20))
+	var a actQ
+	a.quantize(kern{avx2: true}, randF(r, in), in, 1, in, 256)
+	nb := in / 256
+	rb := dt.RowBytes(in)
+	for _, place := range []struct {
+		name string
+		rows int
+	}{{"L2", 256}, {"mem", streamBytes / rb}} {
+		b.Run(place.name, func(b *testing.B) {
+			rows := place.rows &^ (chunk - 1)
+			data := randBlocks(r, dt, rows, in)
+			out := make([]float32, rows)
+			cpu := make([]float64, len(loops))
+			for i := 0; i < b.N; i++ {
+				for j := range loops {
+					v := (i + j) % len(loops)
+					c0 := processCPU()
+					for o := 0; o < rows; o += chunk {
+						loops[v](&data[o*rb], &a.q[0], &a.d[0], &a.bs[0], nb, chunk, &out[o])
+					}
+					cpu[v] += (processCPU() - c0).Seconds()
+				}
+			}
+			for v, name := range names {
+				if cpu[v] > 0 {
+					b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
+				}
+			}
+		})
+	}
+}
