@@ -624,8 +624,20 @@ func softmaxF16Vec(k kern, x []float32, scale, sink float32) {
 	} else {
 		inv = softmaxSinkUnnorm(k, x, scale, sink)
 	}
-	for i, v := range x {
-		x[i] = quant.F16ToF32(quant.F32ToF16(v * inv))
+	k.roundF16(x, inv)
+}
+
+// roundF16 sets x[i] = float16(x[i]·s), 8 values at a time with F16C on
+// AVX2 (f16round_amd64.s, the same IEEE operations: bit-equal).
+func (k kern) roundF16(x []float32, s float32) {
+	n8 := 0
+	if k.avx2 {
+		if n8 = len(x) &^ 7; n8 > 0 {
+			roundF16AVX2(&x[0], n8, s)
+		}
+	}
+	for i := n8; i < len(x); i++ {
+		x[i] = quant.F16ToF32(quant.F32ToF16(x[i] * s))
 	}
 }
 
