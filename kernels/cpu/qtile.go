@@ -23,6 +23,11 @@ const (
 	// gain was measured at 128 rows; at 16 the blocks showed none (and
 	// 16 rows of activations fit L1 and L2 anyway).
 	qTileMinRows = 32
+	// qTileFewRows is the most weight rows per block below qTileMinRows
+	// rows. Blocks of one row (each a tile call per group of 8 rows and
+	// the code around it) were 20–40 % slower at 16 rows than blocks of 8
+	// with rows8's one setup per block (docs/bench/batch-tiles.md).
+	qTileFewRows = 8
 	// qPairMinK is the reduction length from which Q4_K weight rows take
 	// the 2×4 tiles (qtile2x.go) instead of the ×8 tile, in batches of
 	// qTileMinRows rows or more: from where 8 activation rows of int8
@@ -43,7 +48,9 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	rb := w.DT.RowBytes(K)
 	rows := max(1, qTileL1/rb)
 	if t.n < qTileMinRows {
-		rows = 1 // few rows: each weight row streams once, contiguously
+		// few rows: blocks of a few weight rows, which stream once,
+		// contiguously, and stay in L1 across the groups of rows
+		rows = min(rows, qTileFewRows)
 	}
 	n8 := 0
 	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 {
@@ -80,12 +87,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			}
 		}
 		for m := 0; m < n8 && !pair; m += 8 {
-			for o := ob; o < oe; o++ {
-				t.tile8(o, m, &acc8)
-				for r := 0; r < 8; r++ {
-					out.F[(m+r)*out.C+o] = acc8[r]
-				}
-			}
+			t.rows8(ob, oe, m)
 		}
 		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {
