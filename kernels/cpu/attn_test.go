@@ -236,6 +236,7 @@ func benchAttentionDecode(b *testing.B, half bool) {
 	copy(be.ToHost(q, nseq), randF(r, nseq*heads*hd))
 	sh := kernels.AttnShape{Heads: heads, KVHeads: heads, HeadDim: hd, Scale: 0.125}
 	b.ResetTimer()
+	c0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		for _, l := range ls {
 			be.Attention(o, q, l.kc, l.vc, a, sh)
@@ -247,6 +248,7 @@ func benchAttentionDecode(b *testing.B, half bool) {
 	}
 	b.ReportMetric(float64(b.N)*2*layers*nseq*ctx*heads*hd*float64(eb)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+	b.ReportMetric((processCPU()-c0).Seconds()*1e3/float64(b.N), "cpu-ms/step")
 }
 
 // TestAttentionWindowReadsOnlyWindow fills every cache position outside

@@ -510,9 +510,8 @@ func (t *attnTask) run(lo, hi, wk int) {
 			// as ggml multiplies an F32 query with an F16 key cache: the
 			// query is rounded to float16 first
 			q16 := t.scores[wk][n : n+hd]
-			for d, v := range qh {
-				q16[d] = quant.F16ToF32(quant.F32ToF16(v))
-			}
+			copy(q16, qh)
+			t.k.roundF16(q16, 1)
 			qh = q16
 			if !t.k.simd && !t.k.avx2 {
 				// ggml's summation order (attn16.go)
@@ -624,8 +623,21 @@ func softmaxF16Vec(k kern, x []float32, scale, sink float32) {
 	} else {
 		inv = softmaxSinkUnnorm(k, x, scale, sink)
 	}
-	for i, v := range x {
-		x[i] = quant.F16ToF32(quant.F32ToF16(v * inv))
+	k.roundF16(x, inv)
+}
+
+// roundF16 sets x[i] = float16(x[i]·s), 8 values at a time with F16C on
+// AVX2 (f16round_amd64.s, the same IEEE operations: bit-equal). With s = 1
+// the product is exact, so it is the plain rounding (the F16-cache query).
+func (k kern) roundF16(x []float32, s float32) {
+	n8 := 0
+	if k.avx2 {
+		if n8 = len(x) &^ 7; n8 > 0 {
+			roundF16AVX2(&x[0], n8, s)
+		}
+	}
+	for i := n8; i < len(x); i++ {
+		x[i] = quant.F16ToF32(quant.F32ToF16(x[i] * s))
 	}
 }
 

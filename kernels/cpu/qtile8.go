@@ -80,3 +80,43 @@ func (t *qmatTask) tile8(o, m int, acc *[8]float32) {
 		dotQ6Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	}
 }
+
+// rows8 sets the products of weight rows [ob, oe) with activation rows
+// m..m+7 (m a multiple of 8) with one ×8 tile call per weight row, the
+// operands' slicing and the type switch of tile8 done once for the rows.
+func (t *qmatTask) rows8(ob, oe, m int) {
+	w, a, out := t.w, &t.act, t.out
+	K := w.C
+	nb := K / a.blk
+	rb := w.DT.RowBytes(K)
+	wq := w.Q[ob*rb : oe*rb]
+	xq := a.q[m*K : (m+8)*K]
+	xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
+	var o8 [8][]float32
+	for r := range o8 {
+		o8[r] = out.F[(m+r)*out.C+ob : (m+r)*out.C+oe]
+	}
+	var acc [8]float32
+	var bs []int16
+	if w.DT != kernels.Q8_0 && w.DT != kernels.Q4_0 {
+		bs = a.bs[m*K/16 : (m+8)*K/16]
+	}
+	for i := range oe - ob {
+		wr := &wq[i*rb]
+		switch w.DT {
+		case kernels.Q8_0:
+			dotQ8_0x8AVX2(wr, &xq[0], K, &xd8[0], nb, &acc)
+		case kernels.Q4_0:
+			dotQ4_0x8AVX2(wr, &xq[0], K, &xd8[0], nb, &acc)
+		case kernels.Q4_K:
+			dotQ4Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+		case kernels.Q5_K:
+			dotQ5Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+		default:
+			dotQ6Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+		}
+		for r := range o8 {
+			o8[r][i] = acc[r]
+		}
+	}
+}
