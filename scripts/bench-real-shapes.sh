@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end figures for one model file at a real shape (issue 17): engine
-# RSS after load (VmRSS from /proc, next to the weights and KV cache the
-# engine logs), then `bench serve` through HTTP at 1 and 16 streams
+# RSS after load (VmRSS from /proc, and smaps_rollup's anonymous and
+# file-backed parts, next to the weights, KV cache and scratch the engine
+# logs) and after each run (then the engine's own memory line at stop),
+# with `bench serve` through HTTP at 1 and 16 streams
 # (128-token random prompts, 32 output tokens, --ignore-eos). Decode rate =
 # concurrency × 1000 / mean TPOT.
 #
