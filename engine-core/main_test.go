@@ -118,6 +118,18 @@ func serve(t *testing.T, args []string, model string, vocab int) {
 		if code != 0 {
 			t.Fatalf("exit %d; log:\n%s", code, stderr.String())
 		}
+		// the memory profile: after load and at stop (and, for a real
+		// model, the activation scratch with the model's sizes)
+		logs := stderr.String()
+		want := []string{`"when": "after load"`, `"when": "at stop"`, `"rss_anon"`, `"go_heap_objects"`}
+		if !strings.Contains(args[1], "sim") {
+			want = append(want, `"scratch_bytes"`, `"kv_cache_bytes"`)
+		}
+		for _, w := range want {
+			if !strings.Contains(logs, w) {
+				t.Errorf("log lacks %s:\n%s", w, logs)
+			}
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("engine did not stop on SIGTERM")
 	}

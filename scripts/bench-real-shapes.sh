@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end figures for one model file at a real shape (issue 17): engine
-# RSS after load (VmRSS from /proc, next to the weights and KV cache the
-# engine logs), then `bench serve` through HTTP at 1 and 16 streams
+# RSS after load (VmRSS from /proc, and smaps_rollup's anonymous and
+# file-backed parts, next to the weights, KV cache and scratch the engine
+# logs) and after each run (then the engine's own memory line at stop),
+# with `bench serve` through HTTP at 1 and 16 streams
 # (128-token random prompts, 32 output tokens, --ignore-eos). Decode rate =
 # concurrency × 1000 / mean TPOT.
 #
@@ -30,9 +32,13 @@ for _ in $(seq 6000); do
   sleep 0.1
 done
 t1=$(date +%s.%N)
+# rollup: the engine's resident MiB, anonymous and file-backed (smaps_rollup)
+rollup() {
+  awk '/^Rss:/ {r=$2} /^Anonymous:/ {a=$2} END {printf "RSS %d MiB (anonymous %d, file-backed %d)", r/1024, a/1024, (r-a)/1024}' "/proc/$epid/smaps_rollup"
+}
 rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$epid/status")
-echo "load: $(python3 -c "print(f'{$t1-$t0:.1f}')") s; engine VmRSS after load: $((rss_kb / 1024)) MiB; file $(($(stat -c %s "$model") >> 20)) MiB" | tee "$out/load.txt"
-grep "model loaded" "$out/engine.log" | tee -a "$out/load.txt"
+echo "load: $(python3 -c "print(f'{$t1-$t0:.1f}')") s; engine VmRSS after load: $((rss_kb / 1024)) MiB; file $(($(stat -c %s "$model") >> 20)) MiB; $(rollup)" | tee "$out/load.txt"
+grep -E "model loaded|\"memory\"|memory.*after load" "$out/engine.log" | tee -a "$out/load.txt"
 port=$(free_port)
 spawn "$out/frontend.log" "$BIN/api-frontend" --model "$model" --engine "$sock" --port "$port"
 wait_health "http://127.0.0.1:$port/health" 60
@@ -51,8 +57,13 @@ tpot, ttft = g("mean_tpot_ms"), g("mean_ttft_ms")
 print(f"concurrency {c}: mean TPOT {tpot:.1f} ms -> decode {c*1000/tpot:.1f} tok/s; mean TTFT {ttft:.0f} ms; "
       f"output throughput {g('output_throughput'):.1f} tok/s; completed {g('completed')}")
 EOF
+  echo "engine after the $c-stream run: $(rollup)" | tee -a "$out/summary.txt"
 done
 rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$epid/status")
 echo "engine VmRSS after the runs: $((rss_kb / 1024)) MiB" | tee -a "$out/summary.txt"
+# stop the engine: it logs its Go memory classes "at stop"
+kill -TERM "$epid"
+for _ in $(seq 100); do kill -0 "$epid" 2>/dev/null || break; sleep 0.1; done
+grep "at stop" "$out/engine.log" | tee -a "$out/summary.txt" || true
 bench_state | tee -a "$out/summary.txt"
 echo "results in $out"

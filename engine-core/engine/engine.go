@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-llm/sluice/engine-core/cudaexec"
 	"github.com/sluice-llm/sluice/engine-core/guide"
 	"github.com/sluice-llm/sluice/engine-core/kvcache"
+	"github.com/sluice-llm/sluice/engine-core/memstat"
 	"github.com/sluice-llm/sluice/engine-core/runner"
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/engine-core/sched"
@@ -57,6 +58,7 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		return 1
 	}
 	defer eng.close()
+	logMemory(log, "after load")
 
 	tcfg := zmqtransport.EngineConfig{Addr: cfg.Listen, Ready: eng.ready, Log: log.Named("transport"),
 		ParkGrace: cfg.FrontendParkGrace, ParkBufferBytes: cfg.FrontendParkBufferBytes}
@@ -110,6 +112,7 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		log.Error("engine loop failed", zap.Error(err))
 		return 1
 	}
+	logMemory(log, "at stop")
 	log.Info("engine stopped")
 	return 0
 }
@@ -199,6 +202,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			perSeq += min(perSeq, (window+cfg.BlockSize-1)/cfg.BlockSize+1)
 		}
 		log.Info("model loaded", zap.Int64("weight_bytes", info.WeightBytes), zap.Int64("kv_cache_bytes", info.KVCacheBytes),
+			zap.Int64("scratch_bytes", info.ScratchBytes), zap.Int("scratch_rows", info.ScratchRows),
 			zap.String("kv_cache_dtype", info.KVDType), zap.Int("kv_blocks", info.NumBlocks), zap.String("kv_budget", info.KVBudget),
 			zap.Int("kv_sliding_window", window), zap.Float64("kv_bytes_per_token", float64(info.KVCacheBytes)*float64(perSeq)/float64(max(1, info.NumBlocks))/float64(maxLen)),
 			zap.Float64("max_concurrency_at_max_model_len", float64(info.NumBlocks)/float64(perSeq)))
@@ -438,4 +442,21 @@ func fingerprint(executor, path string) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// logMemory logs where the process's resident memory is (memstat): the
+// kernel's resident, anonymous and file-backed bytes (the mapped weights
+// are file-backed; the KV cache and activations are Go heap objects) and
+// the Go runtime's classes.
+func logMemory(log *zap.Logger, when string) {
+	g := memstat.ReadGo()
+	fields := []zap.Field{zap.String("when", when),
+		zap.Int64("go_heap_objects", g.HeapObjects), zap.Int64("go_heap_idle", g.HeapIdle), zap.Int64("go_heap_released", g.HeapReleased),
+		zap.Int64("go_stacks", g.Stacks), zap.Int64("go_runtime", g.Runtime)}
+	if r, err := memstat.ReadRollup(); err == nil {
+		fields = append(fields, zap.Int64("rss", r.Rss), zap.Int64("rss_anon", r.Anonymous), zap.Int64("rss_file", r.File))
+	} else {
+		fields = append(fields, zap.NamedError("rss_error", err))
+	}
+	log.Info("memory", fields...)
 }

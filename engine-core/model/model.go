@@ -179,30 +179,6 @@ func (c *Config) KVBytesPerBlock(blockSize int) int64 {
 	return 2 * int64(c.Layers) * int64(blockSize) * int64(c.KVDim()) * 4
 }
 
-// Scratch holds the activations of one forward pass, sized for up to
-// MaxTokens rows in and MaxOut rows of logits out.
-type Scratch struct {
-	MaxTokens, MaxOut int
-
-	x, xb, q, k, v, att, gate, up kernels.Tensor
-	last, logits                  kernels.Tensor
-	moe                           *moeScratch
-}
-
-// NewScratch allocates activations for batches of up to maxTokens tokens of
-// which up to maxOut need logits.
-func (m *Model) NewScratch(maxTokens, maxOut int) *Scratch {
-	c, be := &m.Cfg, m.be
-	return &Scratch{
-		MaxTokens: maxTokens, MaxOut: maxOut,
-		x: be.Alloc(maxTokens, c.Dim), xb: be.Alloc(maxTokens, c.Dim),
-		q: be.Alloc(maxTokens, c.QDim()), k: be.Alloc(maxTokens, c.KVDim()), v: be.Alloc(maxTokens, c.KVDim()),
-		att: be.Alloc(maxTokens, c.QDim()), gate: be.Alloc(maxTokens, c.Hidden), up: be.Alloc(maxTokens, c.Hidden),
-		last: be.Alloc(maxOut, c.Dim), logits: be.Alloc(maxOut, c.Vocab),
-		moe: m.newMoEScratch(maxTokens),
-	}
-}
-
 // Batch is one varlen forward pass: the tokens of several sequences back
 // to back, each at its position, with the paged-attention description.
 type Batch struct {
@@ -256,10 +232,39 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 		return nil, fmt.Errorf("model: split KV cache needs the window layers' tables (Batch.WinAttn: %d sequences, %d slots for %d sequences, %d tokens)",
 			b.WinAttn.NumSeqs(), len(b.WinAttn.Slots), b.Attn.NumSeqs(), n)
 	}
+	if n > s.rows && !s.sub {
+		return nil, fmt.Errorf("model: batch of %d tokens exceeds the scratch's %d rows on a backend without row views", n, s.rows)
+	}
+	k := len(b.OutRows)
+	if n <= s.rows {
+		m.forwardRows(s, kv, b.Tokens, b.Pos, &b.Attn, &b.WinAttn)
+		be.Gather(s.last, s.x, b.OutRows)
+	} else {
+		for lo := 0; lo < n; lo += s.rows {
+			hi := min(lo+s.rows, n)
+			s.sb.slice(b, kv.Window > 0, lo, hi)
+			m.forwardRows(s, kv, b.Tokens[lo:hi], b.Pos[lo:hi], &s.sb.attn, &s.sb.win)
+			s.gatherOut(be, b.OutRows, lo, hi)
+		}
+	}
+
+	// final norm and classifier, only for the rows that need logits
+	be.RMSNorm(s.last, s.last, m.Norm, k, c.NormEps)
+	be.MatMul(s.logits, s.last, m.LMHead, k)
+	return s.logits, nil
+}
+
+// forwardRows runs len(tokens) rows (at most s.rows) through the embedding
+// and every layer, writing their keys and values into kv: the final
+// hidden states are rows [0, len(tokens)) of s.x. attn (and win, for a
+// split cache) describe exactly these rows.
+func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0, win *kernels.AttnBatch) {
+	c, be := &m.Cfg, m.be
+	n := len(tokens)
 	shape := kernels.AttnShape{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
 	// token embeddings
-	be.Embed(s.x, m.Embed, b.Tokens)
+	be.Embed(s.x, m.Embed, tokens)
 	for l := range m.Layers {
 		L := &m.Layers[l]
 
@@ -277,13 +282,13 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 			be.RMSNorm(s.q, s.q, L.QNorm, n, c.NormEps)
 			be.RMSNorm(s.k, s.k, L.KNorm, n, c.NormEps)
 		}
-		be.RoPE(s.q, b.Pos, m.rope, c.HeadDim, c.RopeStyle)
-		be.RoPE(s.k, b.Pos, m.rope, c.HeadDim, c.RopeStyle)
+		be.RoPE(s.q, pos, m.rope, c.HeadDim, c.RopeStyle)
+		be.RoPE(s.k, pos, m.rope, c.HeadDim, c.RopeStyle)
 
 		// store this step's keys and values, attend over the paged cache
-		attn := &b.Attn
+		attn := attn0
 		if m.windowLayer(kv, l) {
-			attn = &b.WinAttn
+			attn = win
 		}
 		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, attn)
 		be.Attention(s.att, s.q, kv.K[l], kv.V[l], attn, m.attnShape(shape, l))
@@ -308,10 +313,4 @@ func (m *Model) ForwardTensor(s *Scratch, kv *KVCache, b *Batch) (kernels.Tensor
 		be.Add(s.x, s.x, s.xb, n)
 	}
 
-	// final norm and classifier, only for the rows that need logits
-	k := len(b.OutRows)
-	be.Gather(s.last, s.x, b.OutRows)
-	be.RMSNorm(s.last, s.last, m.Norm, k, c.NormEps)
-	be.MatMul(s.logits, s.last, m.LMHead, k)
-	return s.logits, nil
 }

@@ -14,8 +14,8 @@ import (
 // BenchmarkModelFile measures the runner's step on the model files listed
 // in $SLUICE_BENCH_MODELS (colon-separated paths, e.g. files written by
 // `engine-core gen-model --shape 1b-v32k --format gguf-q4_k_m`): decode of
-// 1 and 16 sequences with 128-token prompts in the cache, and a 128-token
-// prefill. The KV cache type is the runner's default (auto).
+// 1 and 16 sequences with 128-token prompts in the cache, and 128- and
+// 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
 // unified (Config.UnifiedKV) for sliding-window models too.
 func BenchmarkModelFile(b *testing.B) {
@@ -52,23 +52,26 @@ func BenchmarkModelFile(b *testing.B) {
 				report(b, b.N*nseq, cpu0)
 			})
 		}
-		b.Run(name+"/prefill128", func(b *testing.B) {
-			const prompt = 128
-			r, err := New(Config{Model: path, NumBlocks: 16, BlockSize: 16, MaxBatchTokens: prompt, MaxSeqs: 1, MaxModelLen: 256, UnifiedKV: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			out := make([]sample.Result, 1)
-			batch := &sched.Batch{}
-			ss := benchBatch(r, 1, prompt, 256)
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				ss[0].toks, ss[0].done = ss[0].toks[:prompt], 0
-				step(b, r, ss, batch, out)
-			}
-			report(b, b.N*prompt, cpu0)
-		})
+		// prefill1024 runs in passes of model.DefaultScratchRows rows
+		for _, prompt := range []int{128, 1024} {
+			b.Run(name+"/prefill"+strconv.Itoa(prompt), func(b *testing.B) {
+				maxLen := 2 * prompt
+				r, err := New(Config{Model: path, NumBlocks: maxLen / 16, BlockSize: 16, MaxBatchTokens: prompt, MaxSeqs: 1, MaxModelLen: maxLen, UnifiedKV: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				out := make([]sample.Result, 1)
+				batch := &sched.Batch{}
+				ss := benchBatch(r, 1, prompt, maxLen)
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					ss[0].toks, ss[0].done = ss[0].toks[:prompt], 0
+					step(b, r, ss, batch, out)
+				}
+				report(b, b.N*prompt, cpu0)
+			})
+		}
 	}
 }

@@ -70,7 +70,9 @@ type Config struct {
 	// MaxModelLen caps the context length (default: the model's).
 	MaxModelLen int
 	// MaxBatchTokens and MaxSeqs size the activations up front (defaults
-	// 512 and 64); bigger steps grow them.
+	// 512 and 64); bigger steps grow them. On the CPU backend the
+	// per-token activations hold at most model.DefaultScratchRows tokens
+	// and larger steps run in passes (model.Scratch).
 	MaxBatchTokens, MaxSeqs int
 	// Sampler overrides the default sample.New(vocab). A runner given its
 	// own Sampler samples every row with it, on the host.
@@ -105,6 +107,11 @@ type Info struct {
 	KVDType      string
 	// WeightBytes is the size of the weights as the model file stores them.
 	WeightBytes int64
+	// ScratchBytes is the memory of the forward pass's activations and
+	// ScratchRows the most tokens one pass runs (model.Scratch: a larger
+	// step runs in passes, so neither grows with MaxBatchTokens).
+	ScratchBytes int64
+	ScratchRows  int
 	// KVBudget says how the number of blocks was chosen ("num-kv-blocks",
 	// "kv-cache-memory", or the default's reasoning).
 	KVBudget string
@@ -251,7 +258,7 @@ func New(cfg Config) (*Runner, error) {
 	r.info = Info{Name: c.Name, Arch: c.Arch, VocabSize: c.Vocab, BOS: c.BOS, EOS: c.EOS,
 		MaxModelLen: c.MaxPos, NumBlocks: nb, BlockSize: cfg.BlockSize,
 		KVCacheBytes: int64(nb) * perBlock, KVDType: kvDType, WeightBytes: r.m.WeightBytes(), KVBudget: why,
-		SlidingWindow: window}
+		SlidingWindow: window, ScratchBytes: r.scratch.Bytes(), ScratchRows: r.scratch.Rows()}
 	return r, nil
 }
 
