@@ -32,6 +32,7 @@ func Files() map[string]string {
 		"krows_amd64.s":    krows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
+		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls()}
 }
 
