@@ -17,6 +17,11 @@ type q8rowsKernel struct {
 	// of rows instead.
 	ahead int
 	next  bool
+	// insn is the prefetch instruction (PREFETCHT0 when empty); two
+	// prefetches one line apart per iteration when double is set.
+	insn   string
+	double bool
+	suffix string
 }
 
 // name is the kernel's Go name.
@@ -36,22 +41,27 @@ func (k q8rowsKernel) name() string {
 	if k.rows > 1 {
 		rows = fmt.Sprint(k.rows)
 	}
-	return fmt.Sprintf("dot%sRows%s%sAVX2", f, rows, pf)
+	return fmt.Sprintf("dot%sRows%s%s%sAVX2", f, rows, pf, k.suffix)
 }
 
 // q8rowsKernels lists the generated loops: one row per pass, weights
-// prefetched 2 KiB ahead. Measured on one thread (BenchmarkQ8Rows,
+// prefetched 2 KiB ahead (Q8_0: the two lines at 2048 and 2112 bytes on per
+// 68-byte iteration). Measured on one thread (BenchmarkQ8Rows,
 // docs/bench/kquant-decode.md), streaming from memory: Q8_0 one row and no
-// prefetch 10.0 GB per CPU-second as the old loop, 2 KiB ahead 12.3–13.0,
-// 1/3/4 KiB ahead or the next row's block 11.6–13.1; two and four rows per
-// pass 6.7–11.7 (two or four interleaved streams defeat the hardware
-// prefetcher, as for the two-row Q4_K loop) though 2–3 % faster in L2.
+// prefetch 10.0 GB per CPU-second as the old loop, one line 2 KiB ahead
+// 12.3–13.0, 1/3/4 KiB ahead or the next row's block 11.6–13.1, two lines
+// 2 KiB ahead 1–11 % above one (5 paired runs; PREFETCHT1, PREFETCHNTA and
+// 4 KiB no better); two and four rows per pass 6.7–11.7 (two or four
+// interleaved streams defeat the hardware prefetcher, as for the two-row
+// Q4_K loop) though 2–3 % faster in L2. Four blocks per iteration with
+// their four scales converted at once: +14 % in L2, nothing streaming.
 // Q4_0 is bound by instructions rather than memory: unsigned nibbles
 // against the activation less its shared 8·x pairs take two instructions
 // per block fewer than the old loop's sign trick (L2 7.1 → 10.7).
 func q8rowsKernels() []q8rowsKernel {
-	return []q8rowsKernel{{rows: 1, ahead: 2048}, {q4: true, rows: 1, ahead: 2048}}
+	return []q8rowsKernel{{rows: 1, ahead: 2048, double: true}, {q4: true, rows: 1, ahead: 2048}}
 }
+
 
 // q8rows writes q8rows_amd64.s: the batch-1 row loops on Q8_0 and Q4_0
 // weights that the served path uses (see q8rowsKernels for what was
@@ -130,7 +140,14 @@ MOVQ nb+24(FP), CX`)
 		case k.next:
 			a.l("\tPREFETCHT0 %s", rowIndex(R+r))
 		case k.ahead > 0:
-			a.l("\tPREFETCHT0 %d%s", k.ahead, rowIndex(r))
+			insn := k.insn
+			if insn == "" {
+				insn = "PREFETCHT0"
+			}
+			a.l("\t%s %d%s", insn, k.ahead, rowIndex(r))
+			if k.double {
+				a.l("\t%s %d%s", insn, k.ahead+64, rowIndex(r))
+			}
 		}
 	}
 	for u := 0; u < unroll; u++ {
