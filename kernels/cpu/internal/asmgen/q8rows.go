@@ -62,7 +62,6 @@ func q8rowsKernels() []q8rowsKernel {
 	return []q8rowsKernel{{rows: 1, ahead: 2048, double: true}, {q4: true, rows: 1, ahead: 2048}}
 }
 
-
 // q8rows writes q8rows_amd64.s: the batch-1 row loops on Q8_0 and Q4_0
 // weights that the served path uses (see q8rowsKernels for what was
 // measured). The generator can also write loops over several consecutive
