@@ -17,11 +17,8 @@ type q8rowsKernel struct {
 	// of rows instead.
 	ahead int
 	next  bool
-	// insn is the prefetch instruction (PREFETCHT0 when empty); two
-	// prefetches one line apart per iteration when double is set.
-	insn   string
+	// double asks for two prefetches, one line apart, per iteration.
 	double bool
-	suffix string
 }
 
 // name is the kernel's Go name.
@@ -41,7 +38,7 @@ func (k q8rowsKernel) name() string {
 	if k.rows > 1 {
 		rows = fmt.Sprint(k.rows)
 	}
-	return fmt.Sprintf("dot%sRows%s%s%sAVX2", f, rows, pf, k.suffix)
+	return fmt.Sprintf("dot%sRows%s%sAVX2", f, rows, pf)
 }
 
 // q8rowsKernels lists the generated loops: one row per pass, weights
@@ -139,13 +136,9 @@ MOVQ nb+24(FP), CX`)
 		case k.next:
 			a.l("\tPREFETCHT0 %s", rowIndex(R+r))
 		case k.ahead > 0:
-			insn := k.insn
-			if insn == "" {
-				insn = "PREFETCHT0"
-			}
-			a.l("\t%s %d%s", insn, k.ahead, rowIndex(r))
+			a.l("\tPREFETCHT0 %d%s", k.ahead, rowIndex(r))
 			if k.double {
-				a.l("\t%s %d%s", insn, k.ahead+64, rowIndex(r))
+				a.l("\tPREFETCHT0 %d%s", k.ahead+64, rowIndex(r))
 			}
 		}
 	}
