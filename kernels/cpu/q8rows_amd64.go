@@ -16,3 +16,10 @@ func dotQ8_0RowsPfAVX2(w *byte, xq *int8, xd *float32, nb int, rows int, out *fl
 //
 //go:noescape
 func dotQ4_0RowsPfAVX2(w *byte, xq *int8, xd *float32, nb int, rows int, out *float32)
+
+// dotQ4_0RowsQuadAVX2 is dotQ4_0RowsPfAVX2 with four blocks' scales
+// converted at once (q8rows_amd64.s); each result equals dotQ4_0AVX2's bit
+// for bit.
+//
+//go:noescape
+func dotQ4_0RowsQuadAVX2(w *byte, xq *int8, xd *float32, nb int, rows int, out *float32)

@@ -25,6 +25,7 @@ func q8RowVariants() []q8RowVariant {
 	return []q8RowVariant{
 		{"Q8_0/pf", kernels.Q8_0, 1, dotQ8_0RowsPfAVX2},
 		{"Q4_0/pf", kernels.Q4_0, 1, dotQ4_0RowsPfAVX2},
+		{"Q4_0/quad", kernels.Q4_0, 1, dotQ4_0RowsQuadAVX2},
 	}
 }
 
