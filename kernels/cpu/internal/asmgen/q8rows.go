@@ -62,8 +62,10 @@ func q8rowsKernels() []q8rowsKernel {
 }
 
 // q8rows writes q8rows_amd64.s: the batch-1 row loops on Q8_0 and Q4_0
-// weights that the served path uses (see q8rowsKernels for what was
-// measured). The generator can also write loops over several consecutive
+// weights that the served path uses (dotQ8_0RowsPfAVX2 and, from
+// q4_0Quad, dotQ4_0RowsQuadAVX2), and the one-block Q4_0 loop
+// dotQ4_0RowsPfAVX2 that BenchmarkQ8Rows compares them with (see
+// q8rowsKernels for what was measured). The generator can also write loops over several consecutive
 // weight rows per pass, sharing each activation load between them; they
 // were slower streaming from memory and are not generated.
 //
