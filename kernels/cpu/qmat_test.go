@@ -426,7 +426,7 @@ func TestRowLoops(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(17, 4))
 	k := kern{avx2: true}
-	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
+	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
 		for _, nb := range []int{1, 3, 8} {
 			for _, rows := range []int{1, 2, 5, 16} {
 				in := nb * 256

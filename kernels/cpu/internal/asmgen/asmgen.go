@@ -6,7 +6,8 @@
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
 // (their ×8 tiles), qtile2x_amd64.s (the 2×4 Q4_K tile), f16round_amd64.s
 // (float16 rounding of the F16-cache softmax), mxfp4_amd64.s (the MXFP4
-// weight kernels), krows_amd64.s (two-row k-quant row loops), q6rows_amd64.s
+// weight kernels), krows_amd64.s (two-row k-quant row loops), q8rows_amd64.s
+// (the prefetching Q8_0 and unsigned-nibble Q4_0 row loops), q6rows_amd64.s
 // (the Q6_K row loop with its scales in registers, the Q5_K loop prefetching
 // farther ahead) and f32panel_amd64.s (the AVX2 twins of the
 // panel kernels). The kernels differ
@@ -41,6 +42,7 @@ func Files() map[string]string {
 		"qtile8_amd64.s":   qtile8(),
 		"qtile2x_amd64.s":  qtile2x(),
 		"f16round_amd64.s": f16round(),
+		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls()}
 }
