@@ -490,12 +490,7 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		if K%32 != 0 {
 			return false
 		}
-		x := t.x.F[:K]
-		if w.DT == kernels.F16 {
-			dotF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
-		} else {
-			dotBF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
-		}
+		halfRows1(w.DT == kernels.BF16, wr, t.x.F[:K], K, out)
 	case kernels.Q8_0:
 		nb := K / kernels.Q8Block
 		_, _ = a.q[nb*32-1], a.d[nb-1]

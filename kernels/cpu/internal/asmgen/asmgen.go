@@ -32,7 +32,8 @@ func Files() map[string]string {
 		"krows_amd64.s":    krows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
-		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls()}
+		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
+		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls()}
 }
 
 type asm struct{ b strings.Builder }
