@@ -3,8 +3,10 @@ package cpu
 import "github.com/sluice-llm/sluice/kernels"
 
 // Batches of activation rows on F16 and BF16 weights (read in place; see
-// the numeric contract in qmat.go). One activation row (decode) runs on the
-// row loops of qdotgen_amd64.s (rows1). A batch of rows (prefill, many
+// the numeric contract in qmat.go). One activation row (decode) is
+// memory-bound and runs on halfRows1 (rows1): three rows a third of the
+// range apart per pass (halfrow_amd64.s), equal bit for bit to the one-row
+// loops of qdotgen_amd64.s that rowDot uses. A batch of rows (prefill, many
 // sequences) is compute-bound and runs on the register tiles of
 // half_amd64.s, blocked for the caches:
 //

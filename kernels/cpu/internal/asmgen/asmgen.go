@@ -11,7 +11,8 @@
 // instead of four times by hand.
 //
 // half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
-// declarations, half_amd64.go.
+// declarations, half_amd64.go; halfrow.go writes halfrow_amd64.s (the
+// three-stream F16/BF16 batch-1 loops) and halfrow_amd64.go.
 //
 //	go test ./kernels/cpu -run TestGenerated -update
 //
