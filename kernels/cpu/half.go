@@ -68,7 +68,8 @@ func (t *qmatTask) halfBatch(lo, hi int) {
 }
 
 // halfRows1 sets out[i] = x · row i of the F16 (or, where bf16 is set,
-// BF16) rows w (len(out) rows of k values, k a multiple of 32). The rows
+// BF16) rows w (len(out) rows of k values, k a multiple of 32; no rows or k = 0 do
+// nothing). The rows
 // are cut into three contiguous thirds streamed side by side, three rows
 // per pass (halfrow_amd64.s: one core keeps three memory streams in
 // flight, which reads about 1.5× the bytes per CPU-second of one stream);
@@ -76,6 +77,9 @@ func (t *qmatTask) halfBatch(lo, hi int) {
 // the one-row loop's bit for bit.
 func halfRows1(bf16 bool, w []byte, x []float32, k int, out []float32) {
 	rows := len(out)
+	if rows == 0 || k == 0 {
+		return
+	}
 	rb := 2 * k
 	_, _ = w[rows*rb-1], x[k-1]
 	h := rows / 3
