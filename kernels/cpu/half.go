@@ -3,8 +3,10 @@ package cpu
 import "github.com/sluice-llm/sluice/kernels"
 
 // Batches of activation rows on F16 and BF16 weights (read in place; see
-// the numeric contract in qmat.go). One activation row (decode) runs on the
-// row loops of qdotgen_amd64.s (rows1). A batch of rows (prefill, many
+// the numeric contract in qmat.go). One activation row (decode) is
+// memory-bound and runs on halfRows1 (rows1): three rows a third of the
+// range apart per pass (halfrow_amd64.s), equal bit for bit to the one-row
+// loops of qdotgen_amd64.s that rowDot uses. A batch of rows (prefill, many
 // sequences) is compute-bound and runs on the register tiles of
 // half_amd64.s, blocked for the caches:
 //
@@ -61,6 +63,38 @@ func (t *qmatTask) halfBatch(lo, hi int) {
 					out.F[m*out.C+o] += dotHalfGo(w.DT, w.Q[o*rb+2*K8:(o+1)*rb], xr)
 				}
 			}
+		}
+	}
+}
+
+// halfRows1 sets out[i] = x · row i of the F16 (or, where bf16 is set,
+// BF16) rows w (len(out) rows of k values, k a multiple of 32; no rows or k = 0 do
+// nothing). The rows
+// are cut into three contiguous thirds streamed side by side, three rows
+// per pass (halfrow_amd64.s: one core keeps three memory streams in
+// flight, which reads about 1.5× the bytes per CPU-second of one stream);
+// the rows left over run through the one-row loop. Every result equals
+// the one-row loop's bit for bit.
+func halfRows1(bf16 bool, w []byte, x []float32, k int, out []float32) {
+	rows := len(out)
+	if rows == 0 || k == 0 {
+		return
+	}
+	rb := 2 * k
+	_, _ = w[rows*rb-1], x[k-1]
+	h := rows / 3
+	if h > 0 {
+		if bf16 {
+			dotBF16Rows3AVX2(&w[0], &x[0], k, h, &out[0])
+		} else {
+			dotF16Rows3AVX2(&w[0], &x[0], k, h, &out[0])
+		}
+	}
+	if r := rows - 3*h; r > 0 {
+		if bf16 {
+			dotBF16RowsAVX2(&w[3*h*rb], &x[0], k, r, &out[3*h])
+		} else {
+			dotF16RowsAVX2(&w[3*h*rb], &x[0], k, r, &out[3*h])
 		}
 	}
 }

@@ -491,12 +491,7 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		if K%32 != 0 {
 			return false
 		}
-		x := t.x.F[:K]
-		if w.DT == kernels.F16 {
-			dotF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
-		} else {
-			dotBF16RowsAVX2(&wr[0], &x[0], K, rows, &out[0])
-		}
+		halfRows1(w.DT == kernels.BF16, wr, t.x.F[:K], K, out)
 	case kernels.Q8_0, kernels.Q4_0:
 		// q8rows_amd64.s: the weights prefetched 2 KiB ahead (from memory,
 		// Q8_0 +14…+18 % GB per CPU-second), Q4_0 with fewer instructions

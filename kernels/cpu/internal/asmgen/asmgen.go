@@ -15,7 +15,8 @@
 // instead of four times by hand.
 //
 // half.go writes half_amd64.s (the F16/BF16 batch tiles) and its Go
-// declarations, half_amd64.go.
+// declarations, half_amd64.go; halfrow.go writes halfrow_amd64.s (the
+// three-stream F16/BF16 batch-1 loops) and halfrow_amd64.go.
 //
 // mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
 // rows' scale tables) and its Go declarations, mxtile_amd64.go.
@@ -44,6 +45,7 @@ func Files() map[string]string {
 		"f16round_amd64.s": f16round(),
 		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
+		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls(),
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls()}
 }
 
