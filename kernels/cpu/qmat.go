@@ -493,13 +493,15 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		}
 		halfRows1(w.DT == kernels.BF16, wr, t.x.F[:K], K, out)
 	case kernels.Q8_0, kernels.Q4_0:
-		// q8rows_amd64.s: the weights prefetched 2 KiB ahead (from memory,
-		// Q8_0 +14…+18 % GB per CPU-second), Q4_0 with fewer instructions
-		// per block; bit-equal to the one-row kernels (rowDot)
+		// q8rows_amd64.s: the weights prefetched 2 KiB ahead, Q4_0 with
+		// fewer instructions per block; bit-equal to the one-row kernels
+		// (rowDot)
 		nb := K / kernels.Q8Block
 		_, _ = a.q[nb*32-1], a.d[nb-1]
 		if w.DT == kernels.Q8_0 {
-			dotQ8_0RowsPfAVX2(&wr[0], &a.q[0], &a.d[0], nb, rows, &out[0])
+			// three rows a third of the range apart per pass (q8s3_amd64.s:
+			// three memory streams, +30…+40 % GB per CPU-second from memory)
+			q8_0Rows1(wr, a.q[:nb*32], a.d[:nb], nb, out)
 		} else {
 			dotQ4_0RowsQuadAVX2(&wr[0], &a.q[0], &a.d[0], nb, rows, &out[0])
 		}

@@ -46,7 +46,8 @@ func Files() map[string]string {
 		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
 		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls(),
-		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls()}
+		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls(),
+		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls()}
 }
 
 type asm struct{ b strings.Builder }
