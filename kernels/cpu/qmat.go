@@ -500,7 +500,7 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		_, _ = a.q[nb*32-1], a.d[nb-1]
 		if w.DT == kernels.Q8_0 {
 			// three rows a third of the range apart per pass (q8s3_amd64.s:
-			// three memory streams, +30…+40 % GB per CPU-second from memory)
+			// three memory streams, +24…+36 % GB per CPU-second from memory)
 			q8_0Rows1(wr, a.q[:nb*32], a.d[:nb], nb, out)
 		} else {
 			dotQ4_0RowsQuadAVX2(&wr[0], &a.q[0], &a.d[0], nb, rows, &out[0])
