@@ -18,7 +18,9 @@ const ks2Ahead = 2048
 // about 1.3× the bytes per CPU-second with two streams as with one). The
 // pass body is krows.go's (shared activation loads and scale unpacking,
 // a row per lane), with its own copies of the constants; each result
-// equals dotQ4KRowsAVX2's bit for bit.
+// equals dotQ4KRowsAVX2's bit for bit. A third stream (the third row beside
+// this body on xmm registers and the frame) was tried and did not pay:
+// −2…+3 % streamed, −1…−6 % in L2 (docs/bench/kquant-decode.md §7).
 func ks2File() string {
 	var a asm
 	a.header()
