@@ -510,13 +510,8 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 		_, _, _ = a.q[nb*256-1], a.d[nb-1], a.bs[nb*16-1]
 		switch w.DT {
 		case kernels.Q4_K:
-			// two rows per pass (krows_amd64.s), an odd last row alone
-			if even := rows &^ 1; even > 0 {
-				dotQ4KRows2AVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, even, &out[0])
-			}
-			if rows&1 != 0 {
-				dotQ4KRowsAVX2(&wr[(rows-1)*rb], &a.q[0], &a.d[0], &a.bs[0], nb, 1, &out[rows-1])
-			}
+			// two rows half the range apart per pass (ks2_amd64.s)
+			q4kRows1(wr, a.q, a.d, a.bs, nb, out)
 		case kernels.Q5_K:
 			// prefetching 2 KiB ahead (q6rows_amd64.s)
 			dotQ5KRowsPfAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])

@@ -6,7 +6,8 @@
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
 // (their ×8 tiles), qtile2x_amd64.s (the 2×4 Q4_K tile), f16round_amd64.s
 // (float16 rounding of the F16-cache softmax), mxfp4_amd64.s (the MXFP4
-// weight kernels), krows_amd64.s (two-row k-quant row loops), q8rows_amd64.s
+// weight kernels), krows_amd64.s (two-row k-quant row loops), ks2_amd64.s
+// and ks2_amd64.go (the two-stream Q4_K row loop, from ks2.go), q8rows_amd64.s
 // (the prefetching Q8_0 and unsigned-nibble Q4_0 row loops), q6rows_amd64.s
 // (the Q6_K row loop with its scales in registers, the Q5_K loop prefetching
 // farther ahead) and f32panel_amd64.s (the AVX2 twins of the
@@ -37,7 +38,8 @@ import (
 func Files() map[string]string {
 	return map[string]string{"panel_amd64.s": panel(), "exp_amd64.s": expFile(), "kv16_amd64.s": kv16(),
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
-		"krows_amd64.s":    krows(),
+		"krows_amd64.s": krows(),
+		"ks2_amd64.s":   ks2File(), "ks2_amd64.go": ks2Decls(),
 		"q6rows_amd64.s":   q6rows(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
