@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 )
@@ -51,7 +52,7 @@ func parseMemAvailable(b []byte) (int64, error) {
 		f := bytes.Fields(sc.Bytes())
 		if len(f) >= 2 && string(f[0]) == "MemAvailable:" {
 			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-			if err != nil || kb < 0 {
+			if err != nil || kb < 0 || kb > math.MaxInt64>>10 {
 				return 0, fmt.Errorf("parse meminfo: MemAvailable %q", f[1])
 			}
 			return kb << 10, nil

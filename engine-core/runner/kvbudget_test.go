@@ -47,7 +47,7 @@ func TestParseMemAvailable(t *testing.T) {
 		t.Errorf("testdata/meminfo: %d, %v; want %d", got, err, int64(19723404)<<10)
 	}
 	for name, in := range map[string]string{
-		"missing": "MemTotal: 1 kB\n", "bad number": "MemAvailable: x kB\n", "negative": "MemAvailable: -5 kB\n", "empty": "",
+		"missing": "MemTotal: 1 kB\n", "bad number": "MemAvailable: x kB\n", "negative": "MemAvailable: -5 kB\n", "overflows bytes": "MemAvailable: 10000000000000000 kB\n", "empty": "",
 	} {
 		if _, err := parseMemAvailable([]byte(in)); err == nil {
 			t.Errorf("%s: no error", name)
