@@ -35,6 +35,21 @@ type Rollup struct {
 // ErrNoRss is returned by ParseRollup for text without an Rss line.
 var ErrNoRss = errors.New("memstat: smaps_rollup has no Rss line")
 
+// ParseKB reads the value of a /proc "Key:   N kB" line (the text after the
+// colon) as bytes: N must be a non-negative decimal whose byte count fits
+// in 50 bits (1 PiB), followed by the unit kB.
+func ParseKB(v string) (int64, error) {
+	f := strings.Fields(v)
+	if len(f) != 2 || f[1] != "kB" {
+		return 0, fmt.Errorf("value %q: want \"N kB\"", strings.TrimSpace(v))
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || kb < 0 || kb > 1<<40 {
+		return 0, fmt.Errorf("value %q: not a size in kB", f[0])
+	}
+	return kb << 10, nil
+}
+
 // ParseRollup reads smaps_rollup text: "Key:   N kB" lines after the
 // header line. Unknown keys are skipped; a known key with a malformed
 // value is an error.
@@ -56,15 +71,11 @@ func ParseRollup(r io.Reader) (Rollup, error) {
 		default:
 			continue
 		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return Rollup{}, fmt.Errorf("memstat: %s line %q: want \"N kB\"", key, rest)
+		n, err := ParseKB(rest)
+		if err != nil {
+			return Rollup{}, fmt.Errorf("memstat: %s: %w", key, err)
 		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || kb < 0 || kb > 1<<50 {
-			return Rollup{}, fmt.Errorf("memstat: %s value %q: not a size in kB", key, f[0])
-		}
-		*dst = kb << 10
+		*dst = n
 	}
 	if err := sc.Err(); err != nil {
 		return Rollup{}, fmt.Errorf("memstat: read smaps_rollup: %w", err)

@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
+
+	"github.com/sluice-llm/sluice/engine-core/memstat"
 )
 
 // KVMemFraction is the share of the memory left after the weights that the
@@ -51,11 +51,11 @@ func parseMemAvailable(b []byte) (int64, error) {
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
 		if len(f) >= 2 && string(f[0]) == "MemAvailable:" {
-			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-			if err != nil || kb < 0 || kb > math.MaxInt64>>10 {
-				return 0, fmt.Errorf("parse meminfo: MemAvailable %q", f[1])
+			n, err := memstat.ParseKB(string(bytes.TrimPrefix(bytes.TrimSpace(sc.Bytes()), f[0])))
+			if err != nil {
+				return 0, fmt.Errorf("parse meminfo: MemAvailable: %w", err)
 			}
-			return kb << 10, nil
+			return n, nil
 		}
 	}
 	return 0, errors.New("parse meminfo: no MemAvailable line")
