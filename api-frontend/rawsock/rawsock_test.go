@@ -254,3 +254,118 @@ func TestHTTPServer(t *testing.T) {
 		t.Fatalf("%d connections for 3 requests; want 1 (kept alive)", conns)
 	}
 }
+
+// readFor reads from c until want bytes came or the deadline passed.
+func readFor(t *testing.T, c net.Conn, want int, d time.Duration) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for len(got) < want {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	return got
+}
+
+// TestHold covers the held writes: nothing leaves while holding; SendHeld
+// sends the held bytes and its own in one send (one read gets both);
+// Release lets them go with the next Write; FlushHeld sends them alone;
+// with nothing held SendHeld is a plain send.
+func TestHold(t *testing.T) {
+	tests := []struct {
+		name string
+		// after Hold and Write("head;"), do sends the rest.
+		do   func(c *Conn) error
+		want string
+	}{
+		{"send-held", func(c *Conn) error {
+			n, err := c.SendHeld([]byte("chunk;"))
+			if err == nil && n != len("chunk;") {
+				err = fmt.Errorf("SendHeld took %d bytes", n)
+			}
+			return err
+		}, "head;chunk;"},
+		{"release", func(c *Conn) error {
+			c.Release()
+			_, err := c.Write([]byte("end;"))
+			return err
+		}, "head;end;"},
+		{"flush", func(c *Conn) error { return c.FlushHeld() }, "head;"},
+		{"flush-then-send", func(c *Conn) error {
+			if err := c.FlushHeld(); err != nil {
+				return err
+			}
+			_, err := c.SendHeld([]byte("chunk;"))
+			return err
+		}, "head;chunk;"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := accept(t, listen(t))
+			c := server.(*Conn)
+			c.Hold()
+			if n, err := c.Write([]byte("head;")); n != 5 || err != nil {
+				t.Fatalf("held Write: %d, %v", n, err)
+			}
+			if got := readFor(t, client, 1, 30*time.Millisecond); len(got) > 0 {
+				t.Fatalf("%q arrived while held", got)
+			}
+			if err := tc.do(c); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "send-held" || tc.name == "release" {
+				// One send: the first read gets all of it.
+				_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				n, err := client.Read(buf)
+				if err != nil || string(buf[:n]) != tc.want {
+					t.Fatalf("first read %q (%v), want %q", buf[:n], err, tc.want)
+				}
+				return
+			}
+			if got := readFor(t, client, len(tc.want), 5*time.Second); string(got) != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			// Nothing is held any more: a Write goes at once.
+			if _, err := c.Write([]byte("more")); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFor(t, client, 4, 5*time.Second); string(got) != "more" {
+				t.Fatalf("after: %q", got)
+			}
+		})
+	}
+}
+
+// TestSendHeldPartial: when the socket takes only part of the held bytes,
+// SendHeld returns EAGAIN and keeps the rest, and the next Write sends it
+// before its own bytes, in order.
+func TestSendHeldPartial(t *testing.T) {
+	server, client := accept(t, listen(t))
+	c := server.(*Conn)
+	if err := c.SetWriteBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	held := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: more than the socket takes
+	c.Hold()
+	if _, err := c.Write(held); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.SendHeld([]byte("tail"))
+	if n != 0 || err != syscall.EAGAIN {
+		t.Fatalf("SendHeld of 1 MiB held: %d, %v; want 0, EAGAIN", n, err)
+	}
+	want := append(append([]byte{}, held...), "tail"...)
+	got := make(chan []byte, 1)
+	go func() { got <- readFor(t, client, len(want), 10*time.Second) }()
+	if n, err := c.Write([]byte("tail")); n != 4 || err != nil {
+		t.Fatalf("Write after a partial SendHeld: %d, %v", n, err)
+	}
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("reader got %d bytes, want %d in order", len(b), len(want))
+	}
+}
