@@ -129,14 +129,14 @@ func TestHijackedWriteRawPartial(t *testing.T) {
 
 // keptServer serves handler over loopback with ConnContext on a plain
 // listener (the head is corked), and counts the connections it accepted.
-func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+func keptServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
 	t.Helper()
 	return keptServerOn(t, nil, handler)
 }
 
 // heldServer is keptServer on a rawsock listener, as the frontend serves:
 // the head is held in user space.
-func heldServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+func heldServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
 	t.Helper()
 	return keptServerOn(t, rawsock.Listener, handler)
 }
@@ -150,7 +150,7 @@ var keptModes = []struct {
 
 // keptServerOn serves handler over loopback with ConnContext on a
 // listener wrapped by wrap (when not nil).
-func keptServerOn(t *testing.T, wrap func(net.Listener) net.Listener, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+func keptServerOn(t testing.TB, wrap func(net.Listener) net.Listener, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
