@@ -237,6 +237,10 @@ func testKeptConnection(t *testing.T, wrap func(net.Listener) net.Listener) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Close {
 			t.Fatalf("request %d: Content-Type %q, Close %v", i, ct, resp.Close)
 		}
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err != nil || time.Since(d).Abs() > 5*time.Second ||
+			len(resp.Header.Values("Date")) != 1 {
+			t.Fatalf("request %d: Date %q (%v)", i, resp.Header.Values("Date"), err)
+		}
 		if i > 0 && !reused {
 			t.Fatalf("request %d: connection not reused", i)
 		}
