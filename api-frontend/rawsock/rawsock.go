@@ -14,10 +14,6 @@
 // were 11 % of the frontend's CPU. A read or write on a non-blocking socket
 // never sleeps in the kernel, so keeping the P during it is right (the
 // per-token sends in package sse do the same).
-//
-// A Conn can also hold its writes in user space (Hold): package sse keeps
-// net/http's response head there until the stream's first chunk, and then
-// sends both with one send(2) (SendHeld), one transmit instead of two.
 package rawsock
 
 import (
@@ -26,8 +22,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -61,14 +55,6 @@ func (l listener) Accept() (net.Conn, error) {
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
-	fd int // the socket, for SendHeld's raw send (-1 if unknown)
-
-	// pending is true while Write must look at the held bytes (holding,
-	// or bytes still held): one atomic load on Write's usual path.
-	pending atomic.Bool
-	hmu     sync.Mutex // guards holding and held
-	holding bool       // Write keeps its bytes in held (Hold)
-	held    []byte     // written while holding, not yet sent
 
 	// The call in progress on each side, for the callbacks below (made
 	// once, so a call allocates nothing).
@@ -88,9 +74,8 @@ func newConn(tc *net.TCPConn) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{TCPConn: tc, rc: rc, fd: -1}
+	c := &Conn{TCPConn: tc, rc: rc}
 	c.rfn, c.wfn = c.readFD, c.writeFD
-	_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
 	return c, nil
 }
 
@@ -140,14 +125,6 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if c.pending.Load() {
-		return c.writeHeld(p)
-	}
-	return c.write(p)
-}
-
-// write is Write without the held bytes.
-func (c *Conn) write(p []byte) (int, error) {
 	c.wbuf, c.wn, c.werr = p, 0, nil
 	err := c.rc.Write(c.wfn)
 	c.wbuf = nil
@@ -188,126 +165,6 @@ func (c *Conn) opError(op string, err error) error {
 		return oe
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-}
-
-// Hold makes later Writes keep their bytes in user space instead of
-// sending them, until SendHeld, Release or FlushHeld. The caller makes
-// sure no Write runs concurrently with Hold.
-func (c *Conn) Hold() {
-	c.hmu.Lock()
-	c.holding = true
-	c.pending.Store(true)
-	c.hmu.Unlock()
-}
-
-// SendHeld stops holding and sends the held bytes followed by b with one
-// non-blocking send(2) (MSG_DONTWAIT, a raw system call), and returns how
-// many bytes of b the socket took. When it takes only part of the held
-// bytes, the rest stays held, to go out first with the next Write, and
-// SendHeld returns 0 and syscall.EAGAIN; the caller then writes b with
-// Write. With nothing held it is one plain send of b. Errors are the
-// system call's (syscall.Errno), as from a raw send.
-func (c *Conn) SendHeld(b []byte) (int, error) {
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	c.holding = false
-	if c.fd < 0 {
-		c.pending.Store(len(c.held) > 0)
-		return 0, syscall.EAGAIN // no descriptor: Write sends both
-	}
-	h := len(c.held)
-	out := b
-	if h > 0 {
-		c.held = append(c.held, b...)
-		out = c.held
-	}
-	n, err := sendDontWait(c.fd, out)
-	if h == 0 {
-		c.pending.Store(false)
-		return n, err
-	}
-	c.held = c.held[:h] // b is the caller's again
-	if err != nil && err != syscall.EAGAIN {
-		c.held = c.held[:0]
-		c.pending.Store(false)
-		return 0, err
-	}
-	if n < h {
-		c.held = c.held[:copy(c.held, c.held[n:])]
-		return 0, syscall.EAGAIN
-	}
-	c.held = c.held[:0]
-	c.pending.Store(false)
-	return n - h, nil
-}
-
-// Release stops holding: what is held goes out in front of the next
-// Write's bytes, with the same send.
-func (c *Conn) Release() {
-	c.hmu.Lock()
-	c.holding = false
-	c.pending.Store(len(c.held) > 0)
-	c.hmu.Unlock()
-}
-
-// FlushHeld stops holding and sends what is held now, waiting as Write
-// does.
-func (c *Conn) FlushHeld() error {
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	c.holding = false
-	return c.sendHeldLocked(nil)
-}
-
-// writeHeld is Write while pending: it keeps p while holding, and
-// otherwise sends the held bytes and p together.
-func (c *Conn) writeHeld(p []byte) (int, error) {
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	if c.holding {
-		c.held = append(c.held, p...)
-		return len(p), nil
-	}
-	h := len(c.held)
-	if err := c.sendHeldLocked(p); err != nil {
-		return max(c.wn-h, 0), err
-	}
-	return len(p), nil
-}
-
-// sendHeldLocked writes the held bytes and then p (one send when the
-// socket takes them) and empties held; c.hmu is held.
-func (c *Conn) sendHeldLocked(p []byte) error {
-	out := p
-	if len(c.held) > 0 {
-		c.held = append(c.held, p...)
-		out = c.held
-	}
-	c.held = c.held[:0]
-	if len(out) > 0 {
-		if _, err := c.write(out); err != nil {
-			c.pending.Store(false)
-			return err
-		}
-	}
-	c.pending.Store(false) // after the write: a Write meanwhile waits for c.hmu
-	return nil
-}
-
-// sendDontWait is one send(2) of b with MSG_DONTWAIT|MSG_NOSIGNAL through
-// a raw system call (retried on EINTR).
-func sendDontWait(fd int, b []byte) (int, error) {
-	for {
-		n, e := rawSend(uintptr(fd), b)
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
-			continue
-		default:
-			return 0, e
-		}
-	}
 }
 
 // rawRead is read(2) of p on fd through a raw system call (see

@@ -7,17 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluice-llm/sluice/api-frontend/sse"
 )
 
 // TestStreamHeadOnTheWire reads a streamed /v1/completions response off a
 // raw loopback connection to the server as api-frontend serves it
-// (rawsock listener, kept connections): with a first token inside
-// sse.HeadHold the head and the first chunk arrive in one read; with a
-// slow first token the head arrives alone, after HeadHold and before the
-// token; a request refused before streaming gets its own status. Each
-// case then sends a second request on the same connection.
+// (rawsock listener, kept connections): with a prompt first token the
+// head and the first chunk arrive in one read; with a slow first token the
+// head arrives alone before it (the kernel sends a corked head after at
+// most 200 ms); a request refused before streaming gets its own status.
+// Each case then sends a second request on the same connection.
 func TestStreamHeadOnTheWire(t *testing.T) {
 	const stream = `{"prompt":"hi","max_tokens":3,"stream":true}`
 	tests := []struct {
@@ -33,13 +31,11 @@ func TestStreamHeadOnTheWire(t *testing.T) {
 				t.Fatalf("first read %q: want the head and the first chunk together", first)
 			}
 		}},
-		{"slow first token", 4 * sse.HeadHold, stream, func(t *testing.T, first string, waited time.Duration) {
+		{"slow first token", 600 * time.Millisecond, stream, func(t *testing.T, first string, waited time.Duration) {
 			if !strings.HasPrefix(first, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(first, "\r\n\r\n") {
 				t.Fatalf("first read %q: want the head alone", first)
 			}
-			if waited < sse.HeadHold {
-				t.Fatalf("head after %v, before HeadHold", waited)
-			}
+			t.Logf("head alone after %v", waited.Round(time.Millisecond))
 		}},
 		{"refused before streaming", time.Millisecond, `{"prompt":"hi","max_tokens":-1,"stream":true}`, func(t *testing.T, first string, _ time.Duration) {
 			if !strings.HasPrefix(first, "HTTP/1.1 400 ") || !strings.Contains(first, "application/json") {

@@ -22,7 +22,7 @@ import (
 // response has ended, so the benchmark process's CPU (user and system,
 // getrusage) is the server's alone: it reports it per request.
 func BenchmarkKeptRequest(b *testing.B) {
-	url, _ := heldServer(b, func(w http.ResponseWriter, r *http.Request) {
+	url, _ := rawServer(b, func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			b.Error(err)
 			return

@@ -195,11 +195,10 @@ type Sender struct {
 	// kept: net/http writes the terminating chunk (keptSSE), so Frame
 	// leaves it out.
 	kept bool
-	// headWaits: the response head has not left yet (keptSSE: held in
-	// user space, or corked in the socket); the first TrySend takes it
-	// along, so head and chunk leave together.
-	headWaits bool
-	k         *keptSSE // for that first send; read only while headWaits
+	// corked: the response head waits in the corked socket (keptSSE);
+	// the first TrySend uncorks it, so head and chunk leave together.
+	corked bool
+	k      *keptSSE // for uncorking; read only while corked
 }
 
 // Frame is the package's Frame for this Sender's connection: the
@@ -219,11 +218,12 @@ func (s Sender) DirectEnd() bool { return !s.kept }
 func (s *Sender) TrySend(b []byte) (int, error) {
 	switch {
 	case s.fd > 0:
-		if s.headWaits {
-			s.headWaits = false
-			return s.k.sendFirst(b)
+		n, err := sendNonBlocking(s.fd, b)
+		if s.corked {
+			s.corked = false
+			s.k.uncork()
 		}
-		return sendNonBlocking(s.fd, b)
+		return n, err
 	case s.h != nil:
 		return s.h.TryWrite(b)
 	}
@@ -422,21 +422,15 @@ func (p *plainSSE) Gone() <-chan struct{} { return p.gone }
 // next request from the same connection. Between the two, net/http does
 // not write to the connection, so the stream's sends are the only ones.
 //
-// The head waits for the first chunk, so that head and chunk leave in one
-// send (one transmit, one wake-up of the client) instead of two. Where
-// the connection can hold writes in user space (rawsock.Conn, as
-// api-frontend serves), start makes it hold net/http's flush of the head,
-// and the first chunk goes out behind the held head with one send(2): no
-// system call for the head itself. If no chunk comes within HeadHold, a
-// timer sends the head alone, so a client still sees the head that soon
-// when the first token is slow; the end of the response (the stream's
-// last bytes, written by net/http) takes a still-held head along.
-// Elsewhere start corks the socket (TCP_CORK) before net/http flushes the
-// head and the first send uncorks it; the kernel sends a corked head by
-// itself after at most 200 ms.
+// The head waits in the socket for the first chunk: start corks the
+// socket (TCP_CORK) before net/http flushes the head, and the first send
+// of a chunk uncorks it, so that head and chunk leave in one segment (one
+// transmit, one wake-up of the client) instead of two. The kernel sends a
+// corked head by itself after at most 200 ms, so a client still sees the
+// head that soon when the first token is slow.
 //
 // There is one per connection (ConnContext), serving its requests' streams
-// in turn: start sets the per-request fields (w, gone, headWaits), and the
+// in turn: start sets the per-request fields (w, gone, corked), and the
 // stream lets go of it (Close, and its Sender cleared) before its handler
 // returns, so before net/http reads the next request.
 type keptSSE struct {
@@ -444,78 +438,14 @@ type keptSSE struct {
 	conn net.Conn            // for blocking writes and Abort
 	fd   int                 // the socket (non-blocking, as the runtime's poller sets every socket)
 	gone <-chan struct{}     // the request context's Done
-	// hc holds the head in user space (nil: the connection cannot; the
-	// head is corked in the socket instead).
-	hc holder
-	// headWaits: the head has not left yet (held in hc, or TCP_CORK is
-	// set on fd); whoever sends first takes it along.
-	headWaits atomic.Bool
-	// timer sends a held head alone after HeadHold (made on the
-	// connection's first stream, re-armed for each).
-	timer *time.Timer
+	// corked: TCP_CORK is set on fd; whoever sends first clears it.
+	corked atomic.Bool
 }
-
-// HeadHold is how long a kept stream's response head waits in user space
-// for the first chunk before it is sent alone. It covers a first token
-// that comes within an engine step or two (the sim engine's steps are
-// 20 ms; a request added mid-step gets its first token 20–40 ms later);
-// the TCP_CORK it replaces held a head for up to 200 ms.
-const HeadHold = 50 * time.Millisecond
-
-// holder is a connection that can hold its writes in user space
-// (rawsock.Conn): see rawsock.Conn.Hold.
-type holder interface {
-	// Hold keeps later writes in user space.
-	Hold()
-	// SendHeld sends the held bytes and b with one non-blocking send and
-	// reports how many bytes of b went (0 and syscall.EAGAIN when the
-	// socket did not take all the held bytes: the rest goes first with
-	// the next write).
-	SendHeld(b []byte) (int, error)
-	// Release stops holding; the held bytes go with the next write.
-	Release()
-	// FlushHeld sends the held bytes now.
-	FlushHeld() error
-}
-
-// sendFirst sends b, the response's first bytes after the head, taking the
-// head along; the caller saw headWaits set.
-func (k *keptSSE) sendFirst(b []byte) (int, error) {
-	if k.hc != nil {
-		// Even when the timer has sent the head, SendHeld orders this
-		// send after its (both under the connection's hold lock).
-		k.headWaits.Store(false)
-		k.timer.Stop()
-		return k.hc.SendHeld(b)
-	}
-	n, err := sendNonBlocking(k.fd, b)
-	k.uncork()
-	return n, err
-}
-
-// release lets a head that still waits go with net/http's next write (the
-// end of the response), or at once when corked.
-func (k *keptSSE) release() {
-	if k.hc != nil {
-		if k.headWaits.Swap(false) {
-			if k.timer != nil {
-				k.timer.Stop()
-			}
-			k.hc.Release()
-		}
-		return
-	}
-	k.uncork()
-}
-
-// headTimeout is the timer's: no chunk came within HeadHold, so the held
-// head goes alone.
-func (k *keptSSE) headTimeout() { _ = k.hc.FlushHeld() }
 
 // uncork clears TCP_CORK once, sending what the socket holds (the head,
 // and the chunk just sent after it).
 func (k *keptSSE) uncork() {
-	if k.headWaits.CompareAndSwap(true, false) {
+	if k.corked.CompareAndSwap(true, false) {
 		_ = setCork(k.fd, 0)
 	}
 }
@@ -547,11 +477,7 @@ func newKept(c net.Conn) *keptSSE {
 	if rc.Control(func(f uintptr) { fd = int(f) }) != nil || fd < 0 {
 		return nil
 	}
-	k := &keptSSE{conn: c, fd: fd}
-	if h, ok := c.(holder); ok {
-		k.hc = h
-	}
-	return k
+	return &keptSSE{conn: c, fd: fd}
 }
 
 // The SSE response head's values, shared by every stream's header map:
@@ -572,24 +498,13 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) 
 	hd["Cache-Control"] = noCache
 	hd["X-Accel-Buffering"] = no
 	w.WriteHeader(http.StatusOK)
-	k.headWaits.Store(false)
-	switch {
-	case k.hc != nil:
-		k.hc.Hold()
-		k.headWaits.Store(true)
-	case setCork(k.fd, 1) == nil:
-		k.headWaits.Store(true)
+	k.corked.Store(false)
+	if setCork(k.fd, 1) == nil {
+		k.corked.Store(true)
 	}
 	if err := http.NewResponseController(w).Flush(); err != nil {
-		k.release()
+		k.uncork()
 		return nil, err
-	}
-	if k.hc != nil {
-		if k.timer == nil {
-			k.timer = time.AfterFunc(HeadHold, k.headTimeout)
-		} else {
-			k.timer.Reset(HeadHold)
-		}
 	}
 	k.w = w
 	k.gone = req.Context().Done()
@@ -602,7 +517,7 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) 
 // write (the stream has sent everything before them).
 func (k *keptSSE) Write(buf *[]byte, last bool) error {
 	if last {
-		k.release() // a waiting head goes with net/http's write of the end
+		k.uncork() // net/http's write of the end must not wait
 		if b := (*buf)[Headroom:]; len(b) > 0 {
 			_, err := k.w.Write(b)
 			return err
@@ -618,7 +533,8 @@ func (k *keptSSE) WriteRaw(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	n, err := k.TryWrite(b)
+	n, err := sendNonBlocking(k.fd, b)
+	k.uncork()
 	if err != nil && err != syscall.EAGAIN {
 		return err
 	}
@@ -634,24 +550,22 @@ func (k *keptSSE) Direct() bool { return true }
 
 // TryWrite implements Conn.
 func (k *keptSSE) TryWrite(b []byte) (int, error) {
-	if k.headWaits.Load() {
-		return k.sendFirst(b)
-	}
-	return sendNonBlocking(k.fd, b)
+	n, err := sendNonBlocking(k.fd, b)
+	k.uncork()
+	return n, err
 }
 
 // Sender implements Conn.
 func (k *keptSSE) Sender() Sender {
-	return Sender{fd: k.fd, kept: true, headWaits: k.headWaits.Load(), k: k}
+	return Sender{fd: k.fd, kept: true, corked: k.corked.Load(), k: k}
 }
 
 // Abort implements Conn: blocked and later writes, net/http's last chunk
 // included, fail at once, and net/http then closes the connection.
 func (k *keptSSE) Abort() { _ = k.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
-// Close implements Conn: the connection stays net/http's; a head that
-// still waits goes with net/http's end of the response.
-func (k *keptSSE) Close() { k.release() }
+// Close implements Conn: the connection stays net/http's (uncorked).
+func (k *keptSSE) Close() { k.uncork() }
 
 // Gone implements Conn.
 func (k *keptSSE) Gone() <-chan struct{} { return k.gone }

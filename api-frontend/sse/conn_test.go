@@ -134,19 +134,18 @@ func keptServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *a
 	return keptServerOn(t, nil, handler)
 }
 
-// heldServer is keptServer on a rawsock listener, as the frontend serves:
-// the head is held in user space.
-func heldServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+// rawServer is keptServer on a rawsock listener, as the frontend serves.
+func rawServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
 	t.Helper()
 	return keptServerOn(t, rawsock.Listener, handler)
 }
 
-// keptModes are the kept path's two ways of making the head wait, by the
-// listener wrapper that picks them.
+// keptModes are the listeners the kept path is tested on: a plain one and
+// rawsock's (as the frontend serves).
 var keptModes = []struct {
 	name string
 	wrap func(net.Listener) net.Listener
-}{{"cork", nil}, {"held", rawsock.Listener}}
+}{{"plain", nil}, {"rawsock", rawsock.Listener}}
 
 // keptServerOn serves handler over loopback with ConnContext on a
 // listener wrapped by wrap (when not nil).
@@ -173,7 +172,7 @@ func keptServerOn(t testing.TB, wrap func(net.Listener) net.Listener, handler ht
 // chunk goes out by direct send (blocking Write, non-blocking Sender, last
 // chunk without a terminator), net/http ends the response, and the client's
 // next request reuses the connection, and with it the connection's one
-// keptSSE, whose head waits again for each request (corked, or held).
+// keptSSE, whose head is corked again for each request.
 func TestKeptConnection(t *testing.T) {
 	for _, m := range keptModes {
 		t.Run(m.name, func(t *testing.T) { testKeptConnection(t, m.wrap) })
@@ -197,8 +196,8 @@ func testKeptConnection(t *testing.T, wrap func(net.Listener) net.Listener) {
 		mu.Unlock()
 		if k, ok := c.(*keptSSE); !ok || !c.Direct() {
 			t.Errorf("Start gave %T (direct %v), want the kept path", c, c.Direct())
-		} else if !k.headWaits.Load() || (k.hc != nil) != (wrap != nil) {
-			t.Errorf("request %d: head waits %v, held %v", i, k.headWaits.Load(), k.hc != nil)
+		} else if !k.corked.Load() {
+			t.Errorf("request %d: head not corked", i)
 		}
 		b := GetBuf()
 		defer PutBuf(b)
@@ -543,210 +542,4 @@ func TestKeptHeadNotHeld(t *testing.T) {
 		t.Fatalf("head %q", got)
 	}
 	t.Logf("head arrived by itself after %v", time.Since(t0).Round(time.Millisecond))
-}
-
-// postRaw dials url and sends a bare POST, returning the connection.
-func postRaw(t *testing.T, url string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
-
-// readUntil reads conn until got contains until (or d passes) and returns
-// what came.
-func readUntil(t *testing.T, conn net.Conn, got []byte, until string, d time.Duration) []byte {
-	t.Helper()
-	buf := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(d))
-	for !strings.Contains(string(got), until) {
-		n, err := conn.Read(buf)
-		got = append(got, buf[:n]...)
-		if err != nil {
-			t.Fatalf("read: %v after %q", err, got)
-		}
-	}
-	return got
-}
-
-// TestHeldHeadLeavesWithFirstChunk: on a rawsock connection the head
-// waits in user space and leaves with the first chunk in one send: the
-// client's first read gets both, and nothing before it.
-func TestHeldHeadLeavesWithFirstChunk(t *testing.T) {
-	started := make(chan time.Time)
-	send := make(chan struct{})
-	url, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
-		t0 := time.Now()
-		c, err := Start(w, r, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close()
-		if k, ok := c.(*keptSSE); !ok || k.hc == nil {
-			t.Errorf("Start gave %T, want the kept path holding the head", c)
-		}
-		s := c.Sender()
-		started <- t0
-		<-send
-		b := GetBuf()
-		defer PutBuf(b)
-		for _, ev := range []string{"data: one\n\n", "data: two\n\n"} {
-			*b = append((*b)[:Headroom], ev...)
-			if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
-				t.Errorf("TrySend: %d, %v", n, err)
-			}
-		}
-		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
-		if err := c.Write(b, true); err != nil {
-			t.Error(err)
-		}
-	})
-	conn := postRaw(t, url)
-	t0 := <-started
-	buf := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(HeadHold / 2))
-	if n, _ := conn.Read(buf); n > 0 && time.Since(t0) < HeadHold {
-		t.Fatalf("the head left before the first chunk, %v after Start: %q", time.Since(t0), buf[:n])
-	}
-	if time.Since(t0) > HeadHold*3/4 {
-		t.Skip("descheduled too long to check the held path before its timer")
-	}
-	close(send)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := string(buf[:n])
-	if !strings.HasPrefix(first, "HTTP/1.1 200 OK\r\n") || !strings.Contains(first, "\r\n\r\nb\r\ndata: one\n\n\r\n") {
-		t.Fatalf("first read %q: want the head and the first chunk together", first)
-	}
-	got := readUntil(t, conn, buf[:n], "\r\n0\r\n\r\n", 10*time.Second)
-	if !strings.HasSuffix(string(got), "\r\n\r\nb\r\ndata: one\n\n\r\nb\r\ndata: two\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
-		t.Fatalf("response %q", got)
-	}
-}
-
-// TestHeldHeadAloneAfterTimer: when no chunk comes within HeadHold, the
-// held head is sent alone (not before HeadHold, well before the kernel
-// cork's 200 ms), and the stream then goes on as usual.
-func TestHeldHeadAloneAfterTimer(t *testing.T) {
-	started := make(chan time.Time)
-	send := make(chan struct{})
-	url, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
-		t0 := time.Now()
-		c, err := Start(w, r, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close()
-		s := c.Sender()
-		started <- t0
-		<-send
-		b := GetBuf()
-		defer PutBuf(b)
-		*b = append((*b)[:Headroom], "data: one\n\n"...)
-		if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
-			t.Errorf("TrySend: %d, %v", n, err)
-		}
-		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
-		if err := c.Write(b, true); err != nil {
-			t.Error(err)
-		}
-	})
-	conn := postRaw(t, url)
-	t0 := <-started
-	got := readUntil(t, conn, nil, "\r\n\r\n", 5*time.Second)
-	if dt := time.Since(t0); dt < HeadHold {
-		t.Fatalf("head after %v, before HeadHold (%v)", dt, HeadHold)
-	} else {
-		t.Logf("head alone after %v", dt.Round(time.Millisecond))
-	}
-	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(string(got), "\r\n\r\n") {
-		t.Fatalf("head %q: want the head alone", got)
-	}
-	close(send)
-	got = readUntil(t, conn, got, "\r\n0\r\n\r\n", 10*time.Second)
-	if !strings.HasSuffix(string(got), "\r\n\r\nb\r\ndata: one\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
-		t.Fatalf("response %q", got)
-	}
-}
-
-// TestHeldHeadWithEnd: a stream that ends before any chunk (an error
-// event, say) sends its held head with its end and net/http's terminating
-// chunk, in one send.
-func TestHeldHeadWithEnd(t *testing.T) {
-	url, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close()
-		b := GetBuf()
-		defer PutBuf(b)
-		*b = append((*b)[:Headroom], "data: {\"error\":{}}\n\ndata: [DONE]\n\n"...)
-		if err := c.Write(b, true); err != nil {
-			t.Error(err)
-		}
-	})
-	conn := postRaw(t, url)
-	buf := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(buf[:n]); !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") ||
-		!strings.HasSuffix(got, "\r\n\r\n22\r\ndata: {\"error\":{}}\n\ndata: [DONE]\n\n\r\n0\r\n\r\n") {
-		t.Fatalf("first read %q: want the head, the end and the terminator together", got)
-	}
-}
-
-// TestHeldHeadRacesTimer sends the first chunk around HeadHold, when the
-// timer may be sending the head at the same moment, over many requests on
-// one connection: every response is whole and in order.
-func TestHeldHeadRacesTimer(t *testing.T) {
-	var i atomic.Int64
-	url, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := Start(w, r, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close()
-		s := c.Sender()
-		// 0.8 … 1.2 × HeadHold, spread over the requests.
-		time.Sleep(HeadHold*8/10 + time.Duration(i.Add(1)%9)*HeadHold/20)
-		b := GetBuf()
-		defer PutBuf(b)
-		*b = append((*b)[:Headroom], "data: one\n\n"...)
-		if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
-			t.Errorf("TrySend: %d, %v", n, err)
-		}
-		*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
-		if err := c.Write(b, true); err != nil {
-			t.Error(err)
-		}
-	})
-	client := &http.Client{Transport: &http.Transport{}}
-	for range 18 {
-		resp, err := client.Post(url, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || string(body) != "data: one\n\ndata: [DONE]\n\n" || resp.StatusCode != http.StatusOK {
-			t.Fatalf("status %d, body %q (%v)", resp.StatusCode, body, err)
-		}
-	}
 }
