@@ -100,8 +100,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 func (c *Conn) readFD(fd uintptr) bool {
 	p := c.rbuf
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		runtime.KeepAlive(p)
+		n, e := rawRead(fd, p)
 		switch e {
 		case 0:
 			c.rn = int(n)
@@ -142,10 +141,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // returns false (wait until writable) when the socket takes no more.
 func (c *Conn) writeFD(fd uintptr) bool {
 	for c.wn < len(c.wbuf) {
-		p := c.wbuf[c.wn:]
-		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
-			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
-		runtime.KeepAlive(p)
+		n, e := rawSend(fd, c.wbuf[c.wn:])
 		switch e {
 		case 0:
 			c.wn += int(n)
@@ -169,4 +165,37 @@ func (c *Conn) opError(op string, err error) error {
 		return oe
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// rawRead is read(2) of p on fd through a raw system call (see
+// raceEnabled).
+func rawRead(fd uintptr, p []byte) (uintptr, syscall.Errno) {
+	if raceEnabled {
+		n, err := syscall.Read(int(fd), p)
+		return uintptr(max(n, 0)), errno(err)
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	runtime.KeepAlive(p)
+	return n, e
+}
+
+// rawSend is send(2) of p on fd with MSG_DONTWAIT|MSG_NOSIGNAL through a
+// raw system call (see raceEnabled).
+func rawSend(fd uintptr, p []byte) (uintptr, syscall.Errno) {
+	if raceEnabled {
+		n, err := syscall.Write(int(fd), p) // the socket is non-blocking; Go ignores SIGPIPE on it
+		return uintptr(max(n, 0)), errno(err)
+	}
+	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
+		syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+	runtime.KeepAlive(p)
+	return n, e
+}
+
+// errno is err as a syscall.Errno (0 for nil).
+func errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	return err.(syscall.Errno)
 }

@@ -63,7 +63,10 @@ func (h *StreamHeader) Prefix() []byte { return h.prefix }
 
 // NewStreamHeader renders the fixed part of a stream's chunks.
 func NewStreamHeader(id, object string, created int64, model string) StreamHeader {
-	b := append([]byte(nil), `data: {"id":`...)
+	// Sized once: the appends below would otherwise grow it three or four
+	// times per stream (plain strings; escapes only grow it further).
+	b := make([]byte, 0, len(`data: {"id":,"object":,"created":,"model":,`)+6+20+len(id)+len(object)+len(model))
+	b = append(b, `data: {"id":`...)
 	b = openai.AppendString(b, id)
 	b = append(b, `,"object":`...)
 	b = openai.AppendString(b, object)

@@ -91,3 +91,16 @@ func BenchmarkAppendCompletionChunk(b *testing.B) {
 		buf = AppendCompletionChunk(buf[:0], &h, &c, nil)
 	}
 }
+
+// TestStreamHeaderAllocs: a stream's chunk prefix is one allocation (it is
+// made once per streamed request).
+func TestStreamHeaderAllocs(t *testing.T) {
+	for _, tc := range []struct{ id, object, model string }{
+		{"cmpl-0123456789abcdef01234567", "text_completion", "demo"},
+		{"chatcmpl-0123456789abcdef01234567", "chat.completion.chunk", "meta-llama/Llama-3.2-1B-Instruct"},
+	} {
+		if n := testing.AllocsPerRun(100, func() { _ = NewStreamHeader(tc.id, tc.object, 1700000000, tc.model) }); n != 1 {
+			t.Errorf("NewStreamHeader(%q, %q, %q): %v allocations, want 1", tc.id, tc.object, tc.model, n)
+		}
+	}
+}

@@ -103,6 +103,13 @@ type stream struct {
 
 	wake chan struct{} // one slot: wakes coalesce
 
+	// bufBox is the pool's box of buf (sse.GetBuf), which buf goes back
+	// in: boxing it anew would allocate per request.
+	bufBox *[]byte
+	// endUsage is end's usage, kept here: AppendEnd takes a pointer, and
+	// a local would escape to the heap.
+	endUsage outputproc.Usage
+
 	// clientGone: a send to the client failed (set, then wake); the
 	// handler then returns.
 	clientGone atomic.Bool
@@ -392,9 +399,9 @@ func (r *stream) end() {
 	if !r.stream {
 		return
 	}
-	u := r.usage()
+	r.endUsage = r.usage()
 	n := len(r.buf)
-	r.buf = r.rend.AppendEnd(r.buf, &u)
+	r.buf = r.rend.AppendEnd(r.buf, &r.endUsage)
 	r.events += bytes.Count(r.buf[n:], []byte("\n\n"))
 }
 
@@ -456,7 +463,8 @@ func (s *Server) run(c *gin.Context, r *stream) {
 	r.maxBuffered = s.cfg.MaxStreamBufferBytes
 	r.wake = make(chan struct{}, 1)
 	if r.stream {
-		r.buf = *sse.GetBuf()
+		r.bufBox = sse.GetBuf()
+		r.buf = *r.bufBox
 	}
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
@@ -549,13 +557,16 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		r.mu.Lock()
 		r.leaveQueue()
 		r.state = stateClosed
-		buf := r.buf
-		r.buf = nil
+		box := r.bufBox
+		if box == nil {
+			box = new([]byte)
+		}
+		*box, r.buf, r.bufBox = r.buf, nil, nil
 		r.conn, r.direct, r.send = nil, false, sse.Sender{}
 		r.mu.Unlock()
 		*spare = (*spare)[:0]
 		sse.PutBuf(spare)
-		sse.PutBuf(&buf)
+		sse.PutBuf(box)
 	}()
 	// The client going away and the server's end of streams are channels
 	// selected beside the wake-ups (no callbacks to register per request).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
 )
 
@@ -49,10 +50,16 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T, cfg Config, script string) *testEnv {
 	t.Helper()
+	return newTestEnvStep(t, cfg, script, time.Millisecond)
+}
+
+// newTestEnvStep is newTestEnv with the fake engine stepping every step.
+func newTestEnvStep(t *testing.T, cfg Config, script string, step time.Duration) *testEnv {
+	t.Helper()
 	if cfg.ServedModelNames == nil {
 		cfg.ServedModelNames = []string{"m"}
 	}
-	eng := newFakeEngine(script, time.Millisecond)
+	eng := newFakeEngine(script, step)
 	var srv *Server
 	client := engineclient.New([]engineclient.Transport{eng}, engineclient.Options{})
 	srv = New(cfg, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
@@ -63,10 +70,12 @@ func newTestEnv(t *testing.T, cfg Config, script string) *testEnv {
 }
 
 // newHTTPTest serves srv as api-frontend does: streams send on the
-// connection and keep it alive (sse.ConnContext).
+// connection and keep it alive (sse.ConnContext), and the connections are
+// rawsock's (the stream's head is held until its first chunk).
 func newHTTPTest(t *testing.T, srv *Server) *httptest.Server {
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.Config.ConnContext = sse.ConnContext
+	hs.Listener = rawsock.Listener(hs.Listener)
 	hs.Start()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

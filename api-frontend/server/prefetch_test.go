@@ -22,7 +22,7 @@ func TestPrefetchCoversHotFields(t *testing.T) {
 		{reflect.TypeFor[stream](),
 			[]string{"s", "mu", "state", "writing", "buf", "events", "framed", "held", "conn", "direct", "send", "engine", "err",
 				"stream", "maxBuffered", "rend", "prefix", "renderers", "cached"},
-			[]string{"remaining", "choices", "opts", "stopSet", "id", "arrival", "promptTokens", "wake", "clientGone", "ending", "choice0"}},
+			[]string{"remaining", "choices", "opts", "stopSet", "id", "arrival", "promptTokens", "wake", "bufBox", "endUsage", "clientGone", "ending", "choice0"}},
 	}
 	for _, c := range cases {
 		end, ok := c.typ.FieldByName("hotEnd")

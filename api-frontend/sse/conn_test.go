@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 )
 
 // tcpPair returns both ends of a loopback TCP connection and the
@@ -125,13 +127,36 @@ func TestHijackedWriteRawPartial(t *testing.T) {
 	}
 }
 
-// keptServer serves handler over loopback with ConnContext, as the
-// frontend does, and counts the connections it accepted.
-func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+// keptServer serves handler over loopback with ConnContext on a plain
+// listener (the head is corked), and counts the connections it accepted.
+func keptServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+	t.Helper()
+	return keptServerOn(t, nil, handler)
+}
+
+// rawServer is keptServer on a rawsock listener, as the frontend serves.
+func rawServer(t testing.TB, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
+	t.Helper()
+	return keptServerOn(t, rawsock.Listener, handler)
+}
+
+// keptModes are the listeners the kept path is tested on: a plain one and
+// rawsock's (as the frontend serves).
+var keptModes = []struct {
+	name string
+	wrap func(net.Listener) net.Listener
+}{{"plain", nil}, {"rawsock", rawsock.Listener}}
+
+// keptServerOn serves handler over loopback with ConnContext on a
+// listener wrapped by wrap (when not nil).
+func keptServerOn(t testing.TB, wrap func(net.Listener) net.Listener, handler http.HandlerFunc) (url string, accepted *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	accepted = new(atomic.Int64)
 	hs := &http.Server{Handler: handler, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -149,10 +174,16 @@ func keptServer(t *testing.T, handler http.HandlerFunc) (url string, accepted *a
 // next request reuses the connection, and with it the connection's one
 // keptSSE, whose head is corked again for each request.
 func TestKeptConnection(t *testing.T) {
+	for _, m := range keptModes {
+		t.Run(m.name, func(t *testing.T) { testKeptConnection(t, m.wrap) })
+	}
+}
+
+func testKeptConnection(t *testing.T, wrap func(net.Listener) net.Listener) {
 	events := []string{"data: one\n\n", "data: two\n\n", "data: [DONE]\n\n"}
 	var mu sync.Mutex
 	var conns []Conn
-	url, accepted := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+	url, accepted := keptServerOn(t, wrap, func(w http.ResponseWriter, r *http.Request) {
 		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
@@ -205,6 +236,10 @@ func TestKeptConnection(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Close {
 			t.Fatalf("request %d: Content-Type %q, Close %v", i, ct, resp.Close)
 		}
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err != nil || time.Since(d).Abs() > 5*time.Second ||
+			len(resp.Header.Values("Date")) != 1 {
+			t.Fatalf("request %d: Date %q (%v)", i, resp.Header.Values("Date"), err)
+		}
 		if i > 0 && !reused {
 			t.Fatalf("request %d: connection not reused", i)
 		}
@@ -224,9 +259,15 @@ func TestKeptConnection(t *testing.T) {
 // TestKeptClientGone: a client that goes away mid-stream on the kept path
 // is reported through Gone.
 func TestKeptClientGone(t *testing.T) {
+	for _, m := range keptModes {
+		t.Run(m.name, func(t *testing.T) { testKeptClientGone(t, m.wrap) })
+	}
+}
+
+func testKeptClientGone(t *testing.T, wrap func(net.Listener) net.Listener) {
 	gone := make(chan struct{})
 	sent := make(chan struct{})
-	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+	url, _ := keptServerOn(t, wrap, func(w http.ResponseWriter, r *http.Request) {
 		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)
@@ -336,9 +377,15 @@ func TestHijackedClientGone(t *testing.T) {
 // the client while the handler still runs, and then both arrive. Earlier
 // chunks go out at once.
 func TestKeptEndLeavesWithTerminator(t *testing.T) {
+	for _, m := range keptModes {
+		t.Run(m.name, func(t *testing.T) { testKeptEndLeavesWithTerminator(t, m.wrap) })
+	}
+}
+
+func testKeptEndLeavesWithTerminator(t *testing.T, wrap func(net.Listener) net.Listener) {
 	wrote := make(chan struct{})
 	checked := make(chan struct{})
-	url, _ := keptServer(t, func(w http.ResponseWriter, r *http.Request) {
+	url, _ := keptServerOn(t, wrap, func(w http.ResponseWriter, r *http.Request) {
 		c, err := Start(w, r, 0)
 		if err != nil {
 			t.Error(err)

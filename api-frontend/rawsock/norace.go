@@ -1,0 +1,6 @@
+//go:build !race
+
+package rawsock
+
+// raceEnabled: see race.go.
+const raceEnabled = false
