@@ -10,11 +10,15 @@ import "github.com/sluice-llm/sluice/kernels"
 // times one broadcast weight per weight row, six weight rows per call.
 //
 //	for each range of up to halfPanelRange weight rows:
-//	  for each halfPanelKc-value chunk of K:
-//	    pack the chunk of every activation row into k-major panels of 16 rows
-//	    for each block of halfPanelNb weight rows:
-//	      widen the block's chunk to float32 (halfToF32*)
-//	      for each panel, for each 6 weight rows: halfPanel, added to acc
+//	  two panels or more (n > 16):
+//	    for each halfPanelKc-value chunk of K:
+//	      pack the chunk of every activation row into k-major panels of 16 rows
+//	      for each block of halfPanelNb weight rows:
+//	        widen the block's chunk to float32 (halfToF32*)
+//	        for each 6 weight rows, for each panel: halfPanel, added to acc
+//	  one panel (n ≤ 16): pack all of K once, then
+//	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
+//	    which widens as it goes (each weight is used by one panel only)
 //
 // Each output sums its products in one lane, one fused multiply-add after
 // another, into two accumulators: the even chunks of K into one and the
@@ -59,8 +63,8 @@ func (t *qmatTask) prepareHalf(workers int) {
 	}
 }
 
-// grow returns s[:n], reallocated only when its capacity is short.
-func grow(s []float32, n int) []float32 {
+// halfGrow returns s[:n], reallocated only when its capacity is short.
+func halfGrow(s []float32, n int) []float32 {
 	if cap(s) < n {
 		return make([]float32, n)
 	}
@@ -85,14 +89,14 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	n := t.n
 	G := (n + 15) / 16 // panels of 16 activation rows
 	R := hi - lo
-	s.acc = grow(s.acc, 2*G*R*16)
+	s.acc = halfGrow(s.acc, 2*G*R*16)
 	clear(s.acc)
 	set := G * R * 16
 	if G == 1 {
 		// one panel: all of K packed at once (16·K floats), then each
 		// group of weight rows runs through K, so that its rows stream
 		// from memory one after another
-		s.xp = grow(s.xp, 16*K8)
+		s.xp = halfGrow(s.xp, 16*K8)
 		for kb := 0; kb < K8; kb += halfPanelKc {
 			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
 		}
@@ -111,8 +115,8 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	// for all of them (halfPanelAVX2 on wf gives the sums of
 	// halfPanelWidenAVX2 bit for bit)
 	if G > 1 {
-		s.xp = grow(s.xp, G*16*halfPanelKc)
-		s.wf = grow(s.wf, halfPanelNb*halfPanelKc)
+		s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		s.wf = halfGrow(s.wf, halfPanelNb*halfPanelKc)
 	}
 	for kb, ci := 0, 0; G > 1 && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 		kn := min(halfPanelKc, K8-kb)
