@@ -54,6 +54,9 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 		t.xv = make([]kernels.Host, b.pool.n)
 		t.ov = make([]kernels.Host, b.pool.n)
 	}
+	for i := range t.sub {
+		t.sub[i].prepareHalf(b.pool.n)
+	}
 	if !b.expertKernels(w0) {
 		// F32 (and float Q8_0 and MXFP4) experts: one MatMul per group,
 		// on views held by the task (no allocation)

@@ -37,15 +37,16 @@ func TestHalfMatMul(t *testing.T) {
 
 // TestHalfPartition checks that an output does not depend on which range
 // of weight rows a thread was given (so on the tile shape that computed
-// it): MatMulExperts and MatMul split the same rows differently and must
-// agree bit for bit.
+// it), on the register tiles and on the panel path (halfpanel.go):
+// MatMulExperts and MatMul split the same rows differently and must agree
+// bit for bit.
 func TestHalfPartition(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(17, 41))
 	for _, dt := range halfTypes {
-		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {13, 37, 1100}, {2, 64, 2048}} {
+		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {13, 37, 1100}, {2, 64, 2048}, {16, 50, 600}, {40, 101, 1100}} {
 			t.Run(fmt.Sprintf("%v/n%d/%dx%d", dt, c.n, c.out, c.in), func(t *testing.T) {
 				data := randBlocks(r, dt, c.out, c.in)
 				sanitizeHalves(dt, data)
@@ -57,6 +58,7 @@ func TestHalfPartition(t *testing.T) {
 				run := func(cuts ...int) []float32 {
 					out := &kernels.Host{R: c.n, C: c.out, F: make([]float32, c.n*c.out)}
 					q := &qmatTask{k: kern{avx2: true}, out: out, x: x, w: w, n: c.n}
+					q.prepareHalf(1)
 					lo := 0
 					for _, hi := range append(cuts, c.out) {
 						q.run(lo, hi, 0)

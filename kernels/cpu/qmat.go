@@ -417,9 +417,10 @@ type qmatTask struct {
 	out, x, w *kernels.Host
 	n         int
 	act       actQ
+	hp        []halfScratch // per worker, for the F16/BF16 panel path (prepareHalf)
 }
 
-func (t *qmatTask) run(lo, hi, _ int) {
+func (t *qmatTask) run(lo, hi, wk int) {
 	w, x, out := t.w, t.x, t.out
 	K := w.C
 	rb := w.DT.RowBytes(K)
@@ -431,6 +432,10 @@ func (t *qmatTask) run(lo, hi, _ int) {
 		return
 	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 2 && t.k.avx2 && K >= 8 {
+		if usePanels(w.DT, t.n) && wk < len(t.hp) {
+			t.halfPanels(lo, hi, &t.hp[wk])
+			return
+		}
 		t.halfBatch(lo, hi)
 		return
 	}
@@ -461,6 +466,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Corr()
 	}
+	t.prepareHalf(b.pool.n)
 	if n*w.R*w.C < 1<<15 {
 		t.run(0, w.R, 0)
 	} else {

@@ -49,7 +49,8 @@ func Files() map[string]string {
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
 		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls(),
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls(),
-		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls()}
+		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
+		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls()}
 }
 
 type asm struct{ b strings.Builder }

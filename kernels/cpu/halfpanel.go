@@ -1,0 +1,195 @@
+package cpu
+
+import "github.com/sluice-llm/sluice/kernels"
+
+// Batches of at least halfPanelMinRows activation rows on BF16 weights
+// (usePanels; the kernels take F16 too): the weights are widened to float32 once per call and chunk of
+// K, not once per group of activation rows as in the register tiles of
+// half.go, and the products run on halfPanel kernels (halfpanel_amd64.s):
+// 16 activation rows in the lanes of two ymm, stored k-major in a panel,
+// times one broadcast weight per weight row, six weight rows per call.
+//
+//	for each range of up to halfPanelRange weight rows:
+//	  two panels or more (n > 16):
+//	    for each halfPanelKc-value chunk of K:
+//	      pack the chunk of every activation row into k-major panels of 16 rows
+//	      for each block of halfPanelNb weight rows:
+//	        widen the block's chunk to float32 (halfToF32*)
+//	        for each 6 weight rows, for each panel: halfPanel, added to acc
+//	  one panel (n ≤ 16): pack all of K once, then
+//	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
+//	    which widens as it goes (each weight is used by one panel only)
+//
+// Each output sums its products in one lane, one fused multiply-add after
+// another, into two accumulators: the even chunks of K into one and the
+// odd ones into the other (so a sum is at most about K/2 additions deep,
+// as deep as the plain path's two accumulators), added at the end. The
+// order depends neither on the weight row's place in a tile nor on the
+// range a thread was given, so results do not depend on the partition.
+
+// The panel path's batch threshold and cache blocking.
+const (
+	halfPanelMinRows = 8   // fewer activation rows run on the register tiles of half.go
+	halfPanelKc      = 256 // values of K per chunk: a panel's chunk (16 KiB) stays in L1
+	halfPanelNb      = 48  // weight rows widened per block (48 KiB of float32 at halfPanelKc)
+	halfPanelRange   = 384 // weight rows whose accumulators are held at once
+	halfPanelMaxW    = 6   // the widest halfPanel kernel (weight rows per call)
+)
+
+// usePanels reports whether a batch of n rows on weights of type dt (F16
+// or BF16) runs on the panel path: BF16 batches of halfPanelMinRows rows
+// or more. Widening BF16 takes two vector ALU operations (zero-extend,
+// shift) per 8 weights, which the register tiles repeat for every group
+// of 4 activation rows; F16's single VCVTPH2PS cost the tiles too little
+// for the panel path to gain (docs/bench/f16-bf16.md, "Panel path").
+func usePanels(dt kernels.DType, n int) bool {
+	return dt == kernels.BF16 && n >= halfPanelMinRows
+}
+
+// halfScratch is one worker's buffers for the panel path, grown on first
+// use and reused (no allocation per call once grown).
+type halfScratch struct {
+	xp  []float32                  // one chunk of the activation rows, k-major panels of 16 rows
+	wf  []float32                  // one block of weight rows widened, halfPanelKc floats each
+	buf [8 * halfPanelMaxW]float32 // one group of widened weights (halfPanelWidenAVX2)
+	acc []float32                  // two sets (even, odd chunks) of panel×row×16 accumulators
+}
+
+// prepareHalf makes sure t has a halfScratch for each of workers workers
+// (called before a parallel op; the buffers grow inside the workers).
+func (t *qmatTask) prepareHalf(workers int) {
+	if len(t.hp) < workers {
+		t.hp = append(t.hp, make([]halfScratch, workers-len(t.hp))...)
+	}
+}
+
+// halfGrow returns s[:n], reallocated only when its capacity is short.
+func halfGrow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// halfPanels computes weight rows [lo, hi) of an F16/BF16 MatMul against
+// all t.n activation rows (t.n ≥ halfPanelMinRows) on the panel kernels.
+func (t *qmatTask) halfPanels(lo, hi int, s *halfScratch) {
+	for r := lo; r < hi; r += halfPanelRange {
+		t.halfPanelRows(r, min(r+halfPanelRange, hi), s)
+	}
+}
+
+// halfPanelRows is halfPanels on at most halfPanelRange weight rows.
+func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
+	w, x, out := t.w, t.x, t.out
+	K := w.C
+	K8 := K &^ 7
+	rb := w.DT.RowBytes(K)
+	bf := w.DT == kernels.BF16
+	n := t.n
+	G := (n + 15) / 16 // panels of 16 activation rows
+	R := hi - lo
+	s.acc = halfGrow(s.acc, 2*G*R*16)
+	clear(s.acc)
+	set := G * R * 16
+	if G == 1 {
+		// one panel: all of K packed at once (16·K floats), then each
+		// group of weight rows runs through K, so that its rows stream
+		// from memory one after another
+		s.xp = halfGrow(s.xp, 16*K8)
+		for kb := 0; kb < K8; kb += halfPanelKc {
+			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
+		}
+		for o := lo; o < hi; {
+			W := min(halfPanelMaxW, hi-o)
+			_ = w.Q[(o+W-1)*rb+2*K8-1]
+			for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
+				kn := min(halfPanelKc, K8-kb)
+				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
+				halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+			}
+			o += W
+		}
+	}
+	// two panels or more: a block of weight rows is widened once into wf
+	// for all of them (halfPanelAVX2 on wf gives the sums of
+	// halfPanelWidenAVX2 bit for bit)
+	if G > 1 {
+		s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		s.wf = halfGrow(s.wf, halfPanelNb*halfPanelKc)
+	}
+	for kb, ci := 0, 0; G > 1 && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
+		kn := min(halfPanelKc, K8-kb)
+		packRowPanels(s.xp, x.F, x.C, n, kb, kn)
+		acc := s.acc[(ci&1)*set : (ci&1)*set+set]
+		for ob := lo; ob < hi; ob += halfPanelNb {
+			oe := min(ob+halfPanelNb, hi)
+			for o := ob; o < oe; o++ {
+				src := w.Q[o*rb+2*kb : o*rb+2*(kb+kn)]
+				dst := s.wf[(o-ob)*kn : (o-ob+1)*kn]
+				if bf {
+					halfToF32BF16AVX2(&src[0], &dst[0], kn)
+				} else {
+					halfToF32F16AVX2(&src[0], &dst[0], kn)
+				}
+			}
+			for o := ob; o < oe; {
+				W := min(halfPanelMaxW, oe-o)
+				for g := 0; g < G; g++ {
+					a := acc[(g*R+o-lo)*16 : (g*R+o-lo+W)*16]
+					halfPanelAVX2(W, &s.xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
+				}
+				o += W
+			}
+		}
+	}
+	a0, a1 := s.acc[:set], s.acc[set:2*set]
+	for m := 0; m < n; m++ {
+		g, j := m/16, m%16
+		or := out.F[m*out.C+lo : m*out.C+hi]
+		base := g * R * 16
+		for i := range or {
+			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
+		}
+		if K8 < K {
+			xr := x.F[m*x.C+K8 : m*x.C+K]
+			for i := range or {
+				o := lo + i
+				or[i] += dotHalfGo(w.DT, w.Q[o*rb+2*K8:(o+1)*rb], xr)
+			}
+		}
+	}
+}
+
+// packRowPanels writes values [kb, kb+kn) (kn a multiple of 8) of the n
+// activation rows of x (xs floats apart) into xp as k-major panels of 16
+// rows: panel g holds, for each k < kn, rows 16g..16g+15 at
+// xp[(g·kn+k)·16 : …+16], rows past n as zeros. Whole groups of 8 rows
+// are transposed by packPanel8AVX2.
+func packRowPanels(xp, x []float32, xs, n, kb, kn int) {
+	G := (n + 15) / 16
+	for g := 0; g < G; g++ {
+		p := xp[g*16*kn : (g+1)*16*kn]
+		for h := 0; h < 16; h += 8 {
+			m0 := g*16 + h
+			if m0+8 <= n {
+				_ = x[(m0+7)*xs+kb+kn-1]
+				packPanel8AVX2(&x[m0*xs+kb], xs, kn, &p[h])
+				continue
+			}
+			for j := h; j < h+8; j++ {
+				m := g*16 + j
+				if m >= n {
+					for k := 0; k < kn; k++ {
+						p[k*16+j] = 0
+					}
+					continue
+				}
+				xr := x[m*xs+kb : m*xs+kb+kn]
+				for k, v := range xr {
+					p[k*16+j] = v
+				}
+			}
+		}
+	}
+}
