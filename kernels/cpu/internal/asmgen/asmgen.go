@@ -44,6 +44,7 @@ func Files() map[string]string {
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
 		"qtile2x_amd64.s":  qtile2x(),
+		"qtilek_amd64.s":   qtilekFile(),
 		"f16round_amd64.s": f16round(),
 		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func dotQ4Kx8PAVX2(w *byte, xq *int8, xs int, xd8 *float32, bp *int16, nb int, out *[8]float32) {
+	panic("unreachable")
+}
