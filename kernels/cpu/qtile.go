@@ -65,6 +65,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	}
 	var acc [4]float32
 	var acc8 [8]float32
+	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
 	for ob := lo; ob < hi; ob += rows {
 		oe := min(ob+rows, hi)
 		for m := 0; m < n8 && pair; m += 8 {
@@ -86,8 +87,10 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				}
 			}
 		}
-		for m := 0; m < n8 && !pair; m += 8 {
-			t.rows8(ob, oe, m)
+		if n8 > 0 && !pair && !(w.DT == kernels.Q4_K && t.rows8K(ob, oe, n8, &ksc)) {
+			for m := 0; m < n8; m += 8 {
+				t.rows8(ob, oe, m)
+			}
 		}
 		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {

@@ -9,10 +9,11 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestTile8P checks that the Q4_K ×8 tile on precomputed 32-value sums
-// (dotQ4Kx8PAVX2) equals the ×8 tile that forms them itself
-// (dotQ4Kx8AVX2) bit for bit: called directly on every weight row and group
-// of 8 rows, and through MatMul (1 and 2 threads; batches 8–71, so groups
+// TestTile8P checks that the Q4_K ×8 tiles on precomputed 32-value sums
+// (dotQ4Kx8PAVX2, and dotQ4Kx8SAVX2 on scales unpacked by q4kScalesAVX2)
+// equal the ×8 tile that forms them itself (dotQ4Kx8AVX2) bit for bit:
+// called directly on every weight row and group of 8 rows, and through
+// MatMul (rows8K, or rows8 where a row's scales do not fit its buffer) (1 and 2 threads; batches 8–71, so groups
 // of 8 with ×4 and one-row leftovers; reductions of 1–3 and 8–32
 // super-blocks; weight-row counts that are not multiples of any block;
 // above qTileMinRows and below). Saturated blocks (every nibble, scale and
@@ -29,6 +30,7 @@ func TestTile8P(t *testing.T) {
 		{8, 1, 1, 1, false}, {8, 7, 2, 1, false}, {9, 5, 3, 2, false}, {16, 6, 8, 2, false}, {17, 9, 2, 2, false},
 		{23, 33, 1, 2, false}, {32, 30, 8, 2, false}, {40, 5, 32, 1, false}, {71, 130, 8, 2, false}, {128, 67, 3, 2, false},
 		{8, 4, 2, 1, true}, {16, 5, 8, 2, true}, {33, 6, 16, 2, true},
+		{8, 2, 120, 1, false}, // one row's scales beyond rows8K's buffer: rows8
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%v", c.n, c.out, c.kb*256, c.threads, c.saturated), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+7)))
@@ -51,7 +53,8 @@ func TestTile8P(t *testing.T) {
 	}
 }
 
-// check8P checks dotQ4Kx8PAVX2 against dotQ4Kx8AVX2 bit for bit on a Q4_K
+// check8P checks dotQ4Kx8PAVX2 and dotQ4Kx8SAVX2 against dotQ4Kx8AVX2 bit
+// for bit (and q4kScalesAVX2 for writes past its rows) on a Q4_K
 // weight of out×in (data) and n activation rows x, directly and through
 // MatMul on threads threads.
 func check8P(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
@@ -68,15 +71,29 @@ func check8P(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 		t.Fatalf("pairs8 made %d sums, want %d", len(a.bp), n8/8*nb*64)
 	}
 	ref := make([]float32, n8*out)
-	var want, got [8]float32
+	var want, got, gotS [8]float32
+	sc := make([]byte, out*nb*64+64)
+	for i := out * nb * 64; i < len(sc); i++ {
+		sc[i] = 0xa5
+	}
+	q4kScalesAVX2(&data[0], rb, out, nb, &sc[0])
+	for i := out * nb * 64; i < len(sc); i++ {
+		if sc[i] != 0xa5 {
+			t.Fatalf("q4kScalesAVX2 wrote past %d rows × %d super-blocks", out, nb)
+		}
+	}
 	for m := 0; m < n8; m += 8 {
 		xd8 := a.d8[(m/8)*nb*16:]
 		for o := 0; o < out; o++ {
 			dotQ4Kx8AVX2(&data[o*rb], &a.q[m*in], in, &xd8[0], &a.bs[m*in/16], in/16, nb, &want)
 			dotQ4Kx8PAVX2(&data[o*rb], &a.q[m*in], in, &xd8[0], &a.bp8(m, nb)[0], nb, &got)
+			dotQ4Kx8SAVX2(&data[o*rb], &a.q[m*in], in, &xd8[0], &a.bp8(m, nb)[0], &sc[o*nb*64], nb, &gotS)
 			for r := range got {
 				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
 					t.Fatalf("weight row %d, activation row %d: %v, dotQ4Kx8AVX2 %v", o, m+r, got[r], want[r])
+				}
+				if math.Float32bits(gotS[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("S: weight row %d, activation row %d: %v, dotQ4Kx8AVX2 %v", o, m+r, gotS[r], want[r])
 				}
 				ref[(m+r)*out+o] = want[r]
 			}
@@ -151,7 +168,8 @@ func TestPairs8(t *testing.T) {
 	}
 }
 
-// FuzzTile8P checks dotQ4Kx8PAVX2 against dotQ4Kx8AVX2 bit for bit on
+// FuzzTile8P checks dotQ4Kx8PAVX2 and dotQ4Kx8SAVX2 (and MatMul) against
+// dotQ4Kx8AVX2 bit for bit on
 // weight blocks made from the fuzzer's bytes (scales, mins and d
 // included), batches of 8 to 71 rows and reductions of 1 to 20
 // super-blocks.
