@@ -28,6 +28,9 @@ const (
 	// the code around it) were 20–40 % slower at 16 rows than blocks of 8
 	// with rows8's one setup per block (docs/bench/batch-tiles.md).
 	qTileFewRows = 8
+	// qTileL2 is the L2 budget in bytes of the int8 activation rows that
+	// the blocks of weight rows meet in turn (half of a 512 KiB L2).
+	qTileL2 = 256 << 10
 )
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
@@ -55,13 +58,24 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	n4 := n8 + (t.n-n8)&^3
 	var acc [4]float32
 	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
-	for ob := lo; ob < hi; ob += rows {
-		oe := min(ob+rows, hi)
-		if n8 > 0 && !(w.DT == kernels.Q4_K && t.rows8K(ob, oe, n8, &ksc)) {
-			for m := 0; m < n8; m += 8 {
-				t.rows8(ob, oe, m)
+	// the groups of 8 rows in spans whose int8 activations fit L2, each
+	// span meeting every block of weight rows: a block reads its span's
+	// activations from L2, not from L3 (8192-value reductions at 128 rows
+	// are 1 MiB of them)
+	span := max(8, qTileL2/K&^7)
+	for m0 := 0; m0 < n8; m0 += span {
+		m1 := min(m0+span, n8)
+		for ob := lo; ob < hi; ob += rows {
+			oe := min(ob+rows, hi)
+			if !(w.DT == kernels.Q4_K && t.rows8K(ob, oe, m0, m1, &ksc)) {
+				for m := m0; m < m1; m += 8 {
+					t.rows8(ob, oe, m)
+				}
 			}
 		}
+	}
+	for ob := lo; ob < hi; ob += rows {
+		oe := min(ob+rows, hi)
 		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {
 				t.tile4(o, m, 0, K, &acc)

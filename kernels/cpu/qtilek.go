@@ -64,16 +64,16 @@ func (a *actQ) bp8(m, nb int) []int16 {
 const kScaleBytes = (qTileL1/144 + 1) * 64
 
 // rows8K sets the products of Q4_K weight rows [ob, oe) with the activation
-// rows' groups of 8 in [0, n8) with dotQ4Kx8SAVX2: the block's scales,
+// rows' groups of 8 in [m0, m1) with dotQ4Kx8SAVX2: the block's scales,
 // mins, d and dmin unpacked once (q4kScalesAVX2) into sc for all the
 // groups, where dotQ4Kx8AVX2 unpacked them per weight row and group. It
 // reports false, doing nothing, where the block's scales do not fit sc or
 // the activations have no precomputed 32-value sums.
-func (t *qmatTask) rows8K(ob, oe, n8 int, sc *[kScaleBytes]byte) bool {
+func (t *qmatTask) rows8K(ob, oe, m0, m1 int, sc *[kScaleBytes]byte) bool {
 	w, a, out := t.w, &t.act, t.out
 	K := w.C
 	nb := K / 256
-	if (oe-ob)*nb*64 > len(sc) || a.bp8(n8-8, nb) == nil {
+	if (oe-ob)*nb*64 > len(sc) || a.bp8(m1-8, nb) == nil {
 		return false
 	}
 	rb := w.DT.RowBytes(K)
@@ -81,7 +81,7 @@ func (t *qmatTask) rows8K(ob, oe, n8 int, sc *[kScaleBytes]byte) bool {
 	q4kScalesAVX2(&wq[0], rb, oe-ob, nb, &sc[0])
 	var acc [8]float32
 	var o8 [8][]float32
-	for m := 0; m < n8; m += 8 {
+	for m := m0; m < m1; m += 8 {
 		xq := a.q[m*K : (m+8)*K]
 		xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
 		bp := a.bp8(m, nb)

@@ -31,6 +31,7 @@ func TestTile8P(t *testing.T) {
 		{23, 33, 1, 2, false}, {32, 30, 8, 2, false}, {40, 5, 32, 1, false}, {71, 130, 8, 2, false}, {128, 67, 3, 2, false},
 		{8, 4, 2, 1, true}, {16, 5, 8, 2, true}, {33, 6, 16, 2, true},
 		{8, 2, 120, 1, false}, // one row's scales beyond rows8K's buffer: rows8
+		{29, 5, 64, 2, false}, // 16 rows per L2 span (qTileL2): 2 spans and a ×4 group
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%v", c.n, c.out, c.kb*256, c.threads, c.saturated), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+7)))
