@@ -61,13 +61,15 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
 	// span meeting every block of weight rows: a block reads its span's
 	// activations from L2, not from L3 (8192-value reductions at 128 rows
-	// are 1 MiB of them)
+	// are 1 MiB of them). Q4_K blocks unpack their scales once for all
+	// the groups (rows8K) from qTileMinRows rows; below, with 1–3 groups,
+	// unpacking first was slower (docs/bench/batch-tiles.md).
 	span := max(8, qTileL2/K&^7)
 	for m0 := 0; m0 < n8; m0 += span {
 		m1 := min(m0+span, n8)
 		for ob := lo; ob < hi; ob += rows {
 			oe := min(ob+rows, hi)
-			if !(w.DT == kernels.Q4_K && t.rows8K(ob, oe, m0, m1, &ksc)) {
+			if !(w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc)) {
 				for m := m0; m < m1; m += 8 {
 					t.rows8(ob, oe, m)
 				}

@@ -13,7 +13,8 @@ import (
 // (dotQ4Kx8PAVX2, and dotQ4Kx8SAVX2 on scales unpacked by q4kScalesAVX2)
 // equal the ×8 tile that forms them itself (dotQ4Kx8AVX2) bit for bit:
 // called directly on every weight row and group of 8 rows, and through
-// MatMul (rows8K, or rows8 where a row's scales do not fit its buffer) (1 and 2 threads; batches 8–71, so groups
+// MatMul (rows8K from qTileMinRows rows, rows8 below that or where a row's
+// scales do not fit its buffer) (1 and 2 threads; batches 8–71, so groups
 // of 8 with ×4 and one-row leftovers; reductions of 1–3 and 8–32
 // super-blocks; weight-row counts that are not multiples of any block;
 // above qTileMinRows and below). Saturated blocks (every nibble, scale and
