@@ -67,6 +67,7 @@ type actQ struct {
 	d   []float32
 	bs  []int16
 	d8  []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
+	bp  []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
 	blk int       // values per scale: 32 or 256
 	k   int       // values per row
 	n   int       // rows

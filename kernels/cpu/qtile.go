@@ -28,20 +28,18 @@ const (
 	// the code around it) were 20–40 % slower at 16 rows than blocks of 8
 	// with rows8's one setup per block (docs/bench/batch-tiles.md).
 	qTileFewRows = 8
-	// qPairMinK is the reduction length from which Q4_K weight rows take
-	// the 2×4 tiles (qtile2x.go) instead of the ×8 tile, in batches of
-	// qTileMinRows rows or more: from where 8 activation rows of int8
-	// (8·K bytes) fill the 32 KiB L1, so that halving their reads pays for
-	// the 2×4 tile's extra instructions (measured: 2048×8192 at 128 rows
-	// +10 %; 2048-value reductions and 16 rows lose).
-	qPairMinK = 4096
+	// qTileL2 is the L2 budget in bytes of the int8 activation rows that
+	// the blocks of weight rows meet in turn (half of a 512 KiB L2).
+	qTileL2 = 256 << 10
 )
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
-// (qtile8.go; for Q4_K the 2×4 tiles of qtile2x.go, pairs of weight rows
-// against each half of a group of 8 rows) and the ×4 tiles in blocks of
-// weight rows, the activation rows left over (t.n mod 4) one by one.
+// (qtile8.go; for Q4_K those of qtilek.go, on scales unpacked once per
+// block of weight rows) and the ×4 tiles in blocks of weight rows, the
+// activation rows left over (t.n mod 4) one by one. (The 2×4 Q4_K tile,
+// which the 8192-value reductions took at 32 rows or more, lost to
+// qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
@@ -58,37 +56,28 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		n8 = t.n &^ 7
 	}
 	n4 := n8 + (t.n-n8)&^3
-	pair := n8 > 0 && has2x4(w.DT) && K >= qPairMinK && t.n >= qTileMinRows
-	if pair {
-		// weight rows in pairs (qtile2x.go): blocks of an even count
-		rows = max(2, rows&^1)
-	}
 	var acc [4]float32
-	var acc8 [8]float32
-	for ob := lo; ob < hi; ob += rows {
-		oe := min(ob+rows, hi)
-		for m := 0; m < n8 && pair; m += 8 {
-			for h := 0; h < 8; h += 4 {
-				o := ob
-				for ; o+1 < oe; o += 2 {
-					t.tile2x4(o, m, h, &acc8)
-					for r := 0; r < 4; r++ {
-						out.F[(m+h+r)*out.C+o] = acc8[r]
-						out.F[(m+h+r)*out.C+o+1] = acc8[4+r]
-					}
-				}
-				if o < oe && h == 0 {
-					// an odd last weight row: the ×8 tile, bit-equal
-					t.tile8(o, m, &acc8)
-					for r := 0; r < 8; r++ {
-						out.F[(m+r)*out.C+o] = acc8[r]
-					}
+	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
+	// the groups of 8 rows in spans whose int8 activations fit L2, each
+	// span meeting every block of weight rows: a block reads its span's
+	// activations from L2, not from L3 (8192-value reductions at 128 rows
+	// are 1 MiB of them). Q4_K blocks unpack their scales once for all
+	// the groups (rows8K) from qTileMinRows rows; below, with 1–3 groups,
+	// unpacking first was slower (docs/bench/batch-tiles.md).
+	span := max(8, qTileL2/K&^7)
+	for m0 := 0; m0 < n8; m0 += span {
+		m1 := min(m0+span, n8)
+		for ob := lo; ob < hi; ob += rows {
+			oe := min(ob+rows, hi)
+			if !(w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc)) {
+				for m := m0; m < m1; m += 8 {
+					t.rows8(ob, oe, m)
 				}
 			}
 		}
-		for m := 0; m < n8 && !pair; m += 8 {
-			t.rows8(ob, oe, m)
-		}
+	}
+	for ob := lo; ob < hi; ob += rows {
+		oe := min(ob+rows, hi)
 		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {
 				t.tile4(o, m, 0, K, &acc)

@@ -49,6 +49,7 @@ func (a *actQ) scales8() {
 			}
 		}
 	}
+	a.pairs8()
 }
 
 // tile8 sets acc to the products of weight row o with activation rows
@@ -73,6 +74,10 @@ func (t *qmatTask) tile8(o, m int, acc *[8]float32) {
 	bs := a.bs[m*K/16 : (m+8)*K/16]
 	switch w.DT {
 	case kernels.Q4_K:
+		if bp := a.bp8(m, nb); bp != nil {
+			dotQ4Kx8PAVX2(&wr[0], &xq[0], K, &xd8[0], &bp[0], nb, acc)
+			return
+		}
 		dotQ4Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	case kernels.Q5_K:
 		dotQ5Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
@@ -101,6 +106,7 @@ func (t *qmatTask) rows8(ob, oe, m int) {
 	if w.DT != kernels.Q8_0 && w.DT != kernels.Q4_0 {
 		bs = a.bs[m*K/16 : (m+8)*K/16]
 	}
+	bp := a.bp8(m, nb)
 	for i := range oe - ob {
 		wr := &wq[i*rb]
 		switch w.DT {
@@ -109,7 +115,11 @@ func (t *qmatTask) rows8(ob, oe, m int) {
 		case kernels.Q4_0:
 			dotQ4_0x8AVX2(wr, &xq[0], K, &xd8[0], nb, &acc)
 		case kernels.Q4_K:
-			dotQ4Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+			if bp != nil {
+				dotQ4Kx8PAVX2(wr, &xq[0], K, &xd8[0], &bp[0], nb, &acc)
+			} else {
+				dotQ4Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+			}
 		case kernels.Q5_K:
 			dotQ5Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
 		default:

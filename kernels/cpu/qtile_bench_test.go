@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkTileL1 times one ×4 tile call (and, named x8, one ×8 tile
-// call; x2x4, one 2×4 tile call on two weight rows and 4 activation rows)
+// call)
 // on one weight row of 2048 values and 4 (8) activation rows, all in L1,
 // on one thread: the kernel's arithmetic alone. GMAC/cpu-s counts multiply-adds per CPU-second.
 func BenchmarkTileL1(b *testing.B) {
@@ -56,29 +56,6 @@ func BenchmarkTileL1(b *testing.B) {
 			c0 := processCPU()
 			for i := 0; i < b.N; i++ {
 				t.tile8(0, 0, &acc)
-			}
-			if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
-				b.ReportMetric(8*K*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
-			}
-		})
-		if !has2x4(dt) {
-			continue
-		}
-		b.Run(dt.String()+"x2x4", func(b *testing.B) {
-			data := randBlocks(r, dt, 2, K)
-			w, err := kernels.NewHostWeight(dt, 2, K, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			x := &kernels.Host{R: 8, C: K, F: randF(r, 8*K)}
-			t := &qmatTask{k: kern{avx2: true}, out: &kernels.Host{R: 8, C: 2, F: make([]float32, 16)}, x: x, w: w, n: 8}
-			_, blk := quantized(dt)
-			t.act.quantize(t.k, x.F, K, 8, K, blk)
-			var acc [8]float32
-			b.ResetTimer()
-			c0 := processCPU()
-			for i := 0; i < b.N; i++ {
-				t.tile2x4(0, 0, 0, &acc)
 			}
 			if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
 				b.ReportMetric(8*K*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")

@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func dotQ4Kx8PAVX2(w *byte, xq *int8, xs int, xd8 *float32, bp *int16, nb int, out *[8]float32) {
+	panic("unreachable")
+}
+
+func q4kScalesAVX2(w *byte, rb int, rows int, nb int, sc *byte) {
+	panic("unreachable")
+}
+
+func dotQ4Kx8SAVX2(w *byte, xq *int8, xs int, xd8 *float32, bp *int16, sc *byte, nb int, out *[8]float32) {
+	panic("unreachable")
+}
