@@ -11,7 +11,10 @@ import "github.com/sluice-llm/sluice/kernels"
 // (the stored-format kernels of qmat.go: batch-1 row loops for a group of
 // one row, 4-row tiles above). The activations of the whole call are
 // quantized once, and not again when the next call has the same input
-// (gate and up).
+// (gate and up). MXFP4 scale tables (mxfp4.go) are made for every row when
+// no group has more than mxTabRows rows, so that each group runs the
+// kernels a MatMul of its rows alone would (the results are the same bit
+// for bit either way).
 
 // expertsTask is one MatMulExperts call.
 type expertsTask struct {
@@ -37,11 +40,13 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	t := &b.ex
 	t.w, t.start = t.w[:0], t.start[:0]
 	var w0 *kernels.Host
+	maxRows := 0 // the largest group's rows
 	for g, wt := range w {
 		if start[g+1] > start[g] {
 			w0 = wt.(*kernels.Host)
 			t.w = append(t.w, w0)
 			t.start = append(t.start, start[g])
+			maxRows = max(maxRows, int(start[g+1]-start[g]))
 		}
 	}
 	if w0 == nil {
@@ -73,6 +78,12 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	t.act.c16 = t.act.c16[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Corr()
+		if !t.act.mxsOK && maxRows <= mxTabRows {
+			// every group is small enough for the table tiles (as a
+			// MatMul of its rows alone would be): tables for all rows,
+			// each group's used by its rows only
+			t.act.mxfp4Scales()
+		}
 	}
 	total := len(t.w) * t.rows
 	if n*t.rows*w0.C < 1<<15 {
