@@ -64,10 +64,11 @@ const moeFusedTokens = 16
 // grouped by expert, for slots = min(maxTokens, moeFusedTokens) · topK.
 type moeFused struct {
 	mm             kernels.ExpertMatMuler
-	x, g, u, y     *kernels.Host    // [slots × dim], [slots × hidden] ×2, [slots × dim]
-	gv, uv, yv     kernels.Host     // one group's rows of g, u, y
-	start          []int32          // [experts + 1] group starts
-	wg, wu, wd     []kernels.Tensor // [experts] this step's weights per group
+	pair           kernels.ExpertPairMatMuler // nil if the backend runs gate and up apart
+	x, g, u, y     *kernels.Host              // [slots × dim], [slots × hidden] ×2, [slots × dim]
+	gv, uv, yv     kernels.Host               // one group's rows of g, u, y
+	start          []int32                    // [experts + 1] group starts
+	wg, wu, wd     []kernels.Tensor           // [experts] this step's weights per group
 	tokens, hidden int
 }
 
@@ -104,8 +105,9 @@ func newMoEFused(be kernels.Backend, c *MoEConfig, tokens int) *moeFused {
 	if !ok {
 		return nil
 	}
+	pair, _ := be.(kernels.ExpertPairMatMuler)
 	return &moeFused{
-		mm: mm, x: x,
+		mm: mm, pair: pair, x: x,
 		g: be.Alloc(slots, c.Hidden).(*kernels.Host), u: be.Alloc(slots, c.Hidden).(*kernels.Host),
 		y:     be.Alloc(slots, c.Dim).(*kernels.Host),
 		start: make([]int32, c.Experts+1),
@@ -192,10 +194,11 @@ func (m *Model) moeFFN(s *Scratch, L *Layer, n int) {
 
 // moeFFNFused is moeFFN after routing for a step of at most
 // moeFused.tokens tokens: one Gather of every routed slot's row (grouped
-// by expert), one MatMulExperts for each of gate, up and down over all
-// active experts (each expert's weight read once, the experts' rows spread
-// over the workers in one parallel op: three dispatches a layer instead of
-// three per active expert), the biases and the activation on each group's
+// by expert), one op for gate and up together (MatMulExpertPair where the
+// backend has it, else one MatMulExperts each) and one MatMulExperts for
+// down, over all active experts (each expert's weight read once, the
+// experts' rows spread over the workers in one parallel op: two dispatches
+// a layer instead of three per active expert), the biases and the activation on each group's
 // rows, and one ScatterAdd. Each expert's rows get the same ops as in the
 // per-expert loop, and the ScatterAdd adds the slots in the same order.
 func (m *Model) moeFFNFused(s *Scratch, L *Layer, n int) {
@@ -219,8 +222,12 @@ func (m *Model) moeFFNFused(s *Scratch, L *Layer, n int) {
 		}
 	}
 	be.Gather(f.x, s.xb, rows)
-	f.mm.MatMulExperts(f.g, f.x, f.wg, f.start)
-	f.mm.MatMulExperts(f.u, f.x, f.wu, f.start)
+	if f.pair != nil {
+		f.pair.MatMulExpertPair(f.g, f.u, f.x, f.wg, f.wu, f.start)
+	} else {
+		f.mm.MatMulExperts(f.g, f.x, f.wg, f.start)
+		f.mm.MatMulExperts(f.u, f.x, f.wu, f.start)
+	}
 	for e := 0; e < c.Experts; e++ {
 		lo, hi := int(f.start[e]), int(f.start[e+1])
 		if hi == lo {

@@ -89,9 +89,10 @@ type Backend struct {
 }
 
 var (
-	_ kernels.Backend        = (*Backend)(nil)
-	_ kernels.ExpertOps      = (*Backend)(nil)
-	_ kernels.ExpertMatMuler = (*Backend)(nil)
+	_ kernels.Backend            = (*Backend)(nil)
+	_ kernels.ExpertOps          = (*Backend)(nil)
+	_ kernels.ExpertMatMuler     = (*Backend)(nil)
+	_ kernels.ExpertPairMatMuler = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
