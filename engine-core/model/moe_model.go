@@ -13,7 +13,11 @@ import (
 // on just the rows routed to it: Gather → MatMul gate/up → activation →
 // MatMul down → ScatterAdd into the residual stream, weighted by the
 // router. A step reads each active expert's weights once, whatever the
-// number of its tokens, and never an expert no token chose.
+// number of its tokens, and never an expert no token chose. Steps of up
+// to moeFusedTokens tokens (decode) on backends with MatMulExperts run all
+// active experts' projections as one op each (moeFFNFused: two parallel
+// ops a layer instead of three per active expert); larger steps run the
+// per-expert ops.
 //
 // KV cache: with NewKVCache every layer keeps K and V for every position
 // (2 · layers · kvDim values per token; gpt-oss-20b: 2 · 24 · 512 = 24,576
