@@ -17,6 +17,41 @@ type ExpertMatMuler interface {
 	MatMulExperts(out, x Tensor, w []Tensor, start []int32)
 }
 
+// ExpertPairMatMuler is implemented by backends that also run two
+// projections of the same routed rows (the experts' gate and up) as one
+// op (the CPU and reference backends implement it).
+type ExpertPairMatMuler interface {
+	// MatMulExpertPair sets outA as MatMulExperts(outA, x, wA, start)
+	// does and outB as MatMulExperts(outB, x, wB, start), the same values,
+	// in one op. wA[g] and wB[g] have rows for the same groups and all
+	// have one shape and encoding.
+	MatMulExpertPair(outA, outB, x Tensor, wA, wB []Tensor, start []int32)
+}
+
+// CheckExpertPair reports a MatMulExpertPair call that breaks the op's
+// contract: backends call it before running the op.
+func CheckExpertPair(outA, outB, x Tensor, wA, wB []Tensor, start []int32) error {
+	if len(wA) != len(wB) {
+		return fmt.Errorf("kernels: MatMulExpertPair: %d and %d experts", len(wA), len(wB))
+	}
+	if err := CheckExperts(outA, x, wA, start); err != nil {
+		return err
+	}
+	if err := CheckExperts(outB, x, wB, start); err != nil {
+		return err
+	}
+	for g := range wA {
+		if start[g+1] == start[g] {
+			continue
+		}
+		a, b := wA[g], wB[g]
+		if a.Rows() != b.Rows() || a.Cols() != b.Cols() || a.DType() != b.DType() {
+			return fmt.Errorf("kernels: MatMulExpertPair: expert %d is %d×%d %v and %d×%d %v", g, a.Rows(), a.Cols(), a.DType(), b.Rows(), b.Cols(), b.DType())
+		}
+	}
+	return nil
+}
+
 // CheckExperts reports a MatMulExperts call that breaks the op's contract:
 // backends call it before running the op.
 func CheckExperts(out, x Tensor, w []Tensor, start []int32) error {
@@ -71,3 +106,17 @@ func (r *Ref) MatMulExperts(out, x Tensor, w []Tensor, start []int32) {
 		}
 	}
 }
+
+// MatMulExpertPair implements ExpertPairMatMuler with two MatMulExperts.
+func (r *Ref) MatMulExpertPair(outA, outB, x Tensor, wA, wB []Tensor, start []int32) {
+	if err := CheckExpertPair(outA, outB, x, wA, wB, start); err != nil {
+		panic(err)
+	}
+	r.MatMulExperts(outA, x, wA, start)
+	r.MatMulExperts(outB, x, wB, start)
+}
+
+var (
+	_ ExpertMatMuler     = (*Ref)(nil)
+	_ ExpertPairMatMuler = (*Ref)(nil)
+)

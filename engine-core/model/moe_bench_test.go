@@ -17,8 +17,8 @@ import (
 // (colon-separated; e.g. `engine-core gen-model --shape gpt-oss-20b
 // --format gguf-mxfp4`) on the CPU backend and times one-sequence decode
 // steps of 1 and 16 sequences (the model's Forward, no runner), reporting
-// tok/s, CPU-ms per token, the resident set after load and after decoding, and the file's
-// weight bytes.
+// tok/s, CPU-ms per token, the resident set after load and after decoding, the file's
+// weight bytes and the backend's parallel ops per step.
 func BenchmarkMoEFileDecode(b *testing.B) {
 	env := os.Getenv("SLUICE_BENCH_MOE")
 	if env == "" {
@@ -48,7 +48,11 @@ func BenchmarkMoEFileDecode(b *testing.B) {
 						touchExperts(m)
 					}
 					b.Run(name, func(b *testing.B) {
-						decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad)
+						decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad, false)
+					})
+					// -loop: the per-expert ops instead of moeFFNFused
+					b.Run(name+"-loop", func(b *testing.B) {
+						decodeSteps(b, m, nseq, bs, maxCtx, rss0, rssLoad, true)
 					})
 				}
 			}
@@ -57,11 +61,16 @@ func BenchmarkMoEFileDecode(b *testing.B) {
 }
 
 // decodeSteps times one-token decode steps of nseq sequences (each with
-// its own blocks, contexts growing from 1 to maxCtx and wrapping).
-func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int64) {
+// its own blocks, contexts growing from 1 to maxCtx and wrapping); with
+// perExpert the expert blocks run their per-expert ops (moeFFN's loop)
+// instead of moeFFNFused.
+func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int64, perExpert bool) {
 	nb := maxCtx / bs
 	kv := m.NewKVCache(nseq*nb, bs)
 	s := m.NewScratch(nseq, nseq)
+	if perExpert && s.moe != nil {
+		s.moe.fused = nil
+	}
 	batch := &Batch{Attn: kernels.AttnBatch{BlockSize: bs, QStart: []int32{0}, TableStart: []int32{0}}}
 	for q := 0; q < nseq; q++ {
 		batch.Tokens = append(batch.Tokens, int32(q+1))
@@ -87,6 +96,11 @@ func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int
 		}
 	}
 	step()
+	disp, _ := m.be.(interface{ Dispatches() uint64 })
+	var d0 uint64
+	if disp != nil {
+		d0 = disp.Dispatches()
+	}
 	b.ResetTimer()
 	cpu0 := benchCPUTime()
 	for i := 0; i < b.N; i++ {
@@ -98,6 +112,9 @@ func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int
 	b.ReportMetric(float64(rssLoad)/1e6, "rss-load-MB")
 	b.ReportMetric(float64(rssBytes(b)-rss0)/1e6, "rss-decode-MB")
 	b.ReportMetric(float64(m.WeightBytes())/1e6, "weights-MB")
+	if disp != nil {
+		b.ReportMetric(float64(disp.Dispatches()-d0)/float64(b.N), "dispatches/step")
+	}
 }
 
 // touchSink keeps touchExperts' reads.

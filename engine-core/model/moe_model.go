@@ -13,7 +13,11 @@ import (
 // on just the rows routed to it: Gather → MatMul gate/up → activation →
 // MatMul down → ScatterAdd into the residual stream, weighted by the
 // router. A step reads each active expert's weights once, whatever the
-// number of its tokens, and never an expert no token chose.
+// number of its tokens, and never an expert no token chose. Steps of up
+// to moeFusedTokens tokens (decode) on backends with MatMulExperts run all
+// active experts' projections as one op each (moeFFNFused: two parallel
+// ops a layer instead of three per active expert); larger steps run the
+// per-expert ops.
 //
 // KV cache: with NewKVCache every layer keeps K and V for every position
 // (2 · layers · kvDim values per token; gpt-oss-20b: 2 · 24 · 512 = 24,576
@@ -46,6 +50,30 @@ type moeScratch struct {
 	order      []int32        // [maxTokens × topK] (token, k) slots by expert
 	rows       []int32        // [maxTokens × topK] the group's token rows
 	rowWeights []float32      // [maxTokens × topK] the group's weights
+
+	// fused is the one-op-per-projection path (moeFFNFused); nil where
+	// the backend has no MatMulExperts or keeps tensors off the host
+	fused *moeFused
+}
+
+// moeFusedTokens is the most tokens of a step that take moeFFNFused: every
+// decode batch up to 16 sequences (64 routed slots for gpt-oss), whose
+// per-expert ops would each be a short parallel op with its own dispatch
+// and wait. Larger steps (prefill) run the per-expert ops, whose dispatch
+// cost is small against their work, without a scratch of tokens · topK
+// rows.
+const moeFusedTokens = 16
+
+// moeFused is the working memory of moeFFNFused: every routed slot's rows,
+// grouped by expert, for slots = min(maxTokens, moeFusedTokens) · topK.
+type moeFused struct {
+	mm             kernels.ExpertMatMuler
+	pair           kernels.ExpertPairMatMuler // nil if the backend runs gate and up apart
+	x, g, u, y     *kernels.Host              // [slots × dim], [slots × hidden] ×2, [slots × dim]
+	gv, uv, yv     kernels.Host               // one group's rows of g, u, y
+	start          []int32                    // [experts + 1] group starts
+	wg, wu, wd     []kernels.Tensor           // [experts] this step's weights per group
+	tokens, hidden int
 }
 
 // newMoEScratch sizes the expert working memory for maxTokens rows; nil
@@ -64,6 +92,31 @@ func (m *Model) newMoEScratch(maxTokens int) *moeScratch {
 		choice: make([]int32, slots), weight: make([]float32, slots),
 		count: make([]int32, c.Experts+1), order: make([]int32, slots),
 		rows: make([]int32, slots), rowWeights: make([]float32, slots),
+		fused: newMoEFused(be, c, min(maxTokens, moeFusedTokens)),
+	}
+}
+
+// newMoEFused makes moeFFNFused's working memory for steps of up to tokens
+// tokens, or returns nil if be has no MatMulExperts or keeps its tensors
+// off the host (the per-group views need host rows).
+func newMoEFused(be kernels.Backend, c *MoEConfig, tokens int) *moeFused {
+	mm, ok := be.(kernels.ExpertMatMuler)
+	if !ok || tokens <= 0 {
+		return nil
+	}
+	slots := tokens * c.TopK
+	x, ok := be.Alloc(slots, c.Dim).(*kernels.Host)
+	if !ok {
+		return nil
+	}
+	pair, _ := be.(kernels.ExpertPairMatMuler)
+	return &moeFused{
+		mm: mm, pair: pair, x: x,
+		g: be.Alloc(slots, c.Hidden).(*kernels.Host), u: be.Alloc(slots, c.Hidden).(*kernels.Host),
+		y:     be.Alloc(slots, c.Dim).(*kernels.Host),
+		start: make([]int32, c.Experts+1),
+		wg:    make([]kernels.Tensor, c.Experts), wu: make([]kernels.Tensor, c.Experts), wd: make([]kernels.Tensor, c.Experts),
+		tokens: tokens, hidden: c.Hidden,
 	}
 }
 
@@ -102,6 +155,10 @@ func (m *Model) moeFFN(s *Scratch, L *Layer, n int) {
 	// Group the (token, k) slots by expert.
 	choice := ms.choice[:n*k]
 	groupByExpert(choice, c.Experts, ms.count, ms.order)
+	if f := ms.fused; f != nil && n <= f.tokens {
+		m.moeFFNFused(s, L, n)
+		return
+	}
 
 	start := int32(0)
 	for e := 0; e < c.Experts; e++ {
@@ -137,4 +194,71 @@ func (m *Model) moeFFN(s *Scratch, L *Layer, n int) {
 		}
 		ops.ScatterAdd(s.x, ms.ey, rows, w)
 	}
+}
+
+// moeFFNFused is moeFFN after routing for a step of at most
+// moeFused.tokens tokens: one Gather of every routed slot's row (grouped
+// by expert), one op for gate and up together (MatMulExpertPair where the
+// backend has it, else one MatMulExperts each) and one MatMulExperts for
+// down, over all active experts (each expert's weight read once, the
+// experts' rows spread over the workers in one parallel op: two dispatches
+// a layer instead of three per active expert), the biases and the activation on each group's
+// rows, and one ScatterAdd. Each expert's rows get the same ops as in the
+// per-expert loop, and the ScatterAdd adds the slots in the same order.
+func (m *Model) moeFFNFused(s *Scratch, L *Layer, n int) {
+	be, ms := m.be, s.moe
+	ops := be.(kernels.ExpertOps) // checked at load
+	f := ms.fused
+	c := &m.Cfg.MoE.MoE
+	k := c.TopK
+	slots := n * k
+	rows, w := ms.rows[:slots], ms.rowWeights[:slots]
+	for i, slot := range ms.order[:slots] {
+		rows[i], w[i] = slot/int32(k), ms.weight[slot]
+	}
+	f.start[0] = 0
+	for e := 0; e < c.Experts; e++ {
+		f.start[e+1] = ms.count[e]
+		f.wg[e], f.wu[e], f.wd[e] = nil, nil, nil
+		if ms.count[e] > f.start[e] {
+			ex := &L.Experts[e]
+			f.wg[e], f.wu[e], f.wd[e] = ex.Gate, ex.Up, ex.Down
+		}
+	}
+	be.Gather(f.x, s.xb, rows)
+	if f.pair != nil {
+		f.pair.MatMulExpertPair(f.g, f.u, f.x, f.wg, f.wu, f.start)
+	} else {
+		f.mm.MatMulExperts(f.g, f.x, f.wg, f.start)
+		f.mm.MatMulExperts(f.u, f.x, f.wu, f.start)
+	}
+	for e := 0; e < c.Experts; e++ {
+		lo, hi := int(f.start[e]), int(f.start[e+1])
+		if hi == lo {
+			continue
+		}
+		g, ex := hi-lo, &L.Experts[e]
+		f.gv = kernels.Host{R: g, C: f.hidden, DT: kernels.F32, F: f.g.F[lo*f.hidden : hi*f.hidden]}
+		f.uv = kernels.Host{R: g, C: f.hidden, DT: kernels.F32, F: f.u.F[lo*f.hidden : hi*f.hidden]}
+		if ex.GateBias != nil {
+			be.AddRow(&f.gv, ex.GateBias, g)
+		}
+		if ex.UpBias != nil {
+			be.AddRow(&f.uv, ex.UpBias, g)
+		}
+		if c.Act == ActClampedSwiGLU {
+			ops.ClampedSwiGLU(&f.gv, &f.gv, &f.uv, g, c.Alpha, c.Limit)
+		} else {
+			be.SiLUMul(&f.gv, &f.gv, &f.uv, g)
+		}
+	}
+	f.mm.MatMulExperts(f.y, f.g, f.wd, f.start)
+	for e := 0; e < c.Experts; e++ {
+		lo, hi := int(f.start[e]), int(f.start[e+1])
+		if ex := &L.Experts[e]; hi > lo && ex.DownBias != nil {
+			f.yv = kernels.Host{R: hi - lo, C: f.y.C, DT: kernels.F32, F: f.y.F[lo*f.y.C : hi*f.y.C]}
+			be.AddRow(&f.yv, ex.DownBias, hi-lo)
+		}
+	}
+	ops.ScatterAdd(s.x, f.y, rows, w)
 }

@@ -648,12 +648,15 @@ func TestMoEModelAgainstNaive(t *testing.T) {
 					t.Fatalf("loaded %+v, want family %s", m.Cfg.MoE, c.family)
 				}
 				got := allLogits(t, m, toks, []int{11, 1, 1, 7, 10})
+				// a first chunk of more than moeFusedTokens tokens takes
+				// the per-expert loop, the rest moeFFNFused
+				long := allLogits(t, m, toks, []int{moeFusedTokens + 4, 1, 9})
 				// the same over a split cache (window layers' blocks given
 				// back), gpt-oss only
 				split := allLogitsSplit(t, m, toks, []int{11, 1, 1, 7, 10})
 				m.Close()
 				be.Close()
-				for name, got := range map[string][][]float32{"": got, " split KV": split} {
+				for name, got := range map[string][][]float32{"": got, " long chunk": long, " split KV": split} {
 					if got == nil {
 						continue
 					}

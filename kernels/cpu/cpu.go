@@ -89,9 +89,10 @@ type Backend struct {
 }
 
 var (
-	_ kernels.Backend        = (*Backend)(nil)
-	_ kernels.ExpertOps      = (*Backend)(nil)
-	_ kernels.ExpertMatMuler = (*Backend)(nil)
+	_ kernels.Backend            = (*Backend)(nil)
+	_ kernels.ExpertOps          = (*Backend)(nil)
+	_ kernels.ExpertMatMuler     = (*Backend)(nil)
+	_ kernels.ExpertPairMatMuler = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
@@ -108,6 +109,12 @@ func New(o Options) *Backend {
 
 // Threads returns the number of threads the backend uses.
 func (b *Backend) Threads() int { return b.pool.n }
+
+// Dispatches returns how many ops the backend has run in parallel on its
+// workers since New (each one a wake-up of the workers and a wait for the
+// op's last chunk); ops small enough to run on the caller alone are not
+// counted. It is a statistic for benchmarks.
+func (b *Backend) Dispatches() uint64 { return b.pool.claim.Load() >> 32 }
 
 // SIMD reports whether the assembly kernels are in use.
 func (b *Backend) SIMD() bool { return b.k.simd }

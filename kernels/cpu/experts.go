@@ -11,14 +11,19 @@ import "github.com/sluice-llm/sluice/kernels"
 // (the stored-format kernels of qmat.go: batch-1 row loops for a group of
 // one row, 4-row tiles above). The activations of the whole call are
 // quantized once, and not again when the next call has the same input
-// (gate and up).
+// (gate and up). MXFP4 scale tables (mxfp4.go) are made for every row when
+// no group has more than mxTabRows rows, so that each group runs the
+// kernels a MatMul of its rows alone would (the results are the same bit
+// for bit either way).
 
 // expertsTask is one MatMulExperts call.
 type expertsTask struct {
 	k      kern
 	out, x *kernels.Host
-	w      []*kernels.Host // the groups with rows, in order
+	w      []*kernels.Host // the groups with rows, in order (then wB's, for a pair)
 	start  []int32         // their first rows, then the end of the last
+	ng     int             // the groups of the first weight list
+	out2   *kernels.Host   // a pair's second output (groups ng and on)
 	rows   int             // weight rows per expert
 	quant  bool            // act holds the call's quantized activations
 	act    actQ
@@ -33,19 +38,45 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	if err := kernels.CheckExperts(out, x, w, start); err != nil {
 		panic(err)
 	}
+	b.matMulExperts(out, nil, x, w, nil, start)
+}
+
+// MatMulExpertPair implements kernels.ExpertPairMatMuler: the groups of wB
+// follow those of wA in one parallel op, on activations quantized once.
+func (b *Backend) MatMulExpertPair(outA, outB, x kernels.Tensor, wA, wB []kernels.Tensor, start []int32) {
+	if err := kernels.CheckExpertPair(outA, outB, x, wA, wB, start); err != nil {
+		panic(err)
+	}
+	b.matMulExperts(outA, outB, x, wA, wB, start)
+}
+
+// matMulExperts runs MatMulExperts(out, x, w, start) and, with wB,
+// MatMulExperts(outB, x, wB, start) as one op.
+func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Tensor, start []int32) {
 	oh, xh := out.(*kernels.Host), x.(*kernels.Host)
 	t := &b.ex
-	t.w, t.start = t.w[:0], t.start[:0]
+	t.w, t.start, t.out2 = t.w[:0], t.start[:0], nil
 	var w0 *kernels.Host
+	maxRows := 0 // the largest group's rows
 	for g, wt := range w {
 		if start[g+1] > start[g] {
 			w0 = wt.(*kernels.Host)
 			t.w = append(t.w, w0)
 			t.start = append(t.start, start[g])
+			maxRows = max(maxRows, int(start[g+1]-start[g]))
 		}
 	}
 	if w0 == nil {
 		return
+	}
+	t.ng = len(t.w)
+	if wB != nil {
+		t.out2 = outB.(*kernels.Host)
+		for g, wt := range wB {
+			if start[g+1] > start[g] {
+				t.w = append(t.w, wt.(*kernels.Host))
+			}
+		}
 	}
 	n := int(start[len(w)])
 	t.start = append(t.start, int32(n))
@@ -61,11 +92,16 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 		// F32 (and float Q8_0 and MXFP4) experts: one MatMul per group,
 		// on views held by the task (no allocation)
 		for g, wg := range t.w {
-			lo, hi := int(t.start[g]), int(t.start[g+1])
-			t.xv[0], t.ov[0] = *kernels.HostRows(xh, lo, hi), *kernels.HostRows(oh, lo, hi)
+			o, gs := oh, g
+			if g >= t.ng {
+				o, gs = t.out2, g-t.ng
+			}
+			lo, hi := int(t.start[gs]), int(t.start[gs+1])
+			t.xv[0], t.ov[0] = *kernels.HostRows(xh, lo, hi), *kernels.HostRows(o, lo, hi)
 			b.MatMul(&t.ov[0], &t.xv[0], wg, hi-lo)
 		}
 		clear(t.w)
+		t.out2 = nil
 		return
 	}
 	t.k, t.out, t.x, t.rows = b.k, oh, xh, w0.R
@@ -76,14 +112,20 @@ func (b *Backend) MatMulExperts(out, x kernels.Tensor, w []kernels.Tensor, start
 	t.act.c16 = t.act.c16[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Corr()
+		if !t.act.mxsOK && maxRows <= mxTabRows {
+			// every group is small enough for the table tiles (as a
+			// MatMul of its rows alone would be): tables for all rows,
+			// each group's used by its rows only
+			t.act.mxfp4Scales()
+		}
 	}
 	total := len(t.w) * t.rows
-	if n*t.rows*w0.C < 1<<15 {
+	if n*t.rows*w0.C*len(t.w)/t.ng < 1<<15 { // (the rows' work, twice for a pair)
 		t.run(0, total, 0)
 	} else {
 		b.pool.parallel(total, 4, 0, t)
 	}
-	t.out, t.x = nil, nil
+	t.out, t.out2, t.x = nil, nil, nil
 	clear(t.w)
 }
 
@@ -108,10 +150,14 @@ func (t *expertsTask) run(lo, hi, wk int) {
 	for u := lo; u < hi; {
 		g, r0 := u/t.rows, u%t.rows
 		r1 := min(t.rows, r0+hi-u)
-		s, e := int(t.start[g]), int(t.start[g+1])
+		out, gs := t.out, g
+		if g >= t.ng { // a pair's second projection
+			out, gs = t.out2, g-t.ng
+		}
+		s, e := int(t.start[gs]), int(t.start[gs+1])
 		xv, ov, sub := &t.xv[wk], &t.ov[wk], &t.sub[wk]
 		*xv = kernels.Host{R: e - s, C: K, F: t.x.F[s*K : e*K]}
-		*ov = kernels.Host{R: e - s, C: t.out.C, F: t.out.F[s*t.out.C : e*t.out.C]}
+		*ov = kernels.Host{R: e - s, C: out.C, F: out.F[s*out.C : e*out.C]}
 		sub.k, sub.out, sub.x, sub.w, sub.n = t.k, ov, xv, t.w[g], e-s
 		if a := &t.act; t.quant {
 			nb := K / a.blk

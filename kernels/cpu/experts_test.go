@@ -25,38 +25,96 @@ func expertCase(r *rand.Rand, dt kernels.DType, e, n, rows, cols int) (w []kerne
 			w = append(w, nil)
 			continue
 		}
-		var data []byte
-		if dt == kernels.MXFP4 {
-			data = randMXFP4(r, rows, cols, 118, 18)
-		} else if dt == kernels.F32 {
-			data = make([]byte, 4*rows*cols)
-			for i := 0; i < rows*cols; i++ {
-				v := math.Float32bits(float32(r.NormFloat64()))
-				data[4*i], data[4*i+1], data[4*i+2], data[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-			}
-		} else {
-			data = randBlocks(r, dt, rows, cols)
-		}
-		t, err := kernels.NewHostWeight(dt, rows, cols, data)
-		if err != nil {
-			panic(err)
-		}
-		w = append(w, t)
+		w = append(w, randExpert(r, dt, rows, cols))
 	}
 	return w, start
+}
+
+// randExpert makes one random expert weight of rows × cols.
+func randExpert(r *rand.Rand, dt kernels.DType, rows, cols int) kernels.Tensor {
+	var data []byte
+	if dt == kernels.MXFP4 {
+		data = randMXFP4(r, rows, cols, 118, 18)
+	} else if dt == kernels.F32 {
+		data = make([]byte, 4*rows*cols)
+		for i := 0; i < rows*cols; i++ {
+			v := math.Float32bits(float32(r.NormFloat64()))
+			data[4*i], data[4*i+1], data[4*i+2], data[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		}
+	} else {
+		data = randBlocks(r, dt, rows, cols)
+	}
+	t, err := kernels.NewHostWeight(dt, rows, cols, data)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// TestMatMulExpertPair checks MatMulExpertPair (gate and up in one op) on
+// the CPU and reference backends: bit for bit the two MatMulExperts calls
+// it replaces, for each weight type and for decode and batch shapes; and
+// that a decode-sized pair allocates nothing.
+func TestMatMulExpertPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 9))
+	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.F16, kernels.F32} {
+		for _, c := range []struct{ e, n, rows, cols int }{
+			{1, 1, 8, 256}, {4, 4, 33, 512}, {32, 64, 40, 512}, {4, 64, 24, 256}, {3, 2, 70, 2880 / 256 * 256},
+		} {
+			t.Run(fmt.Sprintf("%v/e%d_n%d_%dx%d", dt, c.e, c.n, c.rows, c.cols), func(t *testing.T) {
+				wA, start := expertCase(r, dt, c.e, c.n, c.rows, c.cols)
+				wB := make([]kernels.Tensor, len(wA))
+				for g := range wA {
+					if wA[g] != nil {
+						wB[g] = randExpert(r, dt, c.rows, c.cols)
+					}
+				}
+				x := &kernels.Host{R: c.n, C: c.cols, F: randF(r, c.n*c.cols)}
+				for _, be := range []interface {
+					kernels.Backend
+					kernels.ExpertMatMuler
+					kernels.ExpertPairMatMuler
+				}{New(Options{Threads: 2, QuantizeActivations: true}), New(Options{Threads: 2}), kernels.NewRef()} {
+					gotA, gotB := be.Alloc(c.n, c.rows).(*kernels.Host), be.Alloc(c.n, c.rows).(*kernels.Host)
+					be.MatMulExpertPair(gotA, gotB, x, wA, wB, start)
+					for _, p := range []struct {
+						got *kernels.Host
+						w   []kernels.Tensor
+					}{{gotA, wA}, {gotB, wB}} {
+						want := be.Alloc(c.n, c.rows).(*kernels.Host)
+						be.MatMulExperts(want, x, p.w, start)
+						for i, v := range want.F {
+							if math.Float32bits(p.got.F[i]) != math.Float32bits(v) {
+								t.Fatalf("%s: [%d] = %v, MatMulExperts gives %v", be.Name(), i, p.got.F[i], v)
+							}
+						}
+					}
+					if c.n == 1 && be.Name() == "cpu" {
+						if a := testing.AllocsPerRun(10, func() { be.MatMulExpertPair(gotA, gotB, x, wA, wB, start) }); a != 0 {
+							t.Errorf("%v allocations per pair", a)
+						}
+					}
+					be.Close()
+				}
+			})
+		}
+	}
 }
 
 // TestMatMulExperts checks the CPU backend's MatMulExperts: bit for bit
 // what one MatMul per group gives (the same kernels on the same quantized
 // activations, now one parallel op), and close to the reference backend's
 // float64 product (within the activation-rounding error). Shapes cover one
-// row per call (decode), groups of 1 to 16 rows, empty groups and
-// gpt-oss-20b's 2880 width.
+// row per call (decode), groups of 1 to 16 rows (also in calls of more
+// than 16 rows), empty groups and gpt-oss-20b's 2880 width.
 func TestMatMulExperts(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 6))
 	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.F16, kernels.F32} {
 		for _, c := range []struct{ e, n, rows, cols int }{
 			{1, 1, 8, 256}, {4, 1, 64, 512}, {4, 4, 33, 256}, {8, 16, 40, 256}, {32, 16, 17, 512}, {4, 64, 24, 256}, {3, 2, 200, 2880 / 32 * 32},
+			// more than mxTabRows rows, every group within it (16-sequence
+			// decode: MXFP4 scale tables for all rows)
+			{32, 64, 40, 512}, {8, 40, 66, 2880 / 32 * 32},
 		} {
 			cols := c.cols
 			if dt == kernels.Q4_K {
@@ -69,6 +127,13 @@ func TestMatMulExperts(t *testing.T) {
 				defer be.Close()
 				got := be.Alloc(c.n, c.rows).(*kernels.Host)
 				be.MatMulExperts(got, x, w, start)
+				maxRows := 0
+				for g := range w {
+					maxRows = max(maxRows, int(start[g+1]-start[g]))
+				}
+				if tabs := be.ex.act.mxsOK; dt == kernels.MXFP4 && hasAVX2 && tabs != (maxRows <= mxTabRows) {
+					t.Fatalf("scale tables %v with groups of up to %d rows", tabs, maxRows)
+				}
 				want := be.Alloc(c.n, c.rows).(*kernels.Host)
 				ref := kernels.NewRef().Alloc(c.n, c.rows).(*kernels.Host)
 				kernels.NewRef().MatMulExperts(ref, x, w, start)
@@ -150,6 +215,23 @@ func TestCheckExperts(t *testing.T) {
 		{"x width", []kernels.Tensor{mk(kernels.MXFP4, 8, 32)}, []int32{0, 1}, "x 4×64"},
 	} {
 		err := kernels.CheckExperts(out, x, c.w, c.start)
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+	// pairs: each list checked as above, and the two lists alike
+	for _, c := range []struct {
+		name   string
+		wA, wB []kernels.Tensor
+		start  []int32
+		want   string
+	}{
+		{"pair ok", []kernels.Tensor{a, nil}, []kernels.Tensor{b, nil}, []int32{0, 4, 4}, ""},
+		{"pair lengths", []kernels.Tensor{a, b}, []kernels.Tensor{b}, []int32{0, 1, 4}, "2 and 1 experts"},
+		{"pair second list", []kernels.Tensor{a, b}, []kernels.Tensor{a, nil}, []int32{0, 1, 4}, "no weight"},
+		{"pair shapes", []kernels.Tensor{a}, []kernels.Tensor{mk(kernels.MXFP4, 4, 64)}, []int32{0, 4}, "8×64 MXFP4 and 4×64"},
+	} {
+		err := kernels.CheckExpertPair(out, out, x, c.wA, c.wB, c.start)
 		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
