@@ -39,9 +39,9 @@ type Model struct {
 	// weightBytes is the size of the weights as the file stores them.
 	weightBytes int64
 	// repacked are file bytes that the loader copied into another layout
-	// (gpt-oss's safetensors experts), released at the end of build,
-	// after every other read of the file (a read faults in the pages
-	// around it)
+	// (gpt-oss's safetensors experts), released once repacked and again
+	// at the end of build, after every other read of the file (a read
+	// faults in the pages around it)
 	repacked [][]byte
 }
 
