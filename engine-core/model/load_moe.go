@@ -421,6 +421,7 @@ func (m *Model) gptOssMXFP4(s *hfSource, p string, raw func(string, ...int) ([]b
 	gb, db := D/32, H/32 // blocks per row of gate/up and of down
 	gm, dm := H*gb*quant.MXFP4BlockBytes, D*db*quant.MXFP4BlockBytes
 	buf := make([]byte, E*(2*gm+dm))
+	m.copiedBytes += int64(len(buf))
 	out := make([]ExpertWeights, E)
 	for e := range out {
 		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]
@@ -481,6 +482,7 @@ func (m *Model) gptOssDense(s *hfSource, p string, raw func(string, ...int) ([]b
 	es := typ.RowBytes(1)
 	gm, dm := H*D*es, D*H*es
 	buf := make([]byte, E*(2*gm+dm))
+	m.copiedBytes += int64(len(buf))
 	out := make([]ExpertWeights, E)
 	for e := range out {
 		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]
