@@ -10,6 +10,7 @@
 //	    [--config FILE] [--log-format json|console] [--log-level LEVEL]
 //	engine-core gen-model --out DIR [--shape tiny|15m|110m|1b-v32k|llama3.2-1b|qwen3-0.6b|gpt-oss-20b|qwen3-30b-a3b|…] [--seed N]
 //	    [--format hf|gguf|gguf-f16|gguf-bf16|gguf-q8_0|gguf-q4_0|gguf-q4_k_m|gguf-q5_k_m|gguf-q6_k|gguf-mxfp4]
+//	    (hf: the small Llama shapes, and the gpt-oss shapes in openai/gpt-oss-20b's sharded MXFP4 layout)
 //
 // Every flag can also come from a YAML file (--config) or the environment
 // (SLUICE_MAX_NUM_SEQS, …); see configs.Engine. On SIGTERM or SIGINT the

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -91,15 +92,24 @@ func MXFP4FromSplit(dst, blocks, scales []byte) error {
 		src := blocks[b*16 : (b+1)*16]
 		d := dst[b*MXFP4BlockBytes : (b+1)*MXFP4BlockBytes]
 		d[0] = e
-		// Element i sits in src[i/2], low nibble when i is even. ggml puts
-		// element j (< 16) in the low nibble of d[1+j], 16+j in the high.
-		for j := 0; j < 16; j++ {
-			lo := src[j/2] >> (4 * (j & 1)) & 0xF
-			hi := src[(16+j)/2] >> (4 * (j & 1)) & 0xF
-			d[1+j] = lo | hi<<4
-		}
+		// Element i sits in src[i/2], low nibble when i is even: read as a
+		// little-endian word, src[0:8] holds elements 0–15 as its nibbles
+		// 0–15 and src[8:16] elements 16–31. ggml puts element j (< 16) in
+		// the low nibble of d[1+j], 16+j in the high: spread each word's
+		// nibbles one per byte and merge the two.
+		lo, hi := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[8:])
+		binary.LittleEndian.PutUint64(d[1:], spreadNibbles(uint32(lo))|spreadNibbles(uint32(hi))<<4)
+		binary.LittleEndian.PutUint64(d[9:], spreadNibbles(uint32(lo>>32))|spreadNibbles(uint32(hi>>32))<<4)
 	}
 	return nil
+}
+
+// spreadNibbles moves nibble n of x to the low nibble of byte n.
+func spreadNibbles(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000FFFF0000FFFF
+	v = (v | v<<8) & 0x00FF00FF00FF00FF
+	return (v | v<<4) & 0x0F0F0F0F0F0F0F0F
 }
 
 // QuantizeMXFP4 encodes xs (a multiple of 32 values) in ggml's layout as

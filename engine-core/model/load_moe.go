@@ -319,8 +319,8 @@ func (m *Model) hfQwen3Experts(l int, get func(name string, rows, cols int, opti
 // backends' (row-major [out × in] matrices in ggml's MXFP4 blocks or in
 // the dense type), so each layer's experts are repacked once into one
 // buffer, losslessly, and the file's pages of the repacked tensors are
-// then released (releasePages, at the end of build): only the repacked
-// copy stays resident.
+// then released (releasePages, once the layer is repacked and again at
+// the end of build): only the repacked copy stays resident.
 func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 	c, mc := &m.Cfg, &m.Cfg.MoE.MoE
 	E, H, D := mc.Experts, mc.Hidden, c.Dim
@@ -382,6 +382,13 @@ func (m *Model) hfGptOssExperts(s *hfSource, l int) ([]ExpertWeights, error) {
 			}
 		}
 	}
+	// Release the layer's file pages now, so that the load holds at most
+	// one layer's worth of them beside the repacked copies (else the peak
+	// is file + copy: 20 GB for gpt-oss-20b); build releases them again
+	// at the end, for pages a later read's fault-around mapped back.
+	for _, b := range used {
+		releasePages(b)
+	}
 	m.repacked = append(m.repacked, used...)
 	return out, nil
 }
@@ -414,6 +421,7 @@ func (m *Model) gptOssMXFP4(s *hfSource, p string, raw func(string, ...int) ([]b
 	gb, db := D/32, H/32 // blocks per row of gate/up and of down
 	gm, dm := H*gb*quant.MXFP4BlockBytes, D*db*quant.MXFP4BlockBytes
 	buf := make([]byte, E*(2*gm+dm))
+	m.copiedBytes += int64(len(buf))
 	out := make([]ExpertWeights, E)
 	for e := range out {
 		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]
@@ -474,6 +482,7 @@ func (m *Model) gptOssDense(s *hfSource, p string, raw func(string, ...int) ([]b
 	es := typ.RowBytes(1)
 	gm, dm := H*D*es, D*H*es
 	buf := make([]byte, E*(2*gm+dm))
+	m.copiedBytes += int64(len(buf))
 	out := make([]ExpertWeights, E)
 	for e := range out {
 		eb := buf[e*(2*gm+dm) : (e+1)*(2*gm+dm)]

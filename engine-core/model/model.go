@@ -39,15 +39,23 @@ type Model struct {
 	// weightBytes is the size of the weights as the file stores them.
 	weightBytes int64
 	// repacked are file bytes that the loader copied into another layout
-	// (gpt-oss's safetensors experts), released at the end of build,
-	// after every other read of the file (a read faults in the pages
-	// around it)
+	// (gpt-oss's safetensors experts), released once repacked and again
+	// at the end of build, after every other read of the file (a read
+	// faults in the pages around it)
 	repacked [][]byte
+	// copiedBytes is the size of the buffers repacked holds the copies in
+	copiedBytes int64
 }
 
 // WeightBytes is the size of the model's weights as its file stores them
 // (every tensor loaded, tied ones once).
 func (m *Model) WeightBytes() int64 { return m.weightBytes }
+
+// CopiedWeightBytes is the part of the weights the loader copied into
+// memory of its own (gpt-oss's safetensors experts, repacked): resident
+// from the load on, so MemAvailable no longer counts them, unlike the
+// memory-mapped rest, whose pages are read in as they are first used.
+func (m *Model) CopiedWeightBytes() int64 { return m.copiedBytes }
 
 // Backend returns the backend the weights live on.
 func (m *Model) Backend() kernels.Backend { return m.be }

@@ -19,8 +19,10 @@ const KVMemFraction = 0.5
 // DefaultKVBudget is the KV-cache memory the engine takes when neither
 // --kv-cache-memory nor --num-kv-blocks is given: what maxSeqs sequences of
 // maxLen positions need, capped at KVMemFraction of the memory available
-// (memAvailable, as /proc/meminfo reports it) once the weights (weightBytes,
-// which may not be resident yet) are counted out, and at least one block.
+// (memAvailable, as /proc/meminfo reports it) once the weights that may not
+// be resident yet (weightBytes: the memory-mapped ones; weights copied
+// into the process at load time are already out of memAvailable) are
+// counted out, and at least one block.
 // It returns the budget and a one-line account of how it was chosen, for
 // the start-up log.
 func DefaultKVBudget(memAvailable, weightBytes, perBlock int64, blockSize, maxLen, maxSeqs int) (int64, string) {
@@ -30,7 +32,7 @@ func DefaultKVBudget(memAvailable, weightBytes, perBlock int64, blockSize, maxLe
 	budget := min(need, capBytes)
 	why := fmt.Sprintf("default: max-num-seqs × max-model-len (%d × %d) needs %d MiB", maxSeqs, maxLen, need>>20)
 	if capBytes < need {
-		why = fmt.Sprintf("default: %.0f%% of MemAvailable %d MiB after %d MiB of weights (max-num-seqs × max-model-len = %d × %d would need %d MiB)",
+		why = fmt.Sprintf("default: %.0f%% of MemAvailable %d MiB after %d MiB of mapped weights (max-num-seqs × max-model-len = %d × %d would need %d MiB)",
 			100*KVMemFraction, memAvailable>>20, weightBytes>>20, maxSeqs, maxLen, need>>20)
 	}
 	return max(budget, perBlock), why

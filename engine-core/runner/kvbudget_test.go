@@ -22,7 +22,7 @@ func TestDefaultKVBudget(t *testing.T) {
 		// 4 seqs × 2048/16 blocks × 1 MiB = 512 MiB fits half of 8 GiB − 1 GiB
 		{"need fits", 8192 * MiB, 1024 * MiB, MiB, 16, 2048, 4, 512 * MiB, "needs 512 MiB"},
 		// 256 × 8192/16 × 1 MiB = 128 GiB: capped at (8 − 1) / 2 GiB
-		{"capped by memory", 8192 * MiB, 1024 * MiB, MiB, 16, 8192, 256, 3584 * MiB, "50% of MemAvailable 8192 MiB after 1024 MiB of weights"},
+		{"capped by memory", 8192 * MiB, 1024 * MiB, MiB, 16, 8192, 256, 3584 * MiB, "50% of MemAvailable 8192 MiB after 1024 MiB of mapped weights"},
 		// weights larger than what is available: still one block
 		{"no memory", 1024 * MiB, 4096 * MiB, MiB, 16, 2048, 4, MiB, "50% of MemAvailable"},
 		{"ragged max len", 8192 * MiB, 0, MiB, 16, 17, 1, 2 * MiB, "needs 2 MiB"},
@@ -121,5 +121,43 @@ func TestKVCacheDefaults(t *testing.T) {
 				t.Errorf("info %+v; want %s, %d blocks", info, c.dtype, want)
 			}
 		})
+	}
+}
+
+// TestKVBudgetCopiedWeights loads a gpt-oss checkpoint in the published
+// safetensors layout, whose experts the loader repacks into memory of its
+// own, with MemAvailable equal to the file's weights: the default budget
+// must count out only the memory-mapped weights (the copied experts are
+// resident already), where counting all of them left one block and the
+// real-size model could not start.
+func TestKVBudgetCopiedWeights(t *testing.T) {
+	dir := t.TempDir()
+	s := demo.RealShapes["gpt-oss-tiny"]
+	s.Vocab = 1024
+	if err := demo.GenerateHFShape(dir, s, 1, demo.HFShardBytes); err != nil {
+		t.Fatal(err)
+	}
+	var avail int64
+	mem := func() (int64, error) { return avail, nil }
+	// first load: the weights' size
+	r, err := New(Config{Model: dir, MaxSeqs: 2, Threads: 1, MaxModelLen: 64, NumBlocks: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, copied := r.m.WeightBytes(), r.m.CopiedWeightBytes()
+	r.Close()
+	if copied <= 0 || copied >= weights {
+		t.Fatalf("copied %d of %d weight bytes: want the experts", copied, weights)
+	}
+	avail = weights
+	r, err = New(Config{Model: dir, MaxSeqs: 2, Threads: 1, MaxModelLen: 4096, MemAvailable: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	info := r.Info()
+	per := info.KVCacheBytes / int64(info.NumBlocks)
+	if want := int(copied / 2 / per); info.NumBlocks != want || want < 2 {
+		t.Errorf("%d KV blocks (%s), want %d: half of the %d copied bytes", info.NumBlocks, info.KVBudget, want, copied)
 	}
 }

@@ -239,7 +239,9 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("runner: default KV-cache budget (give --kv-cache-memory or --num-kv-blocks): %w", err)
 		}
 		var budget int64
-		budget, why = DefaultKVBudget(avail, r.m.WeightBytes(), perBlock, cfg.BlockSize, c.MaxPos, cfg.MaxSeqs)
+		// weights the loader copied are resident already: MemAvailable
+		// has counted them out
+		budget, why = DefaultKVBudget(avail, r.m.WeightBytes()-r.m.CopiedWeightBytes(), perBlock, cfg.BlockSize, c.MaxPos, cfg.MaxSeqs)
 		nb = int(budget / perBlock)
 	}
 	if window > 0 {

@@ -265,14 +265,15 @@ func Resolve(model string) (dir string, ok bool, err error) {
 
 // Main implements `engine-core gen-model --out DIR --shape SHAPE --seed N
 // [--format FORMAT]`. The small shapes (tiny, 15m, 110m) take hf, gguf or
-// gguf-q8_0 as Generate does; every shape takes the GGUF formats of
-// GenerateReal, written as DIR/model.gguf.
+// gguf-q8_0 as Generate does; the gpt-oss shapes take hf (GenerateHF);
+// every shape takes the GGUF formats of GenerateReal, written as
+// DIR/model.gguf.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output directory (required)")
 	shape := fs.String("shape", "tiny", "model shape: "+strings.Join(ShapeNames(), ", "))
 	seed := fs.Int64("seed", 0, "random seed of the weights")
-	format := fs.String("format", FormatHF, "hf (small shapes only), or a GGUF format: "+ggufFormatsList)
+	format := fs.String("format", FormatHF, "hf (the small Llama shapes, and the gpt-oss shapes in openai/gpt-oss-20b's published layout), or a GGUF format: "+ggufFormatsList)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -284,7 +285,10 @@ func Main(args []string) error {
 		return Generate(*out, *shape, *seed, *format)
 	}
 	if *format == FormatHF {
-		return fmt.Errorf("gen-model: shape %s is written as GGUF only (--format %s)", *shape, ggufFormatsList)
+		if rs, ok := RealShapes[*shape]; ok && rs.Arch == "gpt-oss" {
+			return GenerateHF(*out, *shape, *seed)
+		}
+		return fmt.Errorf("gen-model: shape %s is written as GGUF only (--format %s); hf takes tiny, 15m, 110m, 1b and the gpt-oss shapes", *shape, ggufFormatsList)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("gen-model: %w", err)

@@ -3,6 +3,8 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,4 +113,57 @@ func FuzzHeader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriteStream checks that a file streamed in pieces is byte for byte
+// the one Write makes from whole tensors, and that a tensor given the
+// wrong number of bytes, an unknown dtype or a name used twice is refused
+// with an error naming the tensor.
+func TestWriteStream(t *testing.T) {
+	ts := sample()
+	var want bytes.Buffer
+	if err := Write(&want, ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	infos := make([]Tensor, len(ts))
+	for i, tt := range ts {
+		infos[i] = Tensor{Name: tt.Name, DType: tt.DType, Shape: tt.Shape}
+	}
+	var got bytes.Buffer
+	err := WriteStream(&got, infos, map[string]string{"format": "pt"}, func(i int, w io.Writer) error {
+		for _, c := range ts[i].Data { // one byte at a time
+			if _, err := w.Write([]byte{c}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("streamed file differs from Write's (%d vs %d bytes)", got.Len(), want.Len())
+	}
+	for _, c := range []struct {
+		name    string
+		tensors []Tensor
+		data    func(i int, w io.Writer) error
+		want    string
+	}{
+		{"short", infos, func(i int, w io.Writer) error { _, err := w.Write(ts[i].Data[1:]); return err },
+			`"a.weight": F32 [2 3] needs 24 bytes, got 23`},
+		{"long", infos, func(i int, w io.Writer) error { _, err := w.Write(append(ts[i].Data, 0)); return err },
+			`"a.weight": F32 [2 3] needs 24 bytes, got 25`},
+		{"dtype", []Tensor{{Name: "x", DType: "Q4", Shape: []int{2}}}, nil, `"x": unknown dtype "Q4"`},
+		{"negative shape", []Tensor{{Name: "x", DType: "F32", Shape: []int{-2}}}, nil, `"x": bad shape [-2]`},
+		{"duplicate", []Tensor{infos[1], infos[1]}, nil, `"b": name used twice`},
+		{"data error", infos, func(int, io.Writer) error { return errors.New("disk full") }, `"a.weight": disk full`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := WriteStream(io.Discard, c.tensors, nil, c.data)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want it to contain %s", err, c.want)
+			}
+		})
+	}
 }
