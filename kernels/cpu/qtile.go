@@ -53,7 +53,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = min(rows, qTileFewRows)
 	}
 	n8 := 0
-	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 {
+	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 &&
+		(w.DT != kernels.Q4_0 || len(a.s8) >= t.n/8*(K/a.blk)*8) {
 		// (activations without their ×8 scales take the ×4 tiles)
 		n8 = t.n &^ 7
 	}
