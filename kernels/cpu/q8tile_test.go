@@ -78,7 +78,8 @@ func BenchmarkQ8Tile(b *testing.B) {
 // qtile8_amd64.s bit for bit (the same integer sums, the same float
 // operations in the same order), called directly on every weight row and
 // group of 8 activation rows and through qTiles on a range of weight rows
-// (nothing written outside it), with a.s8 checked against the activation
+// (nothing written outside it; from 32 rows and 2048 values Q8_0 takes the
+// 2×4 tile of q8Pairs there), with a.s8 checked against the activation
 // sums; reductions of 1 to 65 blocks, saturated blocks (every weight byte
 // 0x80 for Q8_0, 0xff for Q4_0; activations ±1) included.
 func TestQ8Tile(t *testing.T) {
@@ -93,6 +94,8 @@ func TestQ8Tile(t *testing.T) {
 			{8, 1, 1, false}, {8, 5, 2, false}, {9, 7, 3, false}, {16, 9, 8, false}, {17, 12, 31, false},
 			{24, 3, 65, false}, {40, 10, 64, false}, {64, 37, 7, false},
 			{8, 3, 1, true}, {16, 4, 64, true}, {33, 5, 9, true},
+			// the Q8_0 2×4 tile: 32 rows or more, 2048 values or more
+			{32, 2, 64, false}, {48, 9, 65, false}, {41, 12, 128, false}, {33, 7, 64, true},
 		} {
 			t.Run(fmt.Sprintf("%v/n%d/%dx%d/sat=%v", dt, c.n, c.out, 32*c.nb, c.saturated), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.nb)))

@@ -64,6 +64,10 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		// weight rows in pairs (qtile2x.go): blocks of an even count
 		rows = max(2, rows&^1)
 	}
+	q8p := q8Pair(w.DT, K, t.n, n8) // Q8_0: the 2×4 tile (q8tile.go)
+	if q8p {
+		rows = max(2, rows&^1)
+	}
 	var acc [4]float32
 	var acc8 [8]float32
 	for ob := lo; ob < hi; ob += rows {
@@ -87,7 +91,10 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				}
 			}
 		}
-		for m := 0; m < n8 && !pair; m += 8 {
+		if q8p {
+			t.q8Pairs(ob, oe, n8)
+		}
+		for m := 0; m < n8 && !pair && !q8p; m += 8 {
 			t.rows8(ob, oe, m)
 		}
 		for m := n8; m < n4; m += 4 {

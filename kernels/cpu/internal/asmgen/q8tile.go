@@ -30,6 +30,7 @@ func q8tileFile() string {
 	a.l("%s", macrosQ8Tile)
 	a.q8tile(false)
 	a.q8tile(true)
+	a.q8x2x4()
 	return a.b.String()
 }
 
@@ -152,6 +153,75 @@ DECQ CX`)
 	a.l("\tJNZ %s", lbl)
 	a.code(`
 MOVQ out+` + map[bool]string{false: "40", true: "48"}[q4] + `(FP), AX
+VEXTRACTF128 $1, Y0, X10
+VADDPS X10, X0, X0
+VMOVUPS X0, (AX)
+VEXTRACTF128 $1, Y1, X10
+VADDPS X10, X1, X1
+VMOVUPS X1, 16(AX)
+VZEROUPPER
+RET`)
+}
+
+// q8x2x4 writes dotQ8_0x2x4AVX2: two Q8_0 weight rows (ws bytes apart)
+// against 4 activation rows, each activation load shared by both weight
+// rows. Per block each row is signed by both weights (Y2-Y5 the products
+// with weight row 0, Y6-Y9 with row 1, the loaded row becoming the second),
+// the lanes are folded by UNPK4 and each weight row's block by one
+// conversion and one FMA with d_w·[d_x of the rows] from xd8 (whose 8
+// floats per block, 64 bytes apart, are the half of a group's scales the 4
+// rows take): dotQ8_0x8UAVX2's operations for those rows, so the results
+// equal it bit for bit.
+func (a *asm) q8x2x4() {
+	a.l(``)
+	a.l(`// func dotQ8_0x2x4AVX2(w *byte, ws int, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`)
+	a.l(`TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $0-56`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R8
+MOVQ xq+16(FP), DI
+MOVQ xs+24(FP), R12
+LEAQ (R12)(R12*2), R13
+MOVQ xd8+32(FP), DX
+MOVQ nb+40(FP), CX
+VPCMPEQW Y15, Y15, Y15
+VPSRLW $15, Y15, Y15
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1`)
+	a.l("q80x2x4loop:")
+	a.code(`
+VMOVDQU 2(SI), Y10
+VPABSB Y10, Y11
+VMOVDQU 2(SI)(R8*1), Y12
+VPABSB Y12, Y13`)
+	for r := 0; r < 4; r++ {
+		a.l("	VMOVDQU %s, Y%d", rows8[r], 6+r)
+		a.l("	VPSIGNB Y10, Y%d, Y%d", 6+r, 2+r)
+		a.l("	VPSIGNB Y12, Y%d, Y%d", 6+r, 6+r)
+		a.l("	VPMADDUBSW Y%d, Y11, Y%d", 2+r, 2+r)
+		a.l("	VPMADDWD Y15, Y%d, Y%d", 2+r, 2+r)
+		a.l("	VPMADDUBSW Y%d, Y13, Y%d", 6+r, 6+r)
+		a.l("	VPMADDWD Y15, Y%d, Y%d", 6+r, 6+r)
+	}
+	a.code(`
+UNPK4(Y2, Y3, Y4, Y5, Y14)
+UNPK4(Y6, Y7, Y8, Y9, Y14)
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y6, Y6
+VPBROADCASTW (SI), X10
+VCVTPH2PS X10, Y10
+VPBROADCASTW (SI)(R8*1), X12
+VCVTPH2PS X12, Y12
+VMULPS (DX), Y10, Y10
+VMULPS (DX), Y12, Y12
+VFMADD231PS Y2, Y10, Y0
+VFMADD231PS Y6, Y12, Y1
+ADDQ $34, SI
+ADDQ $32, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x2x4loop
+MOVQ out+48(FP), AX
 VEXTRACTF128 $1, Y0, X10
 VADDPS X10, X0, X0
 VMOVUPS X0, (AX)
