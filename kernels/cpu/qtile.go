@@ -36,8 +36,10 @@ const (
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
 // (qtile8.go; for Q4_K those of qtilek.go, on scales unpacked once per
-// block of weight rows) and the ×4 tiles in blocks of weight rows, the
-// activation rows left over (t.n mod 4) one by one. (The 2×4 Q4_K tile,
+// block of weight rows; for Q8_0 from qTileMinRows rows and q8PairMinK
+// values the 2×4 tile of q8tile.go, weight rows in pairs) and the ×4
+// tiles in blocks of weight rows, the activation rows left over (t.n mod
+// 4) one by one. (The 2×4 Q4_K tile,
 // which the 8192-value reductions took at 32 rows or more, lost to
 // qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
 func (t *qmatTask) qTiles(lo, hi int) {
@@ -51,11 +53,17 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = min(rows, qTileFewRows)
 	}
 	n8 := 0
-	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 {
+	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 &&
+		(w.DT != kernels.Q4_0 || len(a.s8) >= t.n/8*(K/a.blk)*8) {
 		// (activations without their ×8 scales take the ×4 tiles)
 		n8 = t.n &^ 7
 	}
 	n4 := n8 + (t.n-n8)&^3
+	q8p := q8Pair(w.DT, K, t.n, n8) // Q8_0: the 2×4 tile (q8tile.go)
+	if q8p {
+		// weight rows in pairs: blocks of an even count
+		rows = max(2, rows&^1)
+	}
 	var acc [4]float32
 	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
@@ -69,7 +77,11 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		m1 := min(m0+span, n8)
 		for ob := lo; ob < hi; ob += rows {
 			oe := min(ob+rows, hi)
-			if !(w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc)) {
+			switch {
+			case q8p:
+				t.q8Pairs(ob, oe, m0, m1)
+			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
+			default:
 				for m := m0; m < m1; m += 8 {
 					t.rows8(ob, oe, m)
 				}

@@ -19,6 +19,9 @@
 // declarations, half_amd64.go; halfrow.go writes halfrow_amd64.s (the
 // three-stream F16/BF16 batch-1 loops) and halfrow_amd64.go.
 //
+// q8tile.go writes q8tile_amd64.s (the Q8_0 and unsigned-nibble Q4_0 ×8
+// tiles folded with unpacks).
+//
 // mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
 // rows' scale tables) and its Go declarations, mxtile_amd64.go.
 //
@@ -50,7 +53,9 @@ func Files() map[string]string {
 		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls(),
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls(),
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
-		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls()}
+		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
+		"q8tile_amd64.s": q8tileFile(),
+	}
 }
 
 type asm struct{ b strings.Builder }
