@@ -38,41 +38,8 @@ VXORPS Y8, Y8, Y8
 VXORPS Y9, Y9, Y9
 q4kx8ploop:
 KSCALES8`)
-	for g := 0; g < 4; g++ {
-		a.code(fmt.Sprintf(`
-VMOVDQU %d(SI), Y10
-VPSRLW $4, Y10, Y11
-VPAND Y14, Y10, Y10
-VPAND Y14, Y11, Y11
-VPBROADCASTW %d(SP), Y12
-VPBROADCASTW %d(SP), Y13`, 16+32*g, 4*g, 4*g+2))
-		for r := 0; r < 8; r++ {
-			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
-			if g == 0 {
-				a.l("\tVPMADDWD Y12, Y15, Y%d", r)
-			} else {
-				a.l("\tVPMADDWD Y12, Y15, Y15")
-				a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-			}
-			a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
-			a.l("\tVPMADDWD Y13, Y15, Y15")
-			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-		}
-	}
+	a.q4kx8Sums("SP", 32)
 	a.code(`
-HADD4(Y0, Y1, Y2, Y3)
-HADD4(Y4, Y5, Y6, Y7)
-VCVTDQ2PS Y0, Y0
-VCVTDQ2PS Y4, Y4
-VMOVDQU 32(SP), Y15
-VPMADDWD (BX), Y15, Y1
-VPMADDWD 32(BX), Y15, Y2
-VPHADDD Y2, Y1, Y1
-VCVTDQ2PS Y1, Y1
-VPMADDWD 64(BX), Y15, Y5
-VPMADDWD 96(BX), Y15, Y6
-VPHADDD Y6, Y5, Y5
-VCVTDQ2PS Y5, Y5
 MOVL (SI), AX
 VMOVD AX, X10
 VCVTPH2PS X10, X10
@@ -169,41 +136,8 @@ MOVQ nb+48(FP), CX
 VXORPS Y8, Y8, Y8
 VXORPS Y9, Y9, Y9
 q4kx8sloop:`)
-	for g := 0; g < 4; g++ {
-		a.code(fmt.Sprintf(`
-VMOVDQU %d(SI), Y10
-VPSRLW $4, Y10, Y11
-VPAND Y14, Y10, Y10
-VPAND Y14, Y11, Y11
-VPBROADCASTW %d(R8), Y12
-VPBROADCASTW %d(R8), Y13`, 16+32*g, 4*g, 4*g+2))
-		for r := 0; r < 8; r++ {
-			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
-			if g == 0 {
-				a.l("\tVPMADDWD Y12, Y15, Y%d", r)
-			} else {
-				a.l("\tVPMADDWD Y12, Y15, Y15")
-				a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-			}
-			a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
-			a.l("\tVPMADDWD Y13, Y15, Y15")
-			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-		}
-	}
+	a.q4kx8Sums("R8", 16)
 	a.code(`
-HADD4(Y0, Y1, Y2, Y3)
-HADD4(Y4, Y5, Y6, Y7)
-VCVTDQ2PS Y0, Y0
-VCVTDQ2PS Y4, Y4
-VMOVDQU 16(R8), Y15
-VPMADDWD (BX), Y15, Y1
-VPMADDWD 32(BX), Y15, Y2
-VPHADDD Y2, Y1, Y1
-VCVTDQ2PS Y1, Y1
-VPMADDWD 64(BX), Y15, Y5
-VPMADDWD 96(BX), Y15, Y6
-VPHADDD Y6, Y5, Y5
-VCVTDQ2PS Y5, Y5
 VBROADCASTSS 48(R8), Y11
 VBROADCASTSS 52(R8), Y10
 VMULPS (DX), Y11, Y12
@@ -226,4 +160,47 @@ MOVQ out+56(FP), AX
 OUT8(Y8, X8, Y9, X9)
 VZEROUPPER
 RET`)
+}
+
+// q4kx8Sums writes the ×8 tiles' products of one Q4_K super-block: the
+// eight sub-blocks' integer sums of 8 activation rows, scaled by the
+// sub-block scales broadcast from 0(base) (words), folded into Y0 and Y4
+// as floats, and the mins' products with the rows' 32-value sums (BX)
+// from minsOff(base) into Y1 and Y5.
+func (a *asm) q4kx8Sums(base string, minsOff int) {
+	for g := 0; g < 4; g++ {
+		a.code(fmt.Sprintf(`
+VMOVDQU %d(SI), Y10
+VPSRLW $4, Y10, Y11
+VPAND Y14, Y10, Y10
+VPAND Y14, Y11, Y11
+VPBROADCASTW %d(%s), Y12
+VPBROADCASTW %d(%s), Y13`, 16+32*g, 4*g, base, 4*g+2, base))
+		for r := 0; r < 8; r++ {
+			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
+			if g == 0 {
+				a.l("\tVPMADDWD Y12, Y15, Y%d", r)
+			} else {
+				a.l("\tVPMADDWD Y12, Y15, Y15")
+				a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
+			}
+			a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
+			a.l("\tVPMADDWD Y13, Y15, Y15")
+			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
+		}
+	}
+	a.code(fmt.Sprintf(`
+HADD4(Y0, Y1, Y2, Y3)
+HADD4(Y4, Y5, Y6, Y7)
+VCVTDQ2PS Y0, Y0
+VCVTDQ2PS Y4, Y4
+VMOVDQU %d(%s), Y15
+VPMADDWD (BX), Y15, Y1
+VPMADDWD 32(BX), Y15, Y2
+VPHADDD Y2, Y1, Y1
+VCVTDQ2PS Y1, Y1
+VPMADDWD 64(BX), Y15, Y5
+VPMADDWD 96(BX), Y15, Y6
+VPHADDD Y6, Y5, Y5
+VCVTDQ2PS Y5, Y5`, minsOff, base))
 }
