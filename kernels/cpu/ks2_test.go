@@ -1,12 +1,14 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // checkQ4KRows1 runs q4kRows1 on rows Q4_K rows of nb blocks and checks
@@ -31,10 +33,41 @@ func checkQ4KRows1(t *testing.T, data []byte, x []float32, rows, nb int) {
 			t.Fatalf("%d rows × %d blocks, row %d = %v, the one-row loop gives %v", rows, nb, o, got[o], want)
 		}
 		ref := dotQ4KGo(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
-		if d := math.Abs(float64(got[o] - ref)); !(d <= 1e-4*max(1, math.Abs(float64(ref)))) {
+		// both sums round in float32 at most nb+16 additions deep (the
+		// integer sub-block sums are exact), each error bounded by the
+		// magnitude of the terms, not of the (possibly cancelled) result
+		tol := max(1e-4*max(1, math.Abs(float64(ref))), float64(nb+16)*0x1p-23*magQ4K(data[o*rb:(o+1)*rb], a.q, a.d))
+		if d := math.Abs(float64(got[o] - ref)); !(d <= tol) {
 			t.Fatalf("%d rows × %d blocks, row %d = %v, plain Go %v", rows, nb, o, got[o], ref)
 		}
 	}
+}
+
+// magQ4K is the sum of the magnitudes of the float terms dotQ4KGo adds for
+// one Q4_K row against quantized activations: per super-block |d·xd| times
+// Σ sc·q·|x| and |dmin·xd| times Σ m·|x| (the scale and min parts are
+// rounded apart, so a row whose parts cancel still carries their error).
+func magQ4K(w []byte, xq []int8, xd []float32) float64 {
+	var mag float64
+	for b := range xd {
+		blk := w[b*quant.Q4KBlockBytes : (b+1)*quant.Q4KBlockBytes]
+		d := math.Abs(float64(xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk))))
+		dmin := math.Abs(float64(xd[b] * quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))))
+		scales, qs := blk[4:16], blk[16:]
+		xb := xq[b*256 : (b+1)*256]
+		var l, m float64
+		for g := 0; g < 4; g++ {
+			sc1, m1 := scaleMinK4(2*g, scales)
+			sc2, m2 := scaleMinK4(2*g+1, scales)
+			for j := 0; j < 32; j++ {
+				x1, x2 := math.Abs(float64(xb[64*g+j])), math.Abs(float64(xb[64*g+32+j]))
+				l += float64(sc1)*float64(qs[32*g+j]&0xf)*x1 + float64(sc2)*float64(qs[32*g+j]>>4)*x2
+				m += float64(m1)*x1 + float64(m2)*x2
+			}
+		}
+		mag += d*l + dmin*m
+	}
+	return mag
 }
 
 // TestQ4KRows1 checks the two-stream Q4_K batch-1 loop for odd and even
