@@ -300,21 +300,7 @@ VPAND Y14, Y11, Y11`, qs+32*g))
 			a.code(q5bits("Y8", 4-2*g, "Y15", "t8mask10<>(SB)", "Y10"))
 			a.code(q5bits("Y8", 3-2*g, "Y15", "t8mask10<>(SB)", "Y11"))
 		}
-		a.code(fmt.Sprintf(`
-VPBROADCASTW %d(SP), Y12
-VPBROADCASTW %d(SP), Y13`, 4*g, 4*g+2))
-		for r := 0; r < 8; r++ {
-			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
-			if g == 0 {
-				a.l("\tVPMADDWD Y12, Y15, Y%d", r)
-			} else {
-				a.l("\tVPMADDWD Y12, Y15, Y15")
-				a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-			}
-			a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
-			a.l("\tVPMADDWD Y13, Y15, Y15")
-			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-		}
+		a.kGroup8("SP", g)
 	}
 	if q5 {
 		a.code("VMOVUPS 64(SP), Y8\nVMOVUPS 96(SP), Y9")
@@ -337,6 +323,29 @@ MOVQ out+56(FP), AX
 OUT8(Y8, X8, Y9, X9)
 VZEROUPPER
 RET`)
+}
+
+// kGroup8 writes one group g (0-3) of a Q4_K/Q5_K super-block against 8
+// activation rows: the group's two sub-block scales broadcast as words
+// from 4g(base) and 4g+2(base), its 64 values (low nibbles in Y10, high in
+// Y11) multiplied with each row's 64 int8 values and the scaled int32
+// sums added into the row's lanes Y0-Y7 (set by group 0).
+func (a *asm) kGroup8(base string, g int) {
+	a.code(fmt.Sprintf(`
+VPBROADCASTW %d(%s), Y12
+VPBROADCASTW %d(%s), Y13`, 4*g, base, 4*g+2, base))
+	for r := 0; r < 8; r++ {
+		a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
+		if g == 0 {
+			a.l("\tVPMADDWD Y12, Y15, Y%d", r)
+		} else {
+			a.l("\tVPMADDWD Y12, Y15, Y15")
+			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
+		}
+		a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
+		a.l("\tVPMADDWD Y13, Y15, Y15")
+		a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
+	}
 }
 
 // q6Kx8 writes dotQ6Kx8AVX2: per 210-byte super-block each row's int32

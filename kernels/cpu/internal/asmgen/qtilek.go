@@ -173,21 +173,8 @@ func (a *asm) q4kx8Sums(base string, minsOff int) {
 VMOVDQU %d(SI), Y10
 VPSRLW $4, Y10, Y11
 VPAND Y14, Y10, Y10
-VPAND Y14, Y11, Y11
-VPBROADCASTW %d(%s), Y12
-VPBROADCASTW %d(%s), Y13`, 16+32*g, 4*g, base, 4*g+2, base))
-		for r := 0; r < 8; r++ {
-			a.l("\tVPMADDUBSW %s, Y10, Y15", rowAt(r, 64*g))
-			if g == 0 {
-				a.l("\tVPMADDWD Y12, Y15, Y%d", r)
-			} else {
-				a.l("\tVPMADDWD Y12, Y15, Y15")
-				a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-			}
-			a.l("\tVPMADDUBSW %s, Y11, Y15", rowAt(r, 64*g+32))
-			a.l("\tVPMADDWD Y13, Y15, Y15")
-			a.l("\tVPADDD Y15, Y%d, Y%d", r, r)
-		}
+VPAND Y14, Y11, Y11`, 16+32*g))
+		a.kGroup8(base, g)
 	}
 	a.code(fmt.Sprintf(`
 HADD4(Y0, Y1, Y2, Y3)
