@@ -91,8 +91,9 @@ type DetokenizeRequest struct {
 	Tokens []int64 `json:"tokens"`
 }
 
-// Decode parses a JSON request body into v (a pointer to one of the request
-// types). Wrong types name the field; unknown fields are ignored.
+// Decode parses a JSON request body into v (a pointer to a zero value of
+// one of the request types). Wrong types name the field; unknown fields
+// are ignored.
 func Decode(body []byte, v any) *Error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -100,6 +101,23 @@ func Decode(body []byte, v any) *Error {
 	}
 	if body[0] != '{' {
 		return BadRequest("", "request body must be a JSON object")
+	}
+	// The common bodies of the generation routes skip json.Unmarshal's
+	// reflection (fastdecode.go); anything else, errors included, is
+	// json.Unmarshal's. v is a zero value here (every caller's).
+	switch r := v.(type) {
+	case *CompletionRequest:
+		var fast CompletionRequest
+		if fast.decodeFast(body) {
+			*r = fast
+			return nil
+		}
+	case *ChatRequest:
+		var fast ChatRequest
+		if fast.decodeFast(body) {
+			*r = fast
+			return nil
+		}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
