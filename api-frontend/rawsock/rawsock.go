@@ -14,10 +14,6 @@
 // were 11 % of the frontend's CPU. A read or write on a non-blocking socket
 // never sleeps in the kernel, so keeping the P during it is right (the
 // per-token sends in package sse do the same).
-//
-// The listener also watches its connections for their peer's close, once
-// per connection, so that net/http's per-request background read need not
-// wait in the poller (watch.go, Conn.WatchContext).
 package rawsock
 
 import (
@@ -26,47 +22,29 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"syscall"
 	"unsafe"
 )
 
 // Listener returns ln whose accepted *net.TCPConn connections read and
 // write with raw system calls (Conn); other connections pass unchanged.
-// The connections are watched for their peer's close (see WatchContext);
-// the watcher's goroutine ends when the listener is closed, or when
-// Accept reports it closed.
-func Listener(ln net.Listener) net.Listener { return &listener{Listener: ln, w: newWatcher()} }
+func Listener(ln net.Listener) net.Listener { return listener{ln} }
 
 // listener is Listener's wrapper.
-type listener struct {
-	net.Listener
-	w *watcher // nil: connections are not watched
-}
+type listener struct{ net.Listener }
 
 // Accept implements net.Listener.
-func (l *listener) Accept() (net.Conn, error) {
+func (l listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
-		if l.w != nil && errors.Is(err, net.ErrClosed) {
-			l.w.close()
-		}
 		return nil, err
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
-		if rc, err := newConn(tc, l.w); err == nil {
+		if rc, err := newConn(tc); err == nil {
 			return rc, nil
 		}
 	}
 	return c, nil
-}
-
-// Close implements net.Listener; it stops the watcher too.
-func (l *listener) Close() error {
-	if l.w != nil {
-		l.w.close()
-	}
-	return l.Listener.Close()
 }
 
 // Conn is a TCP connection whose Read and Write are raw system calls; every
@@ -84,70 +62,27 @@ type Conn struct {
 	rn   int
 	rerr error
 	rfn  func(fd uintptr) bool
-	// nfn is readNoWait's callback; again: it found the socket empty.
-	nfn   func(fd uintptr) bool
-	again bool
-	wbuf  []byte
-	wn    int
-	werr  error
-	wfn   func(fd uintptr) bool
-
-	peerWatch
-	closeOnce sync.Once
-	closeErr  error
+	wbuf []byte
+	wn   int
+	werr error
+	wfn  func(fd uintptr) bool
 }
 
-// newConn wraps tc and, with a watcher, registers it there.
-func newConn(tc *net.TCPConn, w *watcher) (*Conn, error) {
+// newConn wraps tc.
+func newConn(tc *net.TCPConn) (*Conn, error) {
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	c := &Conn{TCPConn: tc, rc: rc}
 	c.rfn, c.wfn = c.readFD, c.writeFD
-	c.nfn = func(fd uintptr) bool {
-		c.again = !c.readFD(fd)
-		return true
-	}
-	c.fd = -1
-	if w != nil && rc.Control(func(fd uintptr) { c.fd = int(fd) }) == nil && c.fd >= 0 && w.add(c) {
-		c.w = w
-	}
 	return c, nil
 }
 
-// Close implements net.Conn: the socket leaves the watcher's set before
-// it is closed.
-func (c *Conn) Close() error {
-	c.closeOnce.Do(func() {
-		if c.w != nil {
-			c.w.remove(c)
-			c.mu.Lock()
-			cancel := c.cancel
-			c.mu.Unlock()
-			if cancel != nil {
-				defer cancel()
-			}
-		}
-		c.closeErr = c.TCPConn.Close()
-	})
-	return c.closeErr
-}
-
 // Read implements net.Conn.
-//
-// A one-byte Read on a Conn whose WatchContext was made does not wait:
-// it returns what the socket has (a byte, EOF, an error) or, when it has
-// nothing, 0 and no error. That is net/http's background read (its only
-// one-byte read, made after each request's body), whose job, noticing
-// the client's close, the watcher does; net/http's bufio reads and the
-// TLS layer read with larger buffers.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
-	}
-	if len(p) == 1 && c.armed.Load() {
-		return c.readNoWait(p)
 	}
 	c.rbuf, c.rn, c.rerr = p, 0, nil
 	err := c.rc.Read(c.rfn)
@@ -156,27 +91,6 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, c.opError("read", err)
 	}
 	if c.rerr != nil && c.rerr != io.EOF {
-		return c.rn, c.opError("read", c.rerr)
-	}
-	return c.rn, c.rerr
-}
-
-// readNoWait is Read without the wait for data (0, nil when the socket
-// has none). A read deadline already past fails it as it fails Read,
-// without the system call (net/http's abort of a background read that has
-// not started yet).
-func (c *Conn) readNoWait(p []byte) (int, error) {
-	c.rbuf, c.rn, c.rerr = p, 0, nil
-	c.again = false
-	err := c.rc.Read(c.nfn)
-	again := c.again
-	c.rbuf = nil
-	switch {
-	case err != nil:
-		return 0, c.opError("read", err)
-	case again:
-		return 0, nil
-	case c.rerr != nil && c.rerr != io.EOF:
 		return c.rn, c.opError("read", c.rerr)
 	}
 	return c.rn, c.rerr

@@ -116,16 +116,7 @@ type connKey struct{}
 // (kept alive) once the response ends. The connection's socket is looked
 // up here, once, and its keptSSE serves every stream on it in turn
 // (net/http serves a connection's requests one after another).
-//
-// A connection that can watch for its peer's close (a rawsock.Conn:
-// WatchContext) gets its context from it, so a request's context ends when
-// the client goes away without net/http's background read per request.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	if wc, ok := c.(interface {
-		WatchContext(context.Context) context.Context
-	}); ok {
-		ctx = wc.WatchContext(ctx)
-	}
 	if k := newKept(c); k != nil {
 		return context.WithValue(ctx, connKey{}, k)
 	}
