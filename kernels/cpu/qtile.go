@@ -66,6 +66,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	}
 	var acc [4]float32
 	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
+	var q6b q6Buf             // Q6_K weight rows unpacked (rows8Q6)
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
 	// span meeting every block of weight rows: a block reads its span's
 	// activations from L2, not from L3 (8192-value reductions at 128 rows
@@ -81,6 +82,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
+			case w.DT == kernels.Q6_K && t.n >= q6UMinRows && t.rows8Q6(ob, oe, m0, m1, &q6b):
 			default:
 				for m := m0; m < m1; m += 8 {
 					t.rows8(ob, oe, m)

@@ -55,6 +55,7 @@ func Files() map[string]string {
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"q8tile_amd64.s": q8tileFile(),
+		"q6tile_amd64.s": q6tileFile(),
 	}
 }
 
