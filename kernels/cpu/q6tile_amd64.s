@@ -7,9 +7,9 @@
 // The Q6_K ×8 tile on unpacked weight rows (see q6tile.go): the same
 // integer and float operations as dotQ6Kx8AVX2 of qtile8_amd64.s, except
 // that each super-block's 6-bit values, scales, scales times −32 and d are
-// read as q6kUnpackAVX2 left them, once per block of weight rows, not
-// decoded per call; with the decode gone the float accumulators stay in
-// registers.
+// read as q6kUnpackAVX2 left them, once per block of weight rows and span
+// of the reduction, not decoded per call; the float accumulators stay in
+// registers within a span and are carried between spans in memory.
 
 DATA t8mask0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA t8mask0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -169,10 +169,14 @@ q6kunblk:
 	VZEROUPPER
 	RET
 
-// func dotQ6Kx8SAVX2(u *byte, ud *float32, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32)
-TEXT ·dotQ6Kx8SAVX2(SB), NOSPLIT, $0-72
+// func dotQ6Kx8RAVX2(u *byte, ud *float32, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, rows int, st *float32)
+TEXT ·dotQ6Kx8RAVX2(SB), NOSPLIT, $8-80
 	MOVQ u+0(FP), SI
 	MOVQ ud+8(FP), R8
+	MOVQ st+72(FP), AX
+	MOVQ rows+64(FP), CX
+	MOVQ CX, 0(SP)
+q6kx8rrow:
 	MOVQ xq+16(FP), DI
 	MOVQ xs+24(FP), R12
 	LEAQ (R12)(R12*2), R13
@@ -184,9 +188,9 @@ TEXT ·dotQ6Kx8SAVX2(SB), NOSPLIT, $0-72
 	LEAQ (R15)(R15*2), R9
 	LEAQ (BX)(R15*4), R10
 	MOVQ nb+56(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-q6kx8sloop:
+	VMOVUPS (AX), Y8
+	VMOVUPS 32(AX), Y9
+q6kx8rloop:
 	VMOVDQU 288(SI), Y13
 	VPMADDWD (BX), Y13, Y0
 	VPMADDWD (BX)(R15*1), Y13, Y1
@@ -429,8 +433,11 @@ q6kx8sloop:
 	ADDQ $32, BX
 	ADDQ $32, R10
 	DECQ CX
-	JNZ q6kx8sloop
-	MOVQ out+64(FP), AX
-	OUT8(Y8, X8, Y9, X9)
+	JNZ q6kx8rloop
+	VMOVUPS Y8, (AX)
+	VMOVUPS Y9, 32(AX)
+	ADDQ $64, AX
+	DECQ 0(SP)
+	JNZ q6kx8rrow
 	VZEROUPPER
 	RET

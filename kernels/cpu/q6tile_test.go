@@ -9,13 +9,13 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestQ6Tile checks that the Q6_K ×8 tile on unpacked rows (dotQ6Kx8SAVX2
+// TestQ6Tile checks that the Q6_K ×8 tile on unpacked rows (dotQ6Kx8RAVX2
 // on rows unpacked by q6kUnpackAVX2) equals the tile that decodes per call
 // (dotQ6Kx8AVX2) bit for bit: called directly on every weight row and
-// group of 8 rows, and through MatMul (rows8Q6, or rows8 where one row
-// does not fit its buffer) on 1 and 2 threads, batches 8–128 (groups of 8
-// with ×4 and one-row leftovers), reductions of 1–3, 8, 16, 32 and 40
-// super-blocks, weight-row counts that are not multiples of any block.
+// group of 8 rows, and through MatMul (q6Blocks, rows8Q6) on 1 and 2
+// threads, batches 8–128 (groups of 8 with ×4 and one-row leftovers),
+// reductions of 1–3, 8, 16, 32, 40 and 64 super-blocks (spans of 1–8),
+// weight-row counts that are not multiples of any block.
 // Saturated blocks (every value 63, every scale 127, −128 or −1, against
 // activations of ±1 or −127) check the sums at their extremes. MatMul's
 // output and q6kUnpackAVX2's buffers are followed by sentinels that must
@@ -31,8 +31,9 @@ func TestQ6Tile(t *testing.T) {
 		{8, 1, 1, 1, ""}, {8, 7, 2, 1, ""}, {9, 5, 3, 2, ""}, {16, 6, 8, 2, ""}, {17, 9, 2, 2, ""},
 		{23, 33, 1, 2, ""}, {32, 30, 8, 2, ""}, {40, 5, 32, 1, ""}, {71, 130, 8, 2, ""}, {128, 67, 3, 2, ""},
 		{8, 4, 2, 1, "max"}, {16, 5, 8, 2, "min"}, {33, 6, 16, 2, "ones"},
-		{8, 2, 40, 1, ""},  // one row beyond rows8Q6's buffer: rows8
-		{29, 5, 64, 2, ""}, // 16 rows per L2 span (qTileL2) and a row beyond the buffer
+		{8, 2, 40, 1, ""},
+		{29, 5, 64, 2, ""},  // 16 rows per L2 span (qTileL2)
+		{136, 19, 2, 2, ""}, // 17 groups of 8: two passes over buf's accumulators
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%s", c.n, c.out, c.kb*256, c.threads, c.sat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+7)))
@@ -52,10 +53,11 @@ func TestQ6Tile(t *testing.T) {
 	}
 }
 
-// checkQ6Tile checks dotQ6Kx8SAVX2 against dotQ6Kx8AVX2 bit for bit (and
-// q6kUnpackAVX2 for writes past its rows) on a Q6_K weight of out×in
-// (data) and n activation rows x, directly and through MatMul on threads
-// threads.
+// checkQ6Tile checks dotQ6Kx8RAVX2 against dotQ6Kx8AVX2 bit for bit (and
+// q6kUnpackAVX2 and dotQ6Kx8RAVX2 for writes past their rows) on a Q6_K
+// weight of out×in (data) and n activation rows x: directly, over the
+// whole reduction and in spans of 1 and 3 super-blocks, and through
+// MatMul on threads threads.
 func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 	t.Helper()
 	w, err := kernels.NewHostWeight(kernels.Q6_K, out, in, data)
@@ -67,7 +69,7 @@ func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int
 	nb, rb := in/256, kernels.Q6_K.RowBytes(in)
 	n8 := n &^ 7
 	ref := make([]float32, n8*out)
-	var want, got [8]float32
+	var want [8]float32
 	const pad = 64
 	u := make([]byte, out*nb*q6UnpackBytes+pad)
 	ud := make([]float32, out*nb+pad)
@@ -92,12 +94,35 @@ func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int
 		xd8 := a.d8[(m/8)*nb*16:]
 		for o := 0; o < out; o++ {
 			dotQ6Kx8AVX2(&data[o*rb], &a.q[m*in], in, &xd8[0], &a.bs[m*in/16], in/16, nb, &want)
-			dotQ6Kx8SAVX2(&u[o*nb*q6UnpackBytes], &ud[o*nb], &a.q[m*in], in, &xd8[0], &a.bs[m*in/16], in/16, nb, &got)
-			for r := range got {
-				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
-					t.Fatalf("weight row %d, activation row %d: %v, dotQ6Kx8AVX2 %v", o, m+r, got[r], want[r])
-				}
+			for r := range want {
 				ref[(m+r)*out+o] = want[r]
+			}
+		}
+		// the reduction whole, in spans of 1 and 3 super-blocks, carrying
+		// the accumulators (16 per weight row, then a sentinel's worth)
+		for _, ks := range []int{nb, 1, 3} {
+			st := make([]float32, out*16+pad)
+			for i := out * 16; i < len(st); i++ {
+				st[i] = -1
+			}
+			for b0 := 0; b0 < nb; b0 += ks {
+				kn := min(ks, nb-b0)
+				q6kUnpackAVX2(&data[b0*210], rb, out, kn, &u[0], &ud[0])
+				dotQ6Kx8RAVX2(&u[0], &ud[0], &a.q[m*in+b0*256], in, &xd8[b0*16], &a.bs[m*in/16+b0*16], in/16, kn, out, &st[0])
+			}
+			for i := out * 16; i < len(st); i++ {
+				if st[i] != -1 {
+					t.Fatalf("dotQ6Kx8RAVX2 wrote past %d rows' accumulators", out)
+				}
+			}
+			for o := 0; o < out; o++ {
+				v := st[16*o:]
+				got := [8]float32{v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7], v[8] + v[12], v[9] + v[13], v[10] + v[14], v[11] + v[15]}
+				for r := range got {
+					if w := ref[(m+r)*out+o]; math.Float32bits(got[r]) != math.Float32bits(w) {
+						t.Fatalf("spans of %d: weight row %d, activation row %d: %v, dotQ6Kx8AVX2 %v", ks, o, m+r, got[r], w)
+					}
+				}
 			}
 		}
 	}
@@ -122,7 +147,7 @@ func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int
 	}
 }
 
-// FuzzQ6Tile checks dotQ6Kx8SAVX2 (and MatMul) against dotQ6Kx8AVX2 bit
+// FuzzQ6Tile checks dotQ6Kx8RAVX2 (and MatMul) against dotQ6Kx8AVX2 bit
 // for bit on weight blocks made from the fuzzer's bytes (values, scales
 // and d included), batches of 8 to 71 rows and reductions of 1 to 20
 // super-blocks.
@@ -171,30 +196,25 @@ func BenchmarkQ6Tile(b *testing.B) {
 				rows = min(rows, qTileFewRows)
 			}
 			span := max(8, qTileL2/sh.in&^7)
-			var buf q6Buf
-			vs := [2]func(ob, oe, m0, m1 int){
-				func(ob, oe, m0, m1 int) {
-					for m := m0; m < m1; m += 8 {
-						t.rows8(ob, oe, m)
+			vs := [2]func(){
+				func() {
+					for m0 := 0; m0 < n; m0 += span {
+						for ob := 0; ob < sh.out; ob += rows {
+							for m := m0; m < min(m0+span, n); m += 8 {
+								t.rows8(ob, min(ob+rows, sh.out), m)
+							}
+						}
 					}
 				},
-				func(ob, oe, m0, m1 int) {
-					if !t.rows8Q6(ob, oe, m0, m1, &buf) {
-						b.Fatal("rows8Q6 refused the rows")
-					}
-				},
+				func() { t.q6Blocks(0, sh.out, n, span, rows) },
 			}
+
 			b.Run(fmt.Sprintf("%dx%d/n%d", sh.out, sh.in, n), func(b *testing.B) {
 				var cpu [2]float64
 				for i := 0; i < b.N; i++ {
 					for v, f := range vs {
 						c0 := processCPU()
-						for m0 := 0; m0 < n; m0 += span {
-							m1 := min(m0+span, n)
-							for ob := 0; ob < sh.out; ob += rows {
-								f(ob, min(ob+rows, sh.out), m0, m1)
-							}
-						}
+						f()
 						cpu[v] += (processCPU() - c0).Seconds()
 					}
 				}

@@ -66,7 +66,6 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	}
 	var acc [4]float32
 	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
-	var q6b q6Buf             // Q6_K weight rows unpacked (rows8Q6)
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
 	// span meeting every block of weight rows: a block reads its span's
 	// activations from L2, not from L3 (8192-value reductions at 128 rows
@@ -74,15 +73,20 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	// the groups (rows8K) from qTileMinRows rows; below, with 1–3 groups,
 	// unpacking first was slower (docs/bench/batch-tiles.md).
 	span := max(8, qTileL2/K&^7)
-	for m0 := 0; m0 < n8; m0 += span {
-		m1 := min(m0+span, n8)
+	g8 := n8 // rows left to the span loop below
+	if w.DT == kernels.Q6_K && n8 > 0 {
+		// Q6_K: weight rows unpacked once per block and span (q6tile.go)
+		t.q6Blocks(lo, hi, n8, span, rows)
+		g8 = 0
+	}
+	for m0 := 0; m0 < g8; m0 += span {
+		m1 := min(m0+span, g8)
 		for ob := lo; ob < hi; ob += rows {
 			oe := min(ob+rows, hi)
 			switch {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
-			case w.DT == kernels.Q6_K && t.n >= q6UMinRows && t.rows8Q6(ob, oe, m0, m1, &q6b):
 			default:
 				for m := m0; m < m1; m += 8 {
 					t.rows8(ob, oe, m)

@@ -15,13 +15,13 @@ func q6tileFile() string {
 // The Q6_K ×8 tile on unpacked weight rows (see q6tile.go): the same
 // integer and float operations as dotQ6Kx8AVX2 of qtile8_amd64.s, except
 // that each super-block's 6-bit values, scales, scales times −32 and d are
-// read as q6kUnpackAVX2 left them, once per block of weight rows, not
-// decoded per call; with the decode gone the float accumulators stay in
-// registers.`)
+// read as q6kUnpackAVX2 left them, once per block of weight rows and span
+// of the reduction, not decoded per call; the float accumulators stay in
+// registers within a span and are carried between spans in memory.`)
 	a.l(``)
 	a.l("%s", macrosTile8)
 	a.q6Unpack()
-	a.q6x8s()
+	a.q6x8r()
 	return a.b.String()
 }
 
@@ -100,21 +100,30 @@ func q6Decode(c int) string {
 	return s + "VPOR Y9, Y8, Y8"
 }
 
-// q6x8s writes dotQ6Kx8SAVX2: per super-block of the unpacked row u each
-// row's int32 lanes start at −32·Σ_i sc_i·(Σx)_i (the scales times −32 at
-// 288(u) against the rows' 16-value sums at BX / R10), each of the 8
-// chunks of 32 values is loaded once and meets every row with its pair of
-// 16-value scales (words at 256(u)), and the super-block is folded with d
-// (ud) times the rows' activation scales into Y8 (rows 0-3) and Y9 (rows
-// 4-7), as q6Kx8 does. (Measured and dropped: the rows' horizontal adds
-// by unpacks instead of VPHADDD, no faster; docs/bench/q6k-tiles.md.)
-func (a *asm) q6x8s() {
+// q6x8r writes dotQ6Kx8RAVX2: rows unpacked weight rows (u, ud
+// contiguous: nb super-blocks each) against one group of 8 activation
+// rows, each row's float accumulators (16 floats: rows 0-3 twice, then
+// rows 4-7 twice, as Y8 and Y9 hold them) loaded from st and stored back,
+// 64 bytes per weight row, so that a reduction can be cut into spans. Per
+// super-block each row's int32 lanes start at −32·Σ_i sc_i·(Σx)_i (the
+// scales times −32 at 288(u) against the rows' 16-value sums at BX /
+// R10), each of the 8 chunks of 32 values is loaded once and meets every
+// row with its pair of 16-value scales (words at 256(u)), and the
+// super-block is folded with d (ud) times the rows' activation scales into
+// Y8 (rows 0-3) and Y9 (rows 4-7): q6Kx8's operations in its order.
+// (Measured and dropped: the rows' horizontal adds by unpacks instead of
+// VPHADDD, no faster; docs/bench/q6k-tiles.md.)
+func (a *asm) q6x8r() {
 	a.l(``)
-	a.l(`// func dotQ6Kx8SAVX2(u *byte, ud *float32, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32)`)
-	a.l(`TEXT ·dotQ6Kx8SAVX2(SB), NOSPLIT, $0-72`)
+	a.l(`// func dotQ6Kx8RAVX2(u *byte, ud *float32, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, rows int, st *float32)`)
+	a.l(`TEXT ·dotQ6Kx8RAVX2(SB), NOSPLIT, $8-80`)
 	a.code(`
 MOVQ u+0(FP), SI
 MOVQ ud+8(FP), R8
+MOVQ st+72(FP), AX
+MOVQ rows+64(FP), CX
+MOVQ CX, 0(SP)
+q6kx8rrow:
 MOVQ xq+16(FP), DI
 MOVQ xs+24(FP), R12
 LEAQ (R12)(R12*2), R13
@@ -126,9 +135,9 @@ SHLQ $1, R15
 LEAQ (R15)(R15*2), R9
 LEAQ (BX)(R15*4), R10
 MOVQ nb+56(FP), CX
-VXORPS Y8, Y8, Y8
-VXORPS Y9, Y9, Y9
-q6kx8sloop:
+VMOVUPS (AX), Y8
+VMOVUPS 32(AX), Y9
+q6kx8rloop:
 VMOVDQU 288(SI), Y13`)
 	bsRow := []string{"(BX)", "(BX)(R15*1)", "(BX)(R15*2)", "(BX)(R9*1)", "(R10)", "(R10)(R15*1)", "(R10)(R15*2)", "(R10)(R9*1)"}
 	for r := 0; r < 8; r++ {
@@ -164,9 +173,12 @@ ADDQ $64, DX
 ADDQ $32, BX
 ADDQ $32, R10
 DECQ CX
-JNZ q6kx8sloop
-MOVQ out+64(FP), AX
-OUT8(Y8, X8, Y9, X9)
+JNZ q6kx8rloop
+VMOVUPS Y8, (AX)
+VMOVUPS Y9, 32(AX)
+ADDQ $64, AX
+DECQ 0(SP)
+JNZ q6kx8rrow
 VZEROUPPER
 RET`)
 }
