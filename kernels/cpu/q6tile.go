@@ -21,9 +21,15 @@ const (
 	// values, 16 scales and 16 scales times −32 as words (asmgen's
 	// q6tile.go keeps the same constant).
 	q6UnpackBytes = 320
-	// q6URows is the most weight rows rows8Q6 unpacks at a time (qTiles'
-	// blocks hold 9 rows of 2048 values, 2 of 8192).
+	// q6URows is the most weight rows rows8Q6 unpacks at a time: what
+	// must fit L1 is a span of them, not the rows whole, so blocks are
+	// larger than qTiles' (9 rows of 2048 values, 2 of 8192), and a span
+	// of the activations meets more rows per read from L2.
 	q6URows = 16
+	// q6UMinRows is the batch from which Q6_K weight rows are unpacked:
+	// below, with 1–3 groups of 8 meeting each unpacked span, the unpack
+	// pass did not pay (at 16 rows 1–6 % slower; docs/bench/q6k-tiles.md).
+	q6UMinRows = qTileMinRows
 	// q6USpanBytes is the L1 budget of one span: the block's unpacked
 	// super-blocks plus a group of 8 activation rows (2 KiB per
 	// super-block).
@@ -47,14 +53,15 @@ type q6Buf struct {
 
 // q6Blocks sets the products of Q6_K weight rows [lo, hi) with activation
 // rows [0, n8) (n8 a multiple of 8) as qTiles does for the other ×8 tiles,
-// the groups of 8 in L2 spans of span rows meeting blocks of rows weight
-// rows in turn, with rows8Q6 (its scratch in this frame only).
-func (t *qmatTask) q6Blocks(lo, hi, n8, span, rows int) {
+// the groups of 8 in L2 spans of span rows meeting blocks of q6URows
+// weight rows in turn, with rows8Q6 (its scratch in this frame only, so
+// that qTiles' other types do not clear it).
+func (t *qmatTask) q6Blocks(lo, hi, n8, span int) {
 	var buf q6Buf
 	for m0 := 0; m0 < n8; m0 += span {
 		m1 := min(m0+span, n8)
-		for ob := lo; ob < hi; ob += rows {
-			t.rows8Q6(ob, min(ob+rows, hi), m0, m1, &buf)
+		for ob := lo; ob < hi; ob += q6URows {
+			t.rows8Q6(ob, min(ob+q6URows, hi), m0, m1, &buf)
 		}
 	}
 }
@@ -81,7 +88,13 @@ func (t *qmatTask) rows8Q6(ob, oe, m0, m1 int, buf *q6Buf) {
 			clear(st)
 			for b0 := 0; b0 < nb; b0 += ks {
 				kn := min(ks, nb-b0)
-				q6kUnpackAVX2(&w.Q[rs*rb+b0*210], rb, nr, kn, &buf.u[0], &buf.d[0])
+				// prefetch the row's next span, or after the last one the
+				// next block's first (prefetches past the weight are harmless)
+				pf := kn * 210
+				if b0+kn == nb {
+					pf = nr*rb - b0*210
+				}
+				q6kUnpackAVX2(&w.Q[rs*rb+b0*210], rb, nr, kn, &buf.u[0], &buf.d[0], pf)
 				for m := g0; m < g1; m += 8 {
 					gi := (m - g0) / 8
 					dotQ6Kx8RAVX2(&buf.u[0], &buf.d[0], &a.q[m*K+b0*256], K, &a.d8[((m/8)*nb+b0)*16],

@@ -86,14 +86,15 @@ GLOBL t8shuf<>(SB), RODATA|NOPTR, $32
 	VADDPS X10, Xh, Xh; \
 	VMOVUPS Xh, 16(AX)
 
-// func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32)
-TEXT ·q6kUnpackAVX2(SB), NOSPLIT, $0-48
+// func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32, pf int)
+TEXT ·q6kUnpackAVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), R9
 	MOVQ rows+16(FP), BX
 	MOVQ nb+24(FP), R10
 	MOVQ u+32(FP), DI
 	MOVQ ud+40(FP), R8
+	MOVQ pf+48(FP), R11
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -102,6 +103,10 @@ q6kunrow:
 	MOVQ SI, DX
 	MOVQ R10, CX
 q6kunblk:
+	PREFETCHT0 (DX)(R11*1)
+	PREFETCHT0 64(DX)(R11*1)
+	PREFETCHT0 128(DX)(R11*1)
+	PREFETCHT0 192(DX)(R11*1)
 	VPMOVSXBW 192(DX), Y12
 	VMOVDQU Y12, 256(DI)
 	VPSLLW $5, Y12, Y12

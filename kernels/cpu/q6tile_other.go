@@ -2,7 +2,7 @@
 
 package cpu
 
-func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32) {
+func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32, pf int) {
 	panic("unreachable")
 }
 

@@ -12,8 +12,9 @@ import (
 // TestQ6Tile checks that the Q6_K ×8 tile on unpacked rows (dotQ6Kx8RAVX2
 // on rows unpacked by q6kUnpackAVX2) equals the tile that decodes per call
 // (dotQ6Kx8AVX2) bit for bit: called directly on every weight row and
-// group of 8 rows, and through MatMul (q6Blocks, rows8Q6) on 1 and 2
-// threads, batches 8–128 (groups of 8 with ×4 and one-row leftovers),
+// group of 8 rows, and through MatMul (q6Blocks and rows8Q6 from
+// q6UMinRows rows, rows8 below) on 1 and 2 threads, batches 8–136 (groups
+// of 8 with ×4 and one-row leftovers),
 // reductions of 1–3, 8, 16, 32, 40 and 64 super-blocks (spans of 1–8),
 // weight-row counts that are not multiples of any block.
 // Saturated blocks (every value 63, every scale 127, −128 or −1, against
@@ -79,7 +80,7 @@ func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int
 	for i := out * nb; i < len(ud); i++ {
 		ud[i] = -1
 	}
-	q6kUnpackAVX2(&data[0], rb, out, nb, &u[0], &ud[0])
+	q6kUnpackAVX2(&data[0], rb, out, nb, &u[0], &ud[0], rb)
 	for i := out * nb * q6UnpackBytes; i < len(u); i++ {
 		if u[i] != 0xa5 {
 			t.Fatalf("q6kUnpackAVX2 wrote past %d rows × %d super-blocks", out, nb)
@@ -107,7 +108,7 @@ func checkQ6Tile(t *testing.T, data []byte, x []float32, n, out, in, threads int
 			}
 			for b0 := 0; b0 < nb; b0 += ks {
 				kn := min(ks, nb-b0)
-				q6kUnpackAVX2(&data[b0*210], rb, out, kn, &u[0], &ud[0])
+				q6kUnpackAVX2(&data[b0*210], rb, out, kn, &u[0], &ud[0], kn*210)
 				dotQ6Kx8RAVX2(&u[0], &ud[0], &a.q[m*in+b0*256], in, &xd8[b0*16], &a.bs[m*in/16+b0*16], in/16, kn, out, &st[0])
 			}
 			for i := out * 16; i < len(st); i++ {
@@ -206,7 +207,7 @@ func BenchmarkQ6Tile(b *testing.B) {
 						}
 					}
 				},
-				func() { t.q6Blocks(0, sh.out, n, span, rows) },
+				func() { t.q6Blocks(0, sh.out, n, span) },
 			}
 
 			b.Run(fmt.Sprintf("%dx%d/n%d", sh.out, sh.in, n), func(b *testing.B) {

@@ -30,11 +30,14 @@ func q6tileFile() string {
 // row: the 256 values (0-63, ql nibble | qh bits) in the ×8 tile's chunk
 // order (32 per chunk: half h, chunk c at 32·(4h+c)), the 16 scales as
 // words at 256, the scales times −32 as words at 288; d as float32 into
-// ud, one per super-block and row.
+// ud, one per super-block and row. It prefetches the 210 bytes pf bytes
+// after each super-block it reads (the next span of the row, whose
+// unpacking comes after all the groups have met this span: a stream of
+// short runs that the hardware prefetchers do not follow).
 func (a *asm) q6Unpack() {
 	a.l(``)
-	a.l(`// func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32)`)
-	a.l(`TEXT ·q6kUnpackAVX2(SB), NOSPLIT, $0-48`)
+	a.l(`// func q6kUnpackAVX2(w *byte, rb int, rows int, nb int, u *byte, ud *float32, pf int)`)
+	a.l(`TEXT ·q6kUnpackAVX2(SB), NOSPLIT, $0-56`)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ rb+8(FP), R9
@@ -42,12 +45,17 @@ MOVQ rows+16(FP), BX
 MOVQ nb+24(FP), R10
 MOVQ u+32(FP), DI
 MOVQ ud+40(FP), R8
+MOVQ pf+48(FP), R11
 ` + broadcast(0x0f0f0f0f, 14) + `
 VPXOR Y15, Y15, Y15
 q6kunrow:
 MOVQ SI, DX
 MOVQ R10, CX
 q6kunblk:
+PREFETCHT0 (DX)(R11*1)
+PREFETCHT0 64(DX)(R11*1)
+PREFETCHT0 128(DX)(R11*1)
+PREFETCHT0 192(DX)(R11*1)
 VPMOVSXBW 192(DX), Y12
 VMOVDQU Y12, 256(DI)
 VPSLLW $5, Y12, Y12
