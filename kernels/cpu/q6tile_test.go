@@ -226,3 +226,28 @@ func BenchmarkQ6Tile(b *testing.B) {
 		}
 	}
 }
+
+// TestQ6TileAllocs checks that a Q6_K MatMul on the unpacked tile (its
+// scratch on the stack) allocates nothing once the activations' buffers
+// have grown: 48 rows of 2048 values, on 1 and 2 threads.
+func TestQ6TileAllocs(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const n, out, in = 48, 40, 2048
+	w, err := kernels.NewHostWeight(kernels.Q6_K, out, in, randBlocks(r, kernels.Q6_K, out, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+	res := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
+	for _, threads := range []int{1, 2} {
+		b := New(Options{Threads: threads, QuantizeActivations: true})
+		b.MatMul(res, x, w, n)
+		if a := testing.AllocsPerRun(20, func() { b.MatMul(res, x, w, n) }); a != 0 {
+			t.Errorf("%d threads: %v allocations per MatMul, want 0", threads, a)
+		}
+		b.Close()
+	}
+}
