@@ -28,14 +28,15 @@ const (
 	q6URows = 16
 	// q6UMinRows is the batch from which Q6_K weight rows are unpacked:
 	// below, with 1–3 groups of 8 meeting each unpacked span, the unpack
-	// pass did not pay (at 16 rows 1–6 % slower; docs/bench/q6k-tiles.md).
+	// pass did not pay (at 16 rows 0.5–7 % slower; docs/bench/q6k-tiles.md).
 	q6UMinRows = qTileMinRows
 	// q6USpanBytes is the L1 budget of one span: the block's unpacked
 	// super-blocks plus a group of 8 activation rows (2 KiB per
 	// super-block).
 	q6USpanBytes = 20 << 10
-	// q6UBytes is the size of rows8Q6's buffer of unpacked super-blocks:
-	// q6URows rows of one super-block fit whatever q6USpanBytes says.
+	// q6UBytes is the size of rows8Q6's buffer of unpacked super-blocks
+	// (38 of them: at least 2 for each of q6URows rows); rows8Q6 cuts a
+	// span to what it holds.
 	q6UBytes = 12 << 10
 	// q6StFloats is the size of rows8Q6's float accumulators: 16 weight
 	// rows × 16 groups of 8 (a 128-row L2 span).
