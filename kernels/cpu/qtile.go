@@ -73,8 +73,14 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	// the groups (rows8K) from qTileMinRows rows; below, with 1–3 groups,
 	// unpacking first was slower (docs/bench/batch-tiles.md).
 	span := max(8, qTileL2/K&^7)
-	for m0 := 0; m0 < n8; m0 += span {
-		m1 := min(m0+span, n8)
+	g8 := n8 // rows left to the span loop below
+	if w.DT == kernels.Q6_K && n8 > 0 && t.n >= q6UMinRows {
+		// Q6_K: weight rows unpacked once per block and span (q6tile.go)
+		t.q6Blocks(lo, hi, n8, span)
+		g8 = 0
+	}
+	for m0 := 0; m0 < g8; m0 += span {
+		m1 := min(m0+span, g8)
 		for ob := lo; ob < hi; ob += rows {
 			oe := min(ob+rows, hi)
 			switch {

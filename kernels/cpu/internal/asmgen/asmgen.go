@@ -10,8 +10,8 @@
 // and ks2_amd64.go (the two-stream Q4_K row loop, from ks2.go), q8rows_amd64.s
 // (the prefetching Q8_0 and unsigned-nibble Q4_0 row loops), q6rows_amd64.s
 // (the Q6_K row loop with its scales in registers, the Q5_K loop prefetching
-// farther ahead) and f32panel_amd64.s (the AVX2 twins of the
-// panel kernels). The kernels differ
+// farther ahead), f32panel_amd64.s (the AVX2 twins of the
+// panel kernels) and q6tile_amd64.s (the Q6_K ×8 tile on unpacked rows). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -55,6 +55,7 @@ func Files() map[string]string {
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"q8tile_amd64.s": q8tileFile(),
+		"q6tile_amd64.s": q6tileFile(),
 	}
 }
 
