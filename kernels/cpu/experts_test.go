@@ -106,15 +106,17 @@ func TestMatMulExpertPair(t *testing.T) {
 // activations, now one parallel op), and close to the reference backend's
 // float64 product (within the activation-rounding error). Shapes cover one
 // row per call (decode), groups of 1 to 16 rows (also in calls of more
-// than 16 rows), empty groups and gpt-oss-20b's 2880 width.
+// than 16 rows), groups of more than 16 rows (prefill), calls with and
+// without MXFP4 scale tables, empty groups and gpt-oss-20b's 2880 width.
 func TestMatMulExperts(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 6))
 	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.F16, kernels.F32} {
 		for _, c := range []struct{ e, n, rows, cols int }{
 			{1, 1, 8, 256}, {4, 1, 64, 512}, {4, 4, 33, 256}, {8, 16, 40, 256}, {32, 16, 17, 512}, {4, 64, 24, 256}, {3, 2, 200, 2880 / 32 * 32},
-			// more than mxTabRows rows, every group within it (16-sequence
-			// decode: MXFP4 scale tables for all rows)
-			{32, 64, 40, 512}, {8, 40, 66, 2880 / 32 * 32},
+			// groups of more than 16 rows (prefill: MXFP4 scale tables for
+			// calls of up to mxTabRows rows) and a call of more than
+			// mxTabRows rows (no tables)
+			{32, 64, 40, 512}, {8, 40, 66, 2880 / 32 * 32}, {4, 96, 24, 512}, {2, mxTabRows + 8, 20, 256},
 		} {
 			cols := c.cols
 			if dt == kernels.Q4_K {
@@ -131,8 +133,8 @@ func TestMatMulExperts(t *testing.T) {
 				for g := range w {
 					maxRows = max(maxRows, int(start[g+1]-start[g]))
 				}
-				if tabs := be.ex.act.mxsOK; dt == kernels.MXFP4 && hasAVX2 && tabs != (maxRows <= mxTabRows) {
-					t.Fatalf("scale tables %v with groups of up to %d rows", tabs, maxRows)
+				if tabs := be.ex.act.mxsOK; dt == kernels.MXFP4 && hasAVX2 && tabs != (c.n <= mxTabRows) {
+					t.Fatalf("scale tables %v with %d rows in groups of up to %d", tabs, c.n, maxRows)
 				}
 				want := be.Alloc(c.n, c.rows).(*kernels.Host)
 				ref := kernels.NewRef().Alloc(c.n, c.rows).(*kernels.Host)

@@ -72,13 +72,16 @@ func dotMXFP4Go(w []byte, xq []int8, xd []float32) float32 {
 	return s
 }
 
-// mxTabRows is the most activation rows that get scale tables
-// (mxfp4Scales: 1 KiB per block and row, 92 KiB per row of 2880): the
-// decode row (one activation row) and an expert's routed rows at batched
-// decode (up to one per sequence of a 16-sequence batch), where the tiles
-// with tables (mxtile_amd64.s) save a VMULPS per block and row. Larger
-// batches (prefill) keep the tiles that make the products in the loop.
-const mxTabRows = 16
+// mxTabRows is the most activation rows of one MatMul (or MatMulExperts
+// call) that get scale tables (mxfp4Scales: 1 KiB per block and row, 92
+// KiB per row of 2880, 11.8 MB for 128 rows): the decode row (one
+// activation row), the routed rows of a batched decode step (64 at 16
+// sequences and top-4) and an expert's rows at prefill (about 16 for a
+// 128-token chunk and top-4 of 32 experts, 32 for 256), where the tiles
+// with tables (mxtile_amd64.s) save a VMULPS per block and row and run
+// two weight rows at a time. Larger batches keep the tiles that make the
+// products in the loop (the same results bit for bit).
+const mxTabRows = 128
 
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the

@@ -332,6 +332,18 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		tab := func(R int) func() {
 			return func() { mxfp4TabTile(data, rb, &a, 0, R, rows, outR, rows) }
 		}
+		// tabRm: the same tiles on weights from memory (256 MB of rows,
+		// a different block of 64 rows each op, as at batched decode)
+		big := randMXFP4Fast(r, 256<<20/rb, in)
+		chunk := 0
+		tabMem := func(R int) func() {
+			return func() {
+				n := len(big) / (rows * rb)
+				c := big[(chunk%n)*rows*rb:]
+				chunk++
+				mxfp4TabTile(c, rb, &a, 0, R, rows, outR, rows)
+			}
+		}
 		for _, v := range []struct {
 			name string
 			per  int // blocks × activation rows per op
@@ -345,6 +357,8 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 			{"tab4", 4 * rows * nb, tab(4)},
 			{"tab3", 3 * rows * nb, tab(3)},
 			{"tab2", 2 * rows * nb, tab(2)},
+			{"tab4m", 4 * rows * nb, tabMem(4)},
+			{"tab2m", 2 * rows * nb, tabMem(2)},
 		} {
 			b.Run(fmt.Sprintf("e%d/%s", span, v.name), func(b *testing.B) {
 				c0 := processCPU()
