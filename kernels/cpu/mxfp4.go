@@ -85,10 +85,14 @@ const mxTabRows = 128
 
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the
-// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); and, for
-// up to mxTabRows activation rows, a.mxs to their scale tables
-// (mxfp4Scales) unless they are those of the rows quantized last.
-func (a *actQ) mxfp4Corr() {
+// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); for up to
+// mxTabRows activation rows of which some run mxfp4.go's tiles (a group
+// of fewer than mxgMinRows: minRows, the smallest group's rows, is n for
+// a MatMul), a.mxs to their scale tables (mxfp4Scales); and when some
+// group takes the group tiles (maxRows ≥ mxgMinRows), a.mxg to the rows'
+// group quantization (mxgroup.go); neither again for the rows quantized
+// last.
+func (a *actQ) mxfp4Corr(minRows, maxRows int) {
 	n := len(a.q) / 2
 	if cap(a.c16) < n {
 		a.c16 = make([]int16, n)
@@ -97,8 +101,11 @@ func (a *actQ) mxfp4Corr() {
 	for i := range a.c16 {
 		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
 	}
-	if a.n <= mxTabRows && !a.mxsOK {
+	if a.n <= mxTabRows && minRows < mxgMinRows && !a.mxsOK {
 		a.mxfp4Scales()
+	}
+	if maxRows >= mxgMinRows && !a.mxg.ok {
+		a.mxg.quantize(a.src, a.n, a.k)
 	}
 }
 
@@ -175,6 +182,10 @@ func mxfp4Tile(wr []byte, a *actQ, m, R, K int, acc *[4]float32) {
 func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
+	if a.mxg.ok && t.n >= mxgMinRows {
+		t.mxgTiles(lo, hi)
+		return
+	}
 	if a.mxsOK {
 		t.mxfp4TabTiles(lo, hi)
 		return

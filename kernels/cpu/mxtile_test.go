@@ -37,7 +37,7 @@ func TestMXFP4TabTiles(t *testing.T) {
 				}
 				task := qmatTask{k: fast, out: out, x: &kernels.Host{R: n, C: in, F: x}, w: w, n: n}
 				task.act.quantize(fast, x, in, n, in, 32)
-				task.act.mxfp4Corr()
+				task.act.mxfp4Corr(1, 1)
 				if !task.act.mxsOK {
 					t.Fatalf("n=%d: no scale tables", n)
 				}

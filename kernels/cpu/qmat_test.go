@@ -124,6 +124,12 @@ func checkStored(t *testing.T, dt kernels.DType, data []byte, x []float32, n, ou
 	exact, onAct, bound, mag := storedRef(w, x, n)
 	xh := &kernels.Host{R: n, C: in, F: x}
 	for _, plain := range []bool{false, true} {
+		if mxgUsed(dt, n) { // MXFP4 batches: the group tiles, then the Go twins
+			exact, onAct, bound, mag = mxgRef(w, x, n)
+			if plain {
+				exact, onAct, bound, mag = storedRef(w, x, n)
+			}
+		}
 		b := New(Options{Threads: threads, Plain: plain, QuantizeActivations: true})
 		got := b.Alloc(n, out).(*kernels.Host)
 		b.MatMul(got, xh, w, n)
