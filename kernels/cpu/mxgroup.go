@@ -110,13 +110,12 @@ func (g *mxgAct) quantize(src []float32, n, k int) {
 				q := g.q[(b*n+r)*32 : (b*n+r+1)*32]
 				var s int32
 				for j, v := range x[b*32 : (b+1)*32] {
-					f := v * id
-					if f >= 0 {
-						q[j] = int8(int32(f + 0.5))
-					} else {
-						q[j] = int8(int32(f - 0.5))
-					}
-					s += int32(q[j])
+					// |v·id| ≤ 127: adding 1.5·2^23 rounds it to the
+					// nearest integer (ties to even), which the low
+					// mantissa bits then hold
+					v := int32(math.Float32bits(v*id+0x1.8p23)) - 0x4b400000
+					q[j] = int8(v)
+					s += v
 				}
 				cx[b-b0] = int16(-6 * s)
 			}
