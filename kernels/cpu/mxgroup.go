@@ -22,14 +22,17 @@ import "math"
 // 320 values); the group's integer sum, in 8 partial sums, is converted to
 // float32 and added times 2^(emax−141)·D (D the activation group's scale)
 // by one FMA each. So the result equals the float64 product of the
-// decoded weights with the group-quantized activations to float32
-// rounding (the same partial sums per group as a plain float32 sum, fewer
-// roundings than mxfp4.go's per-block ones), plus the dropped blocks, and
-// differs from the product with the float activations by the activation
-// rounding: at most Σ_groups D/2 · Σ_j |w_j| (D is up to 10× a block's
-// Q8_0 scale for the same values: this path trades that rounding for
-// speed, where mxfp4.go's kernels agree bit for bit with each other). The
-// scale byte 0xFF gives NaN for its group.
+// decoded weights with the group-quantized activations, less the dropped
+// blocks, to float32 rounding: the partial sums hold the offset products
+// (w + 12·2^(e−128))·x and the corrections −12·2^(e−128)·Σx in different
+// lanes, so the rounding is relative to Σ(|w| + 24·2^(e−128))·|x| (about
+// 3× Σ|w·x| for gpt-oss's weights): at most (groups + 4)·2^-24 of it,
+// orders below the activation rounding. It differs from the product with
+// the float activations by the activation rounding, at most Σ_groups D/2 ·
+// Σ_j |w_j| plus the dropped blocks' terms (D is up to 10× a block's Q8_0
+// scale for the same values: this path trades that rounding for speed,
+// where mxfp4.go's kernels agree bit for bit with each other). The scale
+// byte 0xFF gives NaN for its group.
 
 // mxgBlocks is the blocks of 32 values per activation group (at most 16:
 // the group's multipliers fill one vector of int16).

@@ -20,7 +20,13 @@ func mxgUsed(dt kernels.DType, n int) bool {
 // decoded weights with the float activations (exact), with the
 // group-quantized activations over the blocks the tiles keep (onAct, the
 // tiles' result to float32 rounding), the bound of their difference (the
-// activation rounding plus the dropped blocks' terms) and Σ|w·x| (mag).
+// activation rounding plus the dropped blocks' terms) and a magnitude
+// (mag) that bounds the float32 rounding: Σ|w·x|, plus, over the kept
+// blocks, (ng+4)·2^-24·Σ (|w|+24·2^(e−128))·|xa| (ng groups). The tiles'
+// partial sums hold the offset weights (w + 12·2^(e−128)) and the
+// corrections (−12·2^(e−128)·Σxa) apart, each rounded once to float32
+// before they cancel, then ng FMAs and a sum of 8 lanes (3 levels); mag
+// is scaled so that the callers' 2e-6·mag covers it.
 func mxgRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []float64) {
 	K := w.C
 	nb := K / 32
@@ -35,8 +41,9 @@ func mxgRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []flo
 		wr := w.Q[o*rb : (o+1)*rb]
 		w.RowF32(row, o)
 		for m := 0; m < n; m++ {
-			var e, a, b, mg float64
-			for gi := 0; gi*mxgBlocks < nb; gi++ {
+			var e, a, b, mg, mo float64
+			ng := (nb + mxgBlocks - 1) / mxgBlocks
+			for gi := 0; gi < ng; gi++ {
 				b0, b1 := gi*mxgBlocks, min(nb, (gi+1)*mxgBlocks)
 				d := float64(g.d[gi*n+m])
 				emax := 0
@@ -44,7 +51,9 @@ func mxgRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []flo
 					emax = max(emax, int(wr[bl*quant.MXFP4BlockBytes]))
 				}
 				for bl := b0; bl < b1; bl++ {
-					kept := int(wr[bl*quant.MXFP4BlockBytes]) >= emax-13
+					e8 := int(wr[bl*quant.MXFP4BlockBytes])
+					kept := e8 >= emax-13
+					off := 24 * math.Ldexp(1, e8-128) // the offset's and correction's scale
 					for j := bl * 32; j < (bl+1)*32; j++ {
 						v, xv := float64(row[j]), float64(x[m*K+j])
 						xa := float64(g.q[(bl*n+m)*32+j-bl*32]) * d
@@ -53,6 +62,7 @@ func mxgRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []flo
 						if kept {
 							a += v * xa
 							b += math.Abs(v) * math.Abs(xa-xv)
+							mo += (math.Abs(v) + off) * math.Abs(xa)
 						} else {
 							b += math.Abs(v * xv)
 						}
@@ -60,7 +70,7 @@ func mxgRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []flo
 				}
 			}
 			i := m*w.R + o
-			exact[i], onAct[i], bound[i], mag[i] = e, a, b, mg
+			exact[i], onAct[i], bound[i], mag[i] = e, a, b, mg+float64(ng+4)*0x1p-24*1.01*mo/2e-6
 		}
 	}
 	return
@@ -218,6 +228,9 @@ func FuzzMXFP4Group(f *testing.F) {
 	f.Add(uint8(8), uint8(3), uint8(11), []byte{1, 2, 3})
 	f.Add(uint8(1), uint8(5), uint8(1), []byte{0xfe, 0x7b, 0, 0x80})
 	f.Add(uint8(12), uint8(9), uint8(23), []byte{0x00, 0x88, 0x77, 0x11, 0x0f})
+	// found by the fuzzer: a row whose offset terms cancel in the sum
+	// (the float32 rounding is relative to them, not to the result)
+	f.Add(uint8('C'), uint8(5), uint8(1), []byte("\xfe000"))
 	f.Fuzz(func(t *testing.T, n8, rows8, nb8 uint8, seed []byte) {
 		if !hasAVX2 {
 			t.Skip("no AVX2 kernels on this machine or build")
