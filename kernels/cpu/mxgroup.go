@@ -138,6 +138,15 @@ func abs32(v float32) float32 {
 	return math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
 }
 
+// mxgRows returns the rows a call with groups of up to maxRows rows
+// offers the group tiles: maxRows, or 0 with Options.BatchInvariantMXFP4.
+func (b *Backend) mxgRows(maxRows int) int {
+	if b.mxgOff {
+		return 0
+	}
+	return maxRows
+}
+
 // mxgArgs are the arguments of the group tiles (dotMXG{R}AVX2), read by
 // field offset (internal/asmgen/mxgroup.go's mxg* constants): out and n
 // are advanced by the kernel.

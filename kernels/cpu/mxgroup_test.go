@@ -250,3 +250,38 @@ func FuzzMXFP4Group(f *testing.F) {
 		checkMXG(t, data, x, n, rows, in, 0, rows)
 	})
 }
+
+// TestBatchInvariantMXFP4 checks Options.BatchInvariantMXFP4: with it a
+// row's MXFP4 product in a batch of 9 rows equals the row's product alone
+// bit for bit; without it (the group tiles) the batch's products differ
+// from the rows alone (the activations' rounding), within the group
+// reference's bound (TestMXFP4GroupTiles).
+func TestBatchInvariantMXFP4(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 42))
+	const rows, in, n = 40, 960, 9
+	w, err := kernels.NewHostWeight(kernels.MXFP4, rows, in, randMXFP4(r, rows, in, 118, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randF(r, n*in)
+	for _, inv := range []bool{true, false} {
+		be := New(Options{Threads: 2, QuantizeActivations: true, BatchInvariantMXFP4: inv})
+		batch := be.Alloc(n, rows).(*kernels.Host)
+		be.MatMul(batch, &kernels.Host{R: n, C: in, F: x}, w, n)
+		one := be.Alloc(1, rows).(*kernels.Host)
+		same := true
+		for m := 0; m < n; m++ {
+			be.MatMul(one, &kernels.Host{R: 1, C: in, F: x[m*in : (m+1)*in]}, w, 1)
+			for o := 0; o < rows; o++ {
+				same = same && math.Float32bits(one.F[o]) == math.Float32bits(batch.F[m*rows+o])
+			}
+		}
+		be.Close()
+		if same != inv {
+			t.Errorf("BatchInvariantMXFP4 %v: batch equals rows alone: %v", inv, same)
+		}
+	}
+}
