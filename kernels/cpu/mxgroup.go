@@ -32,7 +32,9 @@ import "math"
 // Σ_j |w_j| plus the dropped blocks' terms (D is up to 10× a block's Q8_0
 // scale for the same values: this path trades that rounding for speed,
 // where mxfp4.go's kernels agree bit for bit with each other). The scale
-// byte 0xFF gives NaN for its group.
+// byte 0xFF gives NaN for its group. The offset terms must stay within
+// float32's range too: a result within about 3× of float32's largest
+// value may overflow to ±Inf here where the exact tiles give it.
 
 // mxgBlocks is the blocks of 32 values per activation group (at most 16:
 // the group's multipliers fill one vector of int16).
