@@ -290,3 +290,19 @@ func TestBatchInvariantMXFP4(t *testing.T) {
 		}
 	}
 }
+
+// TestMXFP4BatchSizes runs MatMul on MXFP4 weights for every batch of 1 to
+// 40 rows (the row loop, the table tiles below 8 rows, tiles of 8 and the
+// rows left over above; 22 blocks: two groups of 10 and a short one)
+// against the float64 references (checkStored: mxgRef for 8 rows and
+// more).
+func TestMXFP4BatchSizes(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 43))
+	const out, in = 29, 22 * 32
+	data := randMXFP4(r, out, in, 118, 18)
+	for n := 1; n <= 40; n++ {
+		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
+			checkStored(t, kernels.MXFP4, data, randF(r, n*in), n, out, in, 2)
+		})
+	}
+}
