@@ -306,3 +306,25 @@ func TestMXFP4BatchSizes(t *testing.T) {
 		})
 	}
 }
+
+// TestMXFP4GroupAllocs checks that a MatMul through the group tiles
+// allocates nothing once the backend's buffers have grown.
+func TestMXFP4GroupAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 44))
+	const rows, in, n = 70, 640, 12
+	w, err := kernels.NewHostWeight(kernels.MXFP4, rows, in, randMXFP4(r, rows, in, 118, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := New(Options{Threads: 2, QuantizeActivations: true})
+	defer be.Close()
+	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+	out := be.Alloc(n, rows)
+	be.MatMul(out, x, w, n)
+	if a := testing.AllocsPerRun(20, func() {
+		x.F[0]++ // new activations: quantized again
+		be.MatMul(out, x, w, n)
+	}); a != 0 {
+		t.Fatalf("%v allocations per MatMul", a)
+	}
+}
