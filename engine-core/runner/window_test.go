@@ -103,10 +103,7 @@ func TestSplitKVMatchesUnified(t *testing.T) {
 		st := serveAll(t, r, workload(), 16)
 		return f.rows, st, r.Info()
 	}
-	// the two runs batch the same positions differently (preemption,
-	// prefix hits): MXFP4 products that do not depend on the batch, so
-	// that only the caches differ
-	base := Config{Model: path, BlockSize: bs, Threads: 2, MaxBatchTokens: 16, MaxSeqs: 8, MaxModelLen: 256, BatchInvariantMXFP4: true}
+	base := Config{Model: path, BlockSize: bs, Threads: 2, MaxBatchTokens: 16, MaxSeqs: 8, MaxModelLen: 256}
 	unified := base
 	unified.UnifiedKV, unified.NumBlocks = true, 200
 	want, _, uinfo := run(unified)

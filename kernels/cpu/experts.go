@@ -118,7 +118,7 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 		// mxTabRows and the group quantization when a group takes the
 		// group tiles (as a MatMul of each group's rows alone would
 		// make), each group's used by its rows only
-		t.act.mxfp4Corr(minRows, b.mxgRows(maxRows))
+		t.act.mxfp4Corr(b.mxgRows(minRows), b.mxgRows(maxRows))
 	}
 	total := len(t.w) * t.rows
 	if n*t.rows*w0.C*len(t.w)/t.ng < 1<<15 { // (the rows' work, twice for a pair)

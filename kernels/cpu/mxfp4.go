@@ -91,7 +91,8 @@ const mxTabRows = 128
 // a MatMul), a.mxs to their scale tables (mxfp4Scales); and when some
 // group takes the group tiles (maxRows ≥ mxgMinRows), a.mxg to the rows'
 // group quantization (mxgroup.go); neither again for the rows quantized
-// last.
+// last. Callers pass both through Backend.mxgRows: 0 without
+// Options.GroupMXFP4.
 func (a *actQ) mxfp4Corr(minRows, maxRows int) {
 	n := len(a.q) / 2
 	if cap(a.c16) < n {

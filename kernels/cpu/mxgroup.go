@@ -141,7 +141,7 @@ func abs32(v float32) float32 {
 }
 
 // mxgRows returns the rows a call with groups of up to maxRows rows
-// offers the group tiles: maxRows, or 0 with Options.BatchInvariantMXFP4.
+// offers the group tiles: maxRows, or 0 without Options.GroupMXFP4.
 func (b *Backend) mxgRows(maxRows int) int {
 	if b.mxgOff {
 		return 0

@@ -11,9 +11,10 @@ import (
 )
 
 // mxgUsed reports whether a MatMul of n rows on dt weights takes the
-// group tiles (mxgroup.go) with the AVX2 kernels.
-func mxgUsed(dt kernels.DType, n int) bool {
-	return dt == kernels.MXFP4 && n >= mxgMinRows && hasAVX2
+// group tiles (mxgroup.go) with the AVX2 kernels on a backend made with
+// Options.GroupMXFP4 = grp.
+func mxgUsed(dt kernels.DType, n int, grp bool) bool {
+	return grp && dt == kernels.MXFP4 && n >= mxgMinRows && hasAVX2
 }
 
 // mxgRef is storedRef for the group tiles: the float64 product of the
@@ -208,7 +209,7 @@ func TestMXFP4GroupNaN(t *testing.T) {
 	data[2*rb+11*quant.MXFP4BlockBytes] = 0xff
 	x := randF(r, n*in)
 	w := &kernels.Host{R: rows, C: in, DT: kernels.MXFP4, Q: data}
-	be := New(Options{Threads: 2, QuantizeActivations: true})
+	be := New(Options{Threads: 2, QuantizeActivations: true, GroupMXFP4: true})
 	defer be.Close()
 	out := be.Alloc(n, rows).(*kernels.Host)
 	be.MatMul(out, &kernels.Host{R: n, C: in, F: x}, w, n)
@@ -256,12 +257,12 @@ func FuzzMXFP4Group(f *testing.F) {
 	})
 }
 
-// TestBatchInvariantMXFP4 checks Options.BatchInvariantMXFP4: with it a
+// TestGroupMXFP4 checks Options.GroupMXFP4: without it (the default) a
 // row's MXFP4 product in a batch of 9 rows equals the row's product alone
-// bit for bit; without it (the group tiles) the batch's products differ
-// from the rows alone (the activations' rounding), within the group
+// bit for bit; with it (the group tiles) the batch's products differ from
+// the rows alone (the activations' rounding), within the group
 // reference's bound (TestMXFP4GroupTiles).
-func TestBatchInvariantMXFP4(t *testing.T) {
+func TestGroupMXFP4(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
 	}
@@ -272,8 +273,9 @@ func TestBatchInvariantMXFP4(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := randF(r, n*in)
-	for _, inv := range []bool{true, false} {
-		be := New(Options{Threads: 2, QuantizeActivations: true, BatchInvariantMXFP4: inv})
+	for _, grp := range []bool{false, true} {
+		inv := !grp
+		be := New(Options{Threads: 2, QuantizeActivations: true, GroupMXFP4: grp})
 		batch := be.Alloc(n, rows).(*kernels.Host)
 		be.MatMul(batch, &kernels.Host{R: n, C: in, F: x}, w, n)
 		one := be.Alloc(1, rows).(*kernels.Host)
@@ -286,7 +288,7 @@ func TestBatchInvariantMXFP4(t *testing.T) {
 		}
 		be.Close()
 		if same != inv {
-			t.Errorf("BatchInvariantMXFP4 %v: batch equals rows alone: %v", inv, same)
+			t.Errorf("GroupMXFP4 %v: batch equals rows alone: %v", grp, same)
 		}
 	}
 }
@@ -316,7 +318,7 @@ func TestMXFP4GroupAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be := New(Options{Threads: 2, QuantizeActivations: true})
+	be := New(Options{Threads: 2, QuantizeActivations: true, GroupMXFP4: true})
 	defer be.Close()
 	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
 	out := be.Alloc(n, rows)

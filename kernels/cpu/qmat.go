@@ -470,7 +470,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
-		t.act.mxfp4Corr(n, b.mxgRows(n))
+		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
 	t.prepareHalf(b.pool.n)
 	if n*w.R*w.C < 1<<15 {
