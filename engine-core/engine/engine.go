@@ -170,6 +170,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			MaxModelLen:    cfg.MaxModelLen,
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
+			GroupMXFP4:     cfg.MXFP4GroupActivations,
 		}
 		var r interface {
 			sched.Executor

@@ -67,6 +67,11 @@ type Config struct {
 	// and use integer dot products, as llama.cpp does (about twice as fast;
 	// see cpu.Options.QuantizeActivations for the error).
 	ExactQ8 bool
+	// GroupMXFP4 lets prefill's MXFP4 expert groups of 8 or more rows take
+	// the CPU backend's faster group tiles (cpu.Options.GroupMXFP4), whose
+	// activation rounding (one scale per 320 values) depends on the
+	// group's size; off, MXFP4 products do not depend on the batch.
+	GroupMXFP4 bool
 	// MaxModelLen caps the context length (default: the model's).
 	MaxModelLen int
 	// MaxBatchTokens and MaxSeqs size the activations up front (defaults
@@ -209,7 +214,7 @@ func New(cfg Config) (*Runner, error) {
 		if half {
 			kvDType = "float16"
 		}
-		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half})
+		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half, GroupMXFP4: cfg.GroupMXFP4})
 		r.ownBE = true
 	} else if kernels.KVElemBytes(r.be) == 2 {
 		kvDType = "float16"

@@ -68,6 +68,14 @@ type Options struct {
 	// attention then also rounds queries and probabilities to float16, as
 	// ggml does with an F16 cache.
 	KVF16 bool
+	// GroupMXFP4 lets MXFP4 MatMuls and expert groups of 8 or more rows
+	// (prefill) take the group tiles (mxgroup.go): about twice as fast
+	// per block and row, but with activations quantized per 320 values
+	// instead of per 32, so that a row's result depends on how many rows
+	// its expert got in the step and activation outliers cost more
+	// precision. Off (the default), every MXFP4 product runs on the
+	// kernels whose results do not depend on the batch (mxfp4.go).
+	GroupMXFP4 bool
 }
 
 // Backend is the CPU implementation of kernels.Backend. Its methods must be
@@ -76,6 +84,9 @@ type Backend struct {
 	k     kern
 	pool  *pool
 	kvF16 bool
+	// mxgOff keeps MXFP4 batches off the group tiles (unless
+	// Options.GroupMXFP4)
+	mxgOff bool
 
 	mm   matmulTask
 	qm   qmatTask
@@ -99,6 +110,7 @@ var (
 func New(o Options) *Backend {
 	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain, avx2: hasAVX2 && !o.Plain}}
 	b.mm.q8act = o.QuantizeActivations
+	b.mxgOff = !o.GroupMXFP4
 	b.kvF16 = o.KVF16
 	b.pool = newPool(o.Threads)
 	n := b.pool.n

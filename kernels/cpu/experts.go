@@ -12,7 +12,7 @@ import "github.com/sluice-llm/sluice/kernels"
 // one row, 4-row tiles above). The activations of the whole call are
 // quantized once, and not again when the next call has the same input
 // (gate and up). MXFP4 scale tables (mxfp4.go) are made for every row when
-// no group has more than mxTabRows rows, so that each group runs the
+// the call has no more than mxTabRows rows, so that each group runs the
 // kernels a MatMul of its rows alone would (the results are the same bit
 // for bit either way).
 
@@ -57,13 +57,16 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 	t := &b.ex
 	t.w, t.start, t.out2 = t.w[:0], t.start[:0], nil
 	var w0 *kernels.Host
-	maxRows := 0 // the largest group's rows
+	minRows, maxRows := 0, 0 // the smallest and largest group's rows
 	for g, wt := range w {
-		if start[g+1] > start[g] {
+		if rows := int(start[g+1] - start[g]); rows > 0 {
 			w0 = wt.(*kernels.Host)
 			t.w = append(t.w, w0)
 			t.start = append(t.start, start[g])
-			maxRows = max(maxRows, int(start[g+1]-start[g]))
+			if minRows == 0 || rows < minRows {
+				minRows = rows
+			}
+			maxRows = max(maxRows, rows)
 		}
 	}
 	if w0 == nil {
@@ -111,13 +114,11 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 	}
 	t.act.c16 = t.act.c16[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
-		t.act.mxfp4Corr()
-		if !t.act.mxsOK && maxRows <= mxTabRows {
-			// every group is small enough for the table tiles (as a
-			// MatMul of its rows alone would be): tables for all rows,
-			// each group's used by its rows only
-			t.act.mxfp4Scales()
-		}
+		// corrections, tables for all rows when there are no more than
+		// mxTabRows and the group quantization when a group takes the
+		// group tiles (as a MatMul of each group's rows alone would
+		// make), each group's used by its rows only
+		t.act.mxfp4Corr(b.mxgRows(minRows), b.mxgRows(maxRows))
 	}
 	total := len(t.w) * t.rows
 	if n*t.rows*w0.C*len(t.w)/t.ng < 1<<15 { // (the rows' work, twice for a pair)
@@ -168,6 +169,9 @@ func (t *expertsTask) run(lo, hi, wk int) {
 			}
 			if a.mxsOK { // the group's rows' MXFP4 scale tables
 				sub.act.mxs, sub.act.mxsOK = a.mxs[s*nb*256:e*nb*256], true
+			}
+			if a.mxg.ok { // and their group quantization
+				sub.act.mxg = a.mxg.rows(s)
 			}
 		}
 		sub.run(r0, r1, wk)

@@ -106,63 +106,77 @@ func TestMatMulExpertPair(t *testing.T) {
 // activations, now one parallel op), and close to the reference backend's
 // float64 product (within the activation-rounding error). Shapes cover one
 // row per call (decode), groups of 1 to 16 rows (also in calls of more
-// than 16 rows), empty groups and gpt-oss-20b's 2880 width.
+// than 16 rows), groups of more than 16 rows (prefill), calls with and
+// without MXFP4 scale tables, empty groups and gpt-oss-20b's 2880 width.
 func TestMatMulExperts(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 6))
 	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.F16, kernels.F32} {
 		for _, c := range []struct{ e, n, rows, cols int }{
 			{1, 1, 8, 256}, {4, 1, 64, 512}, {4, 4, 33, 256}, {8, 16, 40, 256}, {32, 16, 17, 512}, {4, 64, 24, 256}, {3, 2, 200, 2880 / 32 * 32},
-			// more than mxTabRows rows, every group within it (16-sequence
-			// decode: MXFP4 scale tables for all rows)
-			{32, 64, 40, 512}, {8, 40, 66, 2880 / 32 * 32},
+			// groups of more than 16 rows (prefill: MXFP4 scale tables for
+			// calls of up to mxTabRows rows) and a call of more than
+			// mxTabRows rows (no tables)
+			{32, 64, 40, 512}, {8, 40, 66, 2880 / 32 * 32}, {4, 96, 24, 512}, {2, mxTabRows + 8, 20, 256},
 		} {
 			cols := c.cols
 			if dt == kernels.Q4_K {
 				cols = cols / 256 * 256
 			}
-			t.Run(fmt.Sprintf("%v/e%d_n%d_%dx%d", dt, c.e, c.n, c.rows, cols), func(t *testing.T) {
-				w, start := expertCase(r, dt, c.e, c.n, c.rows, cols)
-				x := &kernels.Host{R: c.n, C: cols, F: randF(r, c.n*cols)}
-				be := New(Options{Threads: 2, QuantizeActivations: true})
-				defer be.Close()
-				got := be.Alloc(c.n, c.rows).(*kernels.Host)
-				be.MatMulExperts(got, x, w, start)
-				maxRows := 0
-				for g := range w {
-					maxRows = max(maxRows, int(start[g+1]-start[g]))
+			for _, grp := range []bool{false, true} {
+				if grp && dt != kernels.MXFP4 {
+					continue
 				}
-				if tabs := be.ex.act.mxsOK; dt == kernels.MXFP4 && hasAVX2 && tabs != (maxRows <= mxTabRows) {
-					t.Fatalf("scale tables %v with groups of up to %d rows", tabs, maxRows)
-				}
-				want := be.Alloc(c.n, c.rows).(*kernels.Host)
-				ref := kernels.NewRef().Alloc(c.n, c.rows).(*kernels.Host)
-				kernels.NewRef().MatMulExperts(ref, x, w, start)
-				for g, wt := range w {
-					lo, hi := int(start[g]), int(start[g+1])
-					if hi == lo {
-						continue
+				t.Run(fmt.Sprintf("%v/e%d_n%d_%dx%d/group=%v", dt, c.e, c.n, c.rows, cols, grp), func(t *testing.T) {
+					w, start := expertCase(r, dt, c.e, c.n, c.rows, cols)
+					x := &kernels.Host{R: c.n, C: cols, F: randF(r, c.n*cols)}
+					be := New(Options{Threads: 2, QuantizeActivations: true, GroupMXFP4: grp})
+					defer be.Close()
+					got := be.Alloc(c.n, c.rows).(*kernels.Host)
+					be.MatMulExperts(got, x, w, start)
+					maxRows, minRows := 0, c.n
+					for g := range w {
+						if rows := int(start[g+1] - start[g]); rows > 0 {
+							maxRows, minRows = max(maxRows, rows), min(minRows, rows)
+						}
 					}
-					be.MatMul(kernels.HostRows(want, lo, hi), kernels.HostRows(x, lo, hi), wt, hi-lo)
-					// the float64 product on the activations the kernels
-					// multiply (quantized ones for the block types), and
-					// on the float activations (the reference backend)
-					exact, onAct, _, mag := storedRef(wt.(*kernels.Host), x.F[lo*cols:hi*cols], hi-lo)
-					for m := lo; m < hi; m++ {
-						for o := 0; o < c.rows; o++ {
-							i, j := m*c.rows+o, (m-lo)*c.rows+o
-							if math.Float32bits(got.F[i]) != math.Float32bits(want.F[i]) {
-								t.Fatalf("[%d,%d] = %v, one MatMul per group gives %v", m, o, got.F[i], want.F[i])
-							}
-							if d := math.Abs(float64(got.F[i]) - onAct[j]); d > 2e-6*mag[j]+1e-6 && !(dt == kernels.Q8_0 && hasAVX512) {
-								t.Fatalf("[%d,%d] = %v, float64 product %v", m, o, got.F[i], onAct[j])
-							}
-							if d := math.Abs(float64(ref.F[i]) - exact[j]); d > 2e-6*mag[j]+1e-6 {
-								t.Fatalf("reference backend [%d,%d] = %v, float64 product %v", m, o, ref.F[i], exact[j])
+					// tables when some group takes mxfp4.go's tiles, the
+					// group quantization when some group takes the group tiles
+					if tabs := be.ex.act.mxsOK; dt == kernels.MXFP4 && hasAVX2 && tabs != (c.n <= mxTabRows && (!grp || minRows < mxgMinRows)) {
+						t.Fatalf("scale tables %v with %d rows in groups of up to %d", tabs, c.n, maxRows)
+					}
+					want := be.Alloc(c.n, c.rows).(*kernels.Host)
+					ref := kernels.NewRef().Alloc(c.n, c.rows).(*kernels.Host)
+					kernels.NewRef().MatMulExperts(ref, x, w, start)
+					for g, wt := range w {
+						lo, hi := int(start[g]), int(start[g+1])
+						if hi == lo {
+							continue
+						}
+						be.MatMul(kernels.HostRows(want, lo, hi), kernels.HostRows(x, lo, hi), wt, hi-lo)
+						// the float64 product on the activations the kernels
+						// multiply (quantized ones for the block types), and
+						// on the float activations (the reference backend)
+						exact, onAct, _, mag := storedRef(wt.(*kernels.Host), x.F[lo*cols:hi*cols], hi-lo)
+						if mxgUsed(dt, hi-lo, grp) {
+							exact, onAct, _, mag = mxgRef(wt.(*kernels.Host), x.F[lo*cols:hi*cols], hi-lo)
+						}
+						for m := lo; m < hi; m++ {
+							for o := 0; o < c.rows; o++ {
+								i, j := m*c.rows+o, (m-lo)*c.rows+o
+								if math.Float32bits(got.F[i]) != math.Float32bits(want.F[i]) {
+									t.Fatalf("[%d,%d] = %v, one MatMul per group gives %v", m, o, got.F[i], want.F[i])
+								}
+								if d := math.Abs(float64(got.F[i]) - onAct[j]); d > 2e-6*mag[j]+1e-6 && !(dt == kernels.Q8_0 && hasAVX512) {
+									t.Fatalf("[%d,%d] = %v, float64 product %v", m, o, got.F[i], onAct[j])
+								}
+								if d := math.Abs(float64(ref.F[i]) - exact[j]); d > 2e-6*mag[j]+1e-6 {
+									t.Fatalf("reference backend [%d,%d] = %v, float64 product %v", m, o, ref.F[i], exact[j])
+								}
 							}
 						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

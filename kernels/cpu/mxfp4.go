@@ -72,20 +72,28 @@ func dotMXFP4Go(w []byte, xq []int8, xd []float32) float32 {
 	return s
 }
 
-// mxTabRows is the most activation rows that get scale tables
-// (mxfp4Scales: 1 KiB per block and row, 92 KiB per row of 2880): the
-// decode row (one activation row) and an expert's routed rows at batched
-// decode (up to one per sequence of a 16-sequence batch), where the tiles
-// with tables (mxtile_amd64.s) save a VMULPS per block and row. Larger
-// batches (prefill) keep the tiles that make the products in the loop.
-const mxTabRows = 16
+// mxTabRows is the most activation rows of one MatMul (or MatMulExperts
+// call) that get scale tables (mxfp4Scales: 1 KiB per block and row, 92
+// KiB per row of 2880, 11.8 MB for 128 rows): the decode row (one
+// activation row), the routed rows of a batched decode step (64 at 16
+// sequences and top-4) and an expert's rows at prefill (about 16 for a
+// 128-token chunk and top-4 of 32 experts, 32 for 256), where the tiles
+// with tables (mxtile_amd64.s) save a VMULPS per block and row and run
+// two weight rows at a time. Larger batches keep the tiles that make the
+// products in the loop (the same results bit for bit).
+const mxTabRows = 128
 
 // mxfp4Corr sets a.c16 to the pair corrections of the quantized
 // activations: −12·(x[2i]+x[2i+1]) for every pair, in the order of the
-// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); and, for
-// up to mxTabRows activation rows, a.mxs to their scale tables
-// (mxfp4Scales) unless they are those of the rows quantized last.
-func (a *actQ) mxfp4Corr() {
+// pair sums of VPMADDUBSW (which the AVX2 kernels add to them); for up to
+// mxTabRows activation rows of which some run mxfp4.go's tiles (a group
+// of fewer than mxgMinRows: minRows, the smallest group's rows, is n for
+// a MatMul), a.mxs to their scale tables (mxfp4Scales); and when some
+// group takes the group tiles (maxRows ≥ mxgMinRows), a.mxg to the rows'
+// group quantization (mxgroup.go); neither again for the rows quantized
+// last. Callers pass both through Backend.mxgRows: 0 without
+// Options.GroupMXFP4.
+func (a *actQ) mxfp4Corr(minRows, maxRows int) {
 	n := len(a.q) / 2
 	if cap(a.c16) < n {
 		a.c16 = make([]int16, n)
@@ -94,8 +102,11 @@ func (a *actQ) mxfp4Corr() {
 	for i := range a.c16 {
 		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
 	}
-	if a.n <= mxTabRows && !a.mxsOK {
+	if a.n <= mxTabRows && minRows < mxgMinRows && !a.mxsOK {
 		a.mxfp4Scales()
+	}
+	if maxRows >= mxgMinRows && !a.mxg.ok {
+		a.mxg.quantize(a.src, a.n, a.k)
 	}
 }
 
@@ -172,6 +183,10 @@ func mxfp4Tile(wr []byte, a *actQ, m, R, K int, acc *[4]float32) {
 func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
+	if a.mxg.ok && t.n >= mxgMinRows {
+		t.mxgTiles(lo, hi)
+		return
+	}
 	if a.mxsOK {
 		t.mxfp4TabTiles(lo, hi)
 		return

@@ -115,12 +115,12 @@ func TestMXFP4Kernels(t *testing.T) {
 			x := randF(r, 4*in)
 			var a actQ
 			a.quantize(kern{}, x, in, 4, in, 32)
-			a.mxfp4Corr()
+			a.mxfp4Corr(1, 1)
 			out := make([]float32, rows)
 			mxfp4Rows(data, &a, nb, rows, out) // one row at a time (no tables)
 			var a1 actQ                        // activation row 0 alone: the tables
 			a1.quantize(kern{}, x[:in], in, 1, in, 32)
-			a1.mxfp4Corr()
+			a1.mxfp4Corr(1, 1)
 			if !a1.mxsOK {
 				t.Fatal("no scale tables for a single activation row")
 			}
@@ -316,9 +316,9 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		var a, a1 actQ // 4 activation rows, and row 0 alone (both with scale tables)
 		x := randF(r, 4*in)
 		a.quantize(kern{avx2: true}, x, in, 4, in, 32)
-		a.mxfp4Corr()
+		a.mxfp4Corr(1, 1)
 		a1.quantize(kern{avx2: true}, x[:in], in, 1, in, 32)
-		a1.mxfp4Corr()
+		a1.mxfp4Corr(1, 1)
 		out := make([]float32, rows)
 		var acc [4]float32
 		tile := func(R int) func() {
@@ -331,6 +331,28 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		outR := make([]float32, 4*rows)
 		tab := func(R int) func() {
 			return func() { mxfp4TabTile(data, rb, &a, 0, R, rows, outR, rows) }
+		}
+		// tabRm: the same tiles on weights from memory (256 MB of rows,
+		// a different block of 64 rows each op, as at batched decode)
+		// grpR: the group tiles (mxgroup.go) of R activation rows
+		var a8 actQ
+		x8 := randF(r, 8*in)
+		a8.quantize(kern{avx2: true}, x8, in, 8, in, 32)
+		a8.mxfp4Corr(8, 8)
+		grp := func(R int) func() {
+			t := qmatTask{k: kern{avx2: true}, w: &kernels.Host{R: rows, C: in, DT: kernels.MXFP4, Q: data},
+				out: &kernels.Host{R: R, C: rows, F: make([]float32, R*rows)}, n: R, act: a8}
+			return func() { t.mxgTiles(0, rows) }
+		}
+		big := randMXFP4Fast(r, 256<<20/rb, in)
+		chunk := 0
+		tabMem := func(R int) func() {
+			return func() {
+				n := len(big) / (rows * rb)
+				c := big[(chunk%n)*rows*rb:]
+				chunk++
+				mxfp4TabTile(c, rb, &a, 0, R, rows, outR, rows)
+			}
 		}
 		for _, v := range []struct {
 			name string
@@ -345,6 +367,11 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 			{"tab4", 4 * rows * nb, tab(4)},
 			{"tab3", 3 * rows * nb, tab(3)},
 			{"tab2", 2 * rows * nb, tab(2)},
+			{"grp8", 8 * rows * nb, grp(8)},
+			{"grp4", 4 * rows * nb, grp(4)},
+			{"grp2", 2 * rows * nb, grp(2)},
+			{"tab4m", 4 * rows * nb, tabMem(4)},
+			{"tab2m", 2 * rows * nb, tabMem(2)},
 		} {
 			b.Run(fmt.Sprintf("e%d/%s", span, v.name), func(b *testing.B) {
 				c0 := processCPU()

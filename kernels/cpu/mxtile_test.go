@@ -10,8 +10,8 @@ import (
 
 // TestMXFP4TabTiles checks the tiles with scale tables (mxtile_amd64.s)
 // that batches of up to mxTabRows activation rows take: for every batch of
-// 1 to mxTabRows (16) rows (tiles of 4, tiles of 2 and 3 left over, a
-// single row left over through the table row loop) and ragged ranges of
+// 1 to 16 rows (tiles of 4, tiles of 2 and 3 left over, a single row left
+// over through the table row loop), 33, 64 and mxTabRows rows (prefill) and ragged ranges of
 // weight rows (odd counts, so that one weight row runs alone; more rows
 // than a block of mxTabNc), each result equals the single-row kernel bit
 // for bit and the Go twin to float32 rounding, and entries outside the
@@ -25,7 +25,7 @@ func TestMXFP4TabTiles(t *testing.T) {
 	for _, nb := range []int{1, 3, 90} {
 		in := nb * 32
 		rb := kernels.MXFP4.RowBytes(in)
-		for n := 1; n <= mxTabRows; n++ {
+		for _, n := range tabBatches() {
 			for _, rg := range []struct{ rows, lo, hi int }{{1, 0, 1}, {2, 0, 2}, {5, 0, 5}, {9, 1, 8}, {9, 2, 9}, {131, 3, 130}} {
 				data := randMXFP4(r, rg.rows, in, 118, 18)
 				x := randF(r, n*in)
@@ -37,7 +37,7 @@ func TestMXFP4TabTiles(t *testing.T) {
 				}
 				task := qmatTask{k: fast, out: out, x: &kernels.Host{R: n, C: in, F: x}, w: w, n: n}
 				task.act.quantize(fast, x, in, n, in, 32)
-				task.act.mxfp4Corr()
+				task.act.mxfp4Corr(1, 1)
 				if !task.act.mxsOK {
 					t.Fatalf("n=%d: no scale tables", n)
 				}
@@ -67,6 +67,15 @@ func TestMXFP4TabTiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tabBatches are the batch sizes TestMXFP4TabTiles checks.
+func tabBatches() []int {
+	ns := []int{33, 64, mxTabRows}
+	for n := 1; n <= 16; n++ {
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 // mxMag is Σ |block scale · w_j · x_j| over the products of one MXFP4

@@ -82,6 +82,10 @@ type actQ struct {
 	// new rows
 	mxs   []float32
 	mxsOK bool
+
+	// mxg are the rows quantized for MXFP4's group tiles (mxgroup.go),
+	// valid while mxg.ok (cleared with mxsOK)
+	mxg mxgAct
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -115,7 +119,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	}
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
 	a.blk, a.k, a.n = blk, k, n
-	a.mxsOK = false
+	a.mxsOK, a.mxg.ok = false, false
 	if cap(a.src) < n*k {
 		a.src = make([]float32, n*k)
 	}
@@ -466,7 +470,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
-		t.act.mxfp4Corr()
+		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
 	t.prepareHalf(b.pool.n)
 	if n*w.R*w.C < 1<<15 {

@@ -114,17 +114,26 @@ func storedRef(w *kernels.Host, x []float32, n int) (exact, onAct, bound, mag []
 // checkStored runs MatMul on a stored-encoding weight with every kernel
 // variant and checks it against the float64 reference: equal to float32
 // rounding on the activations the kernel multiplies, and within the
-// activation-rounding bound of the exact product.
+// activation-rounding bound of the exact product. MXFP4 runs with and
+// without Options.GroupMXFP4 (the group tiles from mxgMinRows rows).
 func checkStored(t *testing.T, dt kernels.DType, data []byte, x []float32, n, out, in, threads int) {
 	t.Helper()
 	w, err := kernels.NewHostWeight(dt, out, in, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact, onAct, bound, mag := storedRef(w, x, n)
+	sExact, sOnAct, sBound, sMag := storedRef(w, x, n)
 	xh := &kernels.Host{R: n, C: in, F: x}
-	for _, plain := range []bool{false, true} {
-		b := New(Options{Threads: threads, Plain: plain, QuantizeActivations: true})
+	for _, c := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		plain, grp := c[0], c[1]
+		if grp && dt != kernels.MXFP4 {
+			continue
+		}
+		exact, onAct, bound, mag := sExact, sOnAct, sBound, sMag
+		if !plain && mxgUsed(dt, n, grp) { // MXFP4 batches: the group tiles
+			exact, onAct, bound, mag = mxgRef(w, x, n)
+		}
+		b := New(Options{Threads: threads, Plain: plain, QuantizeActivations: true, GroupMXFP4: grp})
 		got := b.Alloc(n, out).(*kernels.Host)
 		b.MatMul(got, xh, w, n)
 		b.Close()
@@ -154,7 +163,7 @@ func checkStored(t *testing.T, dt kernels.DType, data []byte, x []float32, n, ou
 				continue
 			}
 			if math.Abs(float64(g)-onAct[j]) > tol {
-				t.Fatalf("%v n=%d out=%d in=%d plain=%v [%d,%d]: got %v, want %v on the quantized activations (tol %g)", dt, n, out, in, plain, m, o, g, onAct[j], tol)
+				t.Fatalf("%v n=%d out=%d in=%d plain=%v group=%v [%d,%d]: got %v, want %v on the quantized activations (tol %g)", dt, n, out, in, plain, grp, m, o, g, onAct[j], tol)
 			}
 			if math.Abs(float64(g)-exact[j]) > bound[j]*1.0001+tol {
 				t.Fatalf("%v n=%d out=%d in=%d plain=%v [%d,%d]: got %v, exact %v: off by more than the bound %g", dt, n, out, in, plain, m, o, g, exact[j], bound[j])

@@ -25,6 +25,10 @@
 // mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
 // rows' scale tables) and its Go declarations, mxtile_amd64.go.
 //
+// mxgroup.go writes mxgroup_amd64.s (MXFP4 tiles of up to 8 activation
+// rows quantized in groups of blocks, integer sums across a group) and
+// mxgroup_amd64.go.
+//
 //	go test ./kernels/cpu -run TestGenerated -update
 //
 // rewrites them; TestGenerated fails when the committed files differ from
@@ -54,8 +58,9 @@ func Files() map[string]string {
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls(),
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
-		"q8tile_amd64.s": q8tileFile(),
-		"q6tile_amd64.s": q6tileFile(),
+		"q8tile_amd64.s":  q8tileFile(),
+		"q6tile_amd64.s":  q6tileFile(),
+		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 	}
 }
 
