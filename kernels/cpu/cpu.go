@@ -79,6 +79,7 @@ type Backend struct {
 
 	mm   matmulTask
 	qm   qmatTask
+	sh   sharedTask
 	ex   expertsTask
 	mxe  mxfp4ExactTask
 	pt   panelTask
@@ -93,6 +94,7 @@ var (
 	_ kernels.ExpertOps          = (*Backend)(nil)
 	_ kernels.ExpertMatMuler     = (*Backend)(nil)
 	_ kernels.ExpertPairMatMuler = (*Backend)(nil)
+	_ kernels.SharedMatMuler     = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
