@@ -50,21 +50,23 @@ func newPool(n int) *pool {
 	return p
 }
 
-// spinIters bounds how long a worker that ran out of work (atomic loads,
-// ≈ 1.3 ns each here: ≈ 170 µs), and the caller waiting for the workers'
-// last chunks (channel length checks, ≈ 5 ns each: ≈ 160 µs), spin before
-// they sleep. A forward pass issues ops back to back, each a few tens of
-// microseconds long at decode, with a few microseconds of serial work
-// between them. A goroutine woken through a channel lands in the waker's
-// local run queue (runnext) while the waker keeps running (spinning or
-// computing), and the thread that steals it first sleeps in the runtime's
-// runqgrab (usleep(3), ≥ 50 µs with Linux's timer slack): every sleep
-// costs an op ≈ 60 µs of one core. At 16 Ki iterations (≈ 20 µs for the
-// worker) one of the two threads slept about once per op of a decode step
-// (perf: 130 voluntary switches per step of the 1B shape).
+// spinIters bounds how long a worker that ran out of work spins (atomic
+// loads, ≈ 1.3 ns each here: ≈ 20 µs) before it sleeps, and
+// waitSpinIters how long the caller waiting for the workers' last chunks
+// spins (channel length checks, ≈ 5 ns each: ≈ 85 µs). A forward pass
+// issues ops back to back, each a few tens of microseconds long at decode,
+// with a few microseconds of serial work between them. A sleep is dear: a
+// goroutine woken through a channel lands in the waker's local run queue
+// (runnext) while the waker keeps running, and the thread that steals it
+// first sleeps in the runtime's runqgrab (usleep(3), ≥ 50 µs with Linux's
+// timer slack; perf record -e sched:sched_switch). Spinning 8× longer
+// (2^17 and 2^15) was measured and dropped: on this shared machine a
+// spinning thread mostly waits for one that the OS has descheduled, and
+// CPU per token rose; fewer ops per step and chunks that shrink towards
+// an op's end (parallelGuided) cut the waits instead.
 const (
-	spinIters     = 1 << 17
-	waitSpinIters = 1 << 15
+	spinIters     = 1 << 14
+	waitSpinIters = 1 << 14
 )
 
 func (p *pool) worker(w int) {
