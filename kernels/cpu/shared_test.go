@@ -146,3 +146,54 @@ func TestMatMulSharedAllocs(t *testing.T) {
 		t.Errorf("MatMulShared allocates %v times per call", allocs)
 	}
 }
+
+// FuzzMatMulShared checks MatMulShared against one MatMul per weight, bit
+// for bit, on two threads: up to five weights of fuzzed encodings and row
+// counts (large enough to run in parallel, small enough to end in odd
+// chunks), blocks with fuzzed bytes.
+func FuzzMatMulShared(f *testing.F) {
+	f.Add(uint8(3), []byte{5, 5, 6}, []byte{200, 30, 30}, []byte{1, 2, 3})
+	f.Add(uint8(2), []byte{0, 1}, []byte{77, 9}, []byte{0xff, 0x7b})
+	f.Add(uint8(5), []byte{5, 5, 5, 5, 5}, []byte{1, 2, 3, 4, 5}, []byte{})
+	f.Fuzz(func(t *testing.T, nw uint8, types, rows, seed []byte) {
+		dts := []kernels.DType{kernels.F16, kernels.BF16, kernels.Q8_0, kernels.Q4_0, kernels.Q5_K, kernels.Q4_K, kernels.Q6_K}
+		c := sharedCase{in: 512}
+		for i := 0; i < int(nw%5)+1; i++ {
+			dt, rw := kernels.Q4_K, 16
+			if i < len(types) {
+				dt = dts[int(types[i])%len(dts)]
+			}
+			if i < len(rows) {
+				rw = int(rows[i]) + 1
+			}
+			c.dts, c.rows = append(c.dts, dt), append(c.rows, rw)
+		}
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(nw)))
+		ws := sharedWeights(t, r, c)
+		for _, w := range ws {
+			q := w.(*kernels.Host).Q
+			for i, v := range seed {
+				q[i%len(q)] ^= v
+			}
+			sanitizeHalves(w.DType(), q)
+		}
+		b := New(Options{Threads: 2, QuantizeActivations: true})
+		defer b.Close()
+		x := &kernels.Host{R: 1, C: c.in, DT: kernels.F32, F: randF(r, c.in)}
+		outs := make([]kernels.Tensor, len(ws))
+		for i := range ws {
+			outs[i] = b.Alloc(1, c.rows[i])
+		}
+		b.MatMulShared(outs, x, ws, 1)
+		for i, w := range ws {
+			want := b.Alloc(1, c.rows[i]).(*kernels.Host)
+			b.MatMul(want, x, w, 1)
+			for j, v := range want.F {
+				got := outs[i].(*kernels.Host).F[j]
+				if math.Float32bits(got) != math.Float32bits(v) && !(math.IsNaN(float64(got)) && math.IsNaN(float64(v))) {
+					t.Fatalf("%v weight %d (%v, %d rows) value %d: shared %v, MatMul %v", c.dts, i, c.dts[i], c.rows[i], j, got, v)
+				}
+			}
+		}
+	})
+}
