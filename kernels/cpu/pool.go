@@ -31,8 +31,8 @@ type pool struct {
 	completed atomic.Int32
 
 	// the current op, written before its generation is published: chunk
-	// c covers units [bounds[c], bounds[c+1])
-	// (16 per thread at most, see cut; made once by newPool)
+	// c covers units [bounds[c], bounds[c+1]) (at most 16 chunks per
+	// thread, see cut; the slice is made once by newPool)
 	t      task
 	bounds []int
 }
@@ -125,8 +125,9 @@ func (p *pool) parallel(total, align, minPar int, t task) {
 // work (guided self-scheduling): each is half an even share of the units
 // left, but at least 1/16 of a thread's share. The threads then finish
 // within a small chunk of each other, where four equal chunks per thread
-// leave up to an eighth of the op on one thread while the other waits.
-// For ops whose chunk cost does not depend on the chunk's size (the
+// leave up to an eighth of the op on one thread while the other waits
+// (on its own level in CPU per step on the loaded machine,
+// BenchmarkSharedStep1B; the cut costs nothing per chunk). For ops whose chunk cost does not depend on the chunk's size (the
 // batch-1 row loops); tiles that re-read their activations per chunk keep
 // parallel's chunks.
 func (p *pool) parallelGuided(total, align, minPar int, t task) {
