@@ -55,7 +55,7 @@ import re, sys, os
 f, load, out = sys.argv[1], sys.argv[2], sys.argv[3]
 m = {}
 for line in out.splitlines():
-    g = re.search(r"/(decode-seqs1|prefill128)-\d+\s.*?([\d.]+) cpu-ms/tok\s+([\d.]+) tok/s", line)
+    g = re.search(r"/(decode-seqs1|prefill128)-\d+\s.*?([\d.]+) cpu-ms/tok\s.*?([\d.]+) tok/s", line)
     if g:
         m[g.group(1)] = (float(g.group(2)), float(g.group(3)))
 if "decode-seqs1" not in m or "prefill128" not in m:

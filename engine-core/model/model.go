@@ -271,6 +271,9 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 	n := len(tokens)
 	shape := kernels.AttnShape{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
+	// q/k/v and gate/up as one op each where the backend can
+	sh, _ := be.(kernels.SharedMatMuler)
+
 	// token embeddings
 	be.Embed(s.x, m.Embed, tokens)
 	for l := range m.Layers {
@@ -278,9 +281,14 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 
 		// attention: norm, q/k/v projections (+ bias), q/k norm, RoPE
 		be.RMSNorm(s.xb, s.x, L.AttnNorm, n, c.NormEps)
-		be.MatMul(s.q, s.xb, L.Wq, n)
-		be.MatMul(s.k, s.xb, L.Wk, n)
-		be.MatMul(s.v, s.xb, L.Wv, n)
+		if sh != nil {
+			s.mmOut, s.mmW = [3]kernels.Tensor{s.q, s.k, s.v}, [3]kernels.Tensor{L.Wq, L.Wk, L.Wv}
+			sh.MatMulShared(s.mmOut[:], s.xb, s.mmW[:], n)
+		} else {
+			be.MatMul(s.q, s.xb, L.Wq, n)
+			be.MatMul(s.k, s.xb, L.Wk, n)
+			be.MatMul(s.v, s.xb, L.Wv, n)
+		}
 		if L.Bq != nil {
 			be.AddRow(s.q, L.Bq, n)
 			be.AddRow(s.k, L.Bk, n)
@@ -314,8 +322,13 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 			m.moeFFN(s, L, n)
 			continue
 		}
-		be.MatMul(s.gate, s.xb, L.Gate, n)
-		be.MatMul(s.up, s.xb, L.Up, n)
+		if sh != nil {
+			s.mmOut, s.mmW = [3]kernels.Tensor{s.gate, s.up}, [3]kernels.Tensor{L.Gate, L.Up}
+			sh.MatMulShared(s.mmOut[:2], s.xb, s.mmW[:2], n)
+		} else {
+			be.MatMul(s.gate, s.xb, L.Gate, n)
+			be.MatMul(s.up, s.xb, L.Up, n)
+		}
 		be.SiLUMul(s.gate, s.gate, s.up, n)
 		be.MatMul(s.xb, s.gate, L.Down, n)
 		be.Add(s.x, s.x, s.xb, n)

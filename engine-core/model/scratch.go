@@ -25,6 +25,9 @@ type Scratch struct {
 	x, xb, q, k, v, att, gate, up kernels.Tensor
 	last, logits                  kernels.Tensor
 	moe                           *moeScratch
+	// mmOut and mmW hold the outputs and weights of one MatMulShared call
+	// (q, k, v or gate, up), so that passing them allocates nothing
+	mmOut, mmW [3]kernels.Tensor
 
 	// rows is the row count of the per-token tensors; sub says that the
 	// backend's tensors are kernels.Host, so that a batch larger than

@@ -37,6 +37,11 @@ func BenchmarkModelFile(b *testing.B) {
 				batch := &sched.Batch{}
 				ss := benchBatch(r, nseq, prompt, maxLen)
 				step(b, r, ss, batch, out) // prefill
+				disp, _ := r.m.Backend().(interface{ Dispatches() uint64 })
+				var d0 uint64
+				if disp != nil {
+					d0 = disp.Dispatches()
+				}
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -50,6 +55,10 @@ func BenchmarkModelFile(b *testing.B) {
 					step(b, r, ss, batch, out)
 				}
 				report(b, b.N*nseq, cpu0)
+				if disp != nil {
+					// parallel ops per step (the cpu backend's)
+					b.ReportMetric(float64(disp.Dispatches()-d0)/float64(b.N), "dispatches/step")
+				}
 			})
 		}
 		// prefill1024 runs in passes of model.DefaultScratchRows rows

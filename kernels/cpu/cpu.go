@@ -90,6 +90,7 @@ type Backend struct {
 
 	mm   matmulTask
 	qm   qmatTask
+	sh   sharedTask
 	ex   expertsTask
 	mxe  mxfp4ExactTask
 	pt   panelTask
@@ -104,6 +105,7 @@ var (
 	_ kernels.ExpertOps          = (*Backend)(nil)
 	_ kernels.ExpertMatMuler     = (*Backend)(nil)
 	_ kernels.ExpertPairMatMuler = (*Backend)(nil)
+	_ kernels.SharedMatMuler     = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
@@ -504,8 +506,15 @@ func (t *attnTask) run(lo, hi, wk int) {
 	kvDim := t.kc.C
 	group := s.Heads / s.KVHeads
 	bs := a.BlockSize
+	lastKV := -1 // row·KVHeads + KV head of the previous unit
 	for u := lo; u < hi; u++ {
 		i, h := u/s.Heads, u%s.Heads
+		// the query heads of one KV head (GQA) read the same key and value
+		// rows: the first of them in this call prefetches, the others
+		// find the rows in L1/L2
+		kvu := i*s.KVHeads + h/group
+		fetch := kvu != lastKV
+		lastKV = kvu
 		sq := int(t.rowSeq[i])
 		q1 := int(a.QStart[sq+1])
 		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
@@ -551,7 +560,7 @@ func (t *attnTask) run(lo, hi, wk int) {
 		// are prefetched attnAhead blocks before use. Positions are walked
 		// in runs that stay inside one block: [p, end).
 		pf := func(c *kernels.Host, p int) {
-			if p < ctx {
+			if fetch && p < ctx {
 				end := min(ctx, (p/bs+1)*bs)
 				at := (int(table[p/bs])*bs+p%bs)*kvDim + off
 				if half {

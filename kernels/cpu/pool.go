@@ -30,17 +30,18 @@ type pool struct {
 	claim     atomic.Uint64
 	completed atomic.Int32
 
-	// the current op, written before its generation is published
-	t     task
-	total int
-	chunk int
+	// the current op, written before its generation is published: chunk
+	// c covers units [bounds[c], bounds[c+1]) (at most 16 chunks per
+	// thread, see cut; the slice is made once by newPool)
+	t      task
+	bounds []int
 }
 
 func newPool(n int) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &pool{n: n, done: make(chan struct{}, 1), quit: make(chan struct{})}
+	p := &pool{n: n, done: make(chan struct{}, 1), quit: make(chan struct{}), bounds: make([]int, 16*n+2)}
 	p.start = make([]chan struct{}, n)
 	for w := 1; w < n; w++ {
 		p.start[w] = make(chan struct{}, 1)
@@ -49,13 +50,24 @@ func newPool(n int) *pool {
 	return p
 }
 
-// spinIters bounds how long (atomic loads, some tens of microseconds) a
-// worker that ran out of work, and the caller waiting for the workers,
-// spin before they sleep. A forward pass issues ops back to back, each a
-// few tens of microseconds long at decode; waking a sleeping goroutine
-// costs about as much, so without the spin the second thread would join
-// most ops late.
-const spinIters = 1 << 14
+// spinIters bounds how long a worker that ran out of work spins (atomic
+// loads, ≈ 1.3 ns each here: ≈ 20 µs) before it sleeps, and
+// waitSpinIters how long the caller waiting for the workers' last chunks
+// spins (channel length checks, ≈ 5 ns each: ≈ 85 µs). A forward pass
+// issues ops back to back, each a few tens of microseconds long at decode,
+// with a few microseconds of serial work between them. A sleep is dear: a
+// goroutine woken through a channel lands in the waker's local run queue
+// (runnext) while the waker keeps running, and the thread that steals it
+// first sleeps in the runtime's runqgrab (usleep(3), ≥ 50 µs with Linux's
+// timer slack; perf record -e sched:sched_switch). Spinning 8× longer
+// (2^17 and 2^15) was measured and dropped: on this shared machine a
+// spinning thread mostly waits for one that the OS has descheduled, and
+// CPU per token rose; fewer ops per step and chunks that shrink towards
+// an op's end (parallelGuided) cut the waits instead.
+const (
+	spinIters     = 1 << 14
+	waitSpinIters = 1 << 14
+)
 
 func (p *pool) worker(w int) {
 	for {
@@ -95,9 +107,7 @@ func (p *pool) help(w int) bool {
 		}
 		// A successful claim means the op is still running, so its fields
 		// are stable until this chunk completes.
-		lo := next * p.chunk
-		hi := min(lo+p.chunk, p.total)
-		p.t.run(lo, hi, w)
+		p.t.run(p.bounds[next], p.bounds[next+1], w)
 		if int(p.completed.Add(1)) == chunks {
 			last = true
 		}
@@ -106,7 +116,25 @@ func (p *pool) help(w int) bool {
 
 // parallel runs t over [0, total) in chunks whose bounds are multiples of
 // align. Work smaller than minPar units runs on the calling goroutine alone.
+// The chunks are of equal size, about four per thread.
 func (p *pool) parallel(total, align, minPar int, t task) {
+	p.run(total, align, minPar, false, t)
+}
+
+// parallelGuided is parallel with chunks that shrink as the op runs out of
+// work (guided self-scheduling): each is half an even share of the units
+// left, but at least 1/16 of a thread's share. The threads then finish
+// within a small chunk of each other, where four equal chunks per thread
+// leave up to an eighth of the op on one thread while the other waits
+// (on its own level in CPU per step on the loaded machine,
+// BenchmarkSharedStep1B; the cut costs nothing per chunk). For ops whose chunk cost does not depend on the chunk's size (the
+// batch-1 row loops); tiles that re-read their activations per chunk keep
+// parallel's chunks.
+func (p *pool) parallelGuided(total, align, minPar int, t task) {
+	p.run(total, align, minPar, true, t)
+}
+
+func (p *pool) run(total, align, minPar int, guided bool, t task) {
 	if total <= 0 {
 		return
 	}
@@ -115,11 +143,8 @@ func (p *pool) parallel(total, align, minPar int, t task) {
 		t.run(0, total, 0)
 		return
 	}
-	// about four chunks per thread, for balance
-	chunk := (total + 4*p.n - 1) / (4 * p.n)
-	chunk = (chunk + align - 1) / align * align
-	chunks := (total + chunk - 1) / chunk
-	p.t, p.total, p.chunk = t, total, chunk
+	chunks := p.cut(total, align, guided)
+	p.t = t
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
 	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
@@ -130,11 +155,37 @@ func (p *pool) parallel(total, align, minPar int, t task) {
 		}
 	}
 	if !p.help(0) {
-		for i := 0; i < spinIters && len(p.done) == 0; i++ {
+		for i := 0; i < waitSpinIters && len(p.done) == 0; i++ {
 		}
 		<-p.done
 	}
 	p.t = nil
+}
+
+// cut writes the chunk bounds of an op of total units into p.bounds and
+// returns the number of chunks.
+func (p *pool) cut(total, align int, guided bool) int {
+	share := (total + 4*p.n - 1) / (4 * p.n) // about four chunks per thread
+	if guided {
+		share = (total + 16*p.n - 1) / (16 * p.n) // the smallest chunk
+	}
+	share = (share + align - 1) / align * align
+	c, lo := 0, 0
+	for lo < total {
+		size := share
+		if guided {
+			g := (total - lo + 2*p.n - 1) / (2 * p.n)
+			size = max(size, (g+align-1)/align*align)
+		}
+		if c == len(p.bounds)-2 { // not reached: at most 16·n chunks
+			size = total - lo
+		}
+		p.bounds[c] = lo
+		lo = min(lo+size, total)
+		c++
+	}
+	p.bounds[c] = total
+	return c
 }
 
 func (p *pool) close() {

@@ -430,7 +430,7 @@ func (t *qmatTask) run(lo, hi, wk int) {
 	w, x, out := t.w, t.x, t.out
 	K := w.C
 	rb := w.DT.RowBytes(K)
-	if t.n == 1 && t.k.avx2 && t.rows1(lo, hi) {
+	if t.n == 1 && t.k.avx2 && t.rows1(t.w, t.out, lo, hi) {
 		return
 	}
 	if w.DT == kernels.MXFP4 && t.n >= 2 && t.k.avx2 {
@@ -473,20 +473,25 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
 	t.prepareHalf(b.pool.n)
-	if n*w.R*w.C < 1<<15 {
+	switch {
+	case n*w.R*w.C < 1<<15:
 		t.run(0, w.R, 0)
-	} else {
+	case n == 1:
+		// one row loop per chunk: smaller chunks cost nothing extra, so
+		// they shrink towards the op's end and both threads finish together
+		b.pool.parallelGuided(w.R, 4, 0, t)
+	default:
 		b.pool.parallel(w.R, 4, 0, t)
 	}
 	t.out, t.x, t.w = nil, nil, nil
 }
 
-// rows1 computes weight rows [lo, hi) against a single activation row
-// with one row-loop kernel call (no per-row call, slicing or type switch)
-// and reports whether the type has such a kernel. The rows' results equal
-// rowDot's bit for bit.
-func (t *qmatTask) rows1(lo, hi int) bool {
-	w, a := t.w, &t.act
+// rows1 computes rows [lo, hi) of w into dst against a single activation
+// row (t.x, quantized in t.act) with one row-loop kernel call (no per-row
+// call, slicing or type switch) and reports whether the type has such a
+// kernel. The rows' results equal rowDot's bit for bit.
+func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
+	a := &t.act
 	K := w.C
 	if K == 0 {
 		return false
@@ -496,7 +501,7 @@ func (t *qmatTask) rows1(lo, hi int) bool {
 	}
 	rb := w.DT.RowBytes(K)
 	wr := w.Q[lo*rb : hi*rb]
-	out := t.out.F[lo:hi]
+	out := dst.F[lo:hi]
 	rows := hi - lo
 	switch w.DT {
 	case kernels.F16, kernels.BF16:

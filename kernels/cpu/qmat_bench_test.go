@@ -183,7 +183,7 @@ func BenchmarkRowLoopL2(b *testing.B) {
 			b.ResetTimer()
 			c0 := processCPU()
 			for i := 0; i < b.N; i++ {
-				t.rows1(0, rows)
+				t.rows1(t.w, t.out, 0, rows)
 			}
 			if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
 				b.ReportMetric(float64(len(data))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")

@@ -462,7 +462,7 @@ func TestRowLoops(t *testing.T) {
 				if q, blk := quantized(dt); q {
 					task.act.quantize(k, x.F, in, 1, in, blk)
 				}
-				if !task.rows1(0, rows) {
+				if !task.rows1(task.w, task.out, 0, rows) {
 					t.Fatalf("%v: no row loop", dt)
 				}
 				rb := dt.RowBytes(in)
