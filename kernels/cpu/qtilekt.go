@@ -28,10 +28,11 @@ const ktRows = qTileMinRows
 // r of the group, the 256 bytes at ((g·nb+b)·8+r)·256 hold the row's
 // super-block with word 16v+8l+w (v, w < 8; l < 2) taken from word
 // 16w+8l+v, i.e. 32-byte chunk v holds values 2v and 2v+1 (lane l: 16+2v
-// and 17+2v) of each sub-block w. Otherwise a.kt is left empty.
+// and 17+2v) of each sub-block w. Otherwise (or without a.q's n rows) a.kt
+// is left empty.
 func (a *actQ) transposeK() {
 	a.kt = a.kt[:0]
-	if a.blk != 256 || a.k < 256 || a.n < 8 || a.n >= ktRows {
+	if a.blk != 256 || a.k < 256 || a.n < 8 || a.n >= ktRows || len(a.q) < a.n*a.k {
 		return
 	}
 	nb, g := a.k/256, a.n/8
