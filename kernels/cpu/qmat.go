@@ -68,6 +68,7 @@ type actQ struct {
 	bs  []int16
 	d8  []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
 	bp  []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
+	kt  []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
 	s8  []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
 	blk int       // values per scale: 32 or 256
 	k   int       // values per row

@@ -38,7 +38,8 @@ const (
 // (qtile8.go; for Q4_K those of qtilek.go, on scales unpacked once per
 // block of weight rows; for Q8_0 from qTileMinRows rows and q8PairMinK
 // values the 2×4 tile of q8tile.go, weight rows in pairs) and the ×4
-// tiles in blocks of weight rows, the activation rows left over (t.n mod
+// tiles in blocks of weight rows (below ktRows rows, Q4_K's tiles on
+// transposed super-blocks of qtilekt.go), the activation rows left over (t.n mod
 // 4) one by one. (The 2×4 Q4_K tile,
 // which the 8192-value reductions took at 32 rows or more, lost to
 // qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
@@ -88,7 +89,18 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				t.q8Pairs(ob, oe, m0, m1)
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
-				for m := m0; m < m1; m += 8 {
+				m := m0
+				if w.DT == kernels.Q4_K {
+					// the tiles on transposed super-blocks (qtilekt.go),
+					// groups of 8 in pairs
+					for m+16 <= m1 && t.rowsKT(ob, oe, m, 2) {
+						m += 16
+					}
+					for m < m1 && t.rowsKT(ob, oe, m, 1) {
+						m += 8
+					}
+				}
+				for ; m < m1; m += 8 {
 					t.rows8(ob, oe, m)
 				}
 			}
