@@ -162,7 +162,7 @@ func (t *expertsTask) run(lo, hi, wk int) {
 		sub.k, sub.out, sub.x, sub.w, sub.n = t.k, ov, xv, t.w[g], e-s
 		if a := &t.act; t.quant {
 			nb := K / a.blk
-			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, d8: sub.act.d8[:0], bp: sub.act.bp[:0], s8: sub.act.s8[:0], kt: sub.act.kt[:0]}
+			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, tile8Act: sub.act.tile8Act.emptied()}
 			sub.act.scales8() // the ×8 tiles' scales of these rows (the worker's buffer)
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]

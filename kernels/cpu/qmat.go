@@ -63,16 +63,13 @@ import (
 // and v; gate and up) quantize it once: the rows are compared byte for
 // byte, which is far cheaper than quantizing them again.
 type actQ struct {
-	q   []int8
-	d   []float32
-	bs  []int16
-	d8  []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
-	bp  []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
-	kt  []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
-	s8  []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
-	blk int       // values per scale: 32 or 256
-	k   int       // values per row
-	n   int       // rows
+	q        []int8
+	d        []float32
+	bs       []int16
+	tile8Act     // the ×8 tiles' data derived from q, d and bs (scales8)
+	blk      int // values per scale: 32 or 256
+	k        int // values per row
+	n        int // rows
 
 	src []float32 // a copy of the rows last quantized (n×k)
 
@@ -87,6 +84,22 @@ type actQ struct {
 	// mxg are the rows quantized for MXFP4's group tiles (mxgroup.go),
 	// valid while mxg.ok (cleared with mxsOK)
 	mxg mxgAct
+}
+
+// tile8Act is the data the ×8 tiles derive from a batch's quantized
+// activations, formed again by scales8 for every batch. A view of some
+// of a batch's rows (MatMulExperts' groups) keeps its own tile8Act, so
+// that every buffer added here is reused without being listed there.
+type tile8Act struct {
+	d8 []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
+	bp []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
+	kt []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
+	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
+}
+
+// emptied returns t with every buffer's length 0 (capacity kept).
+func (t tile8Act) emptied() tile8Act {
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], s8: t.s8[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are

@@ -163,7 +163,7 @@ func TestPairs8(t *testing.T) {
 			}
 		}
 	}
-	a := actQ{blk: 32, k: 64, n: 8, bs: make([]int16, 32), bp: make([]int16, 4)}
+	a := actQ{blk: 32, k: 64, n: 8, bs: make([]int16, 32), tile8Act: tile8Act{bp: make([]int16, 4)}}
 	a.pairs8()
 	if len(a.bp) != 0 {
 		t.Fatalf("blocks of 32: %d sums, want none", len(a.bp))

@@ -143,7 +143,7 @@ func TestTransposeK(t *testing.T) {
 			}
 		}
 	}
-	a := actQ{blk: 32, k: 256, n: 8, q: make([]int8, 8*256), kt: make([]int8, 4)}
+	a := actQ{blk: 32, k: 256, n: 8, q: make([]int8, 8*256), tile8Act: tile8Act{kt: make([]int8, 4)}}
 	a.transposeK()
 	if len(a.kt) != 0 {
 		t.Fatalf("blocks of 32: %d bytes, want none", len(a.kt))
