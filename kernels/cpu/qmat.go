@@ -547,9 +547,9 @@ func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
 			// prefetching 2 KiB ahead (q6rows_amd64.s)
 			dotQ5KRowsPfAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
 		default:
-			// scales in registers (q6rows_amd64.s); dotQ6KRowsAVX2 stays
-			// as the tests' reference
-			dotQ6KRowsRegAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+			// two rows half the range apart per pass, scales in registers
+			// (q6s2_amd64.s); dotQ6KRowsAVX2 stays as the tests' reference
+			q6kRows1(wr, a.q, a.d, a.bs, nb, out)
 		}
 	case kernels.MXFP4:
 		mxfp4Rows(wr, a, K/32, rows, out)

@@ -11,7 +11,8 @@
 // and ks2_amd64.go (the two-stream Q4_K row loop, from ks2.go), q8rows_amd64.s
 // (the prefetching Q8_0 and unsigned-nibble Q4_0 row loops), q6rows_amd64.s
 // (the Q6_K row loop with its scales in registers, the Q5_K loop prefetching
-// farther ahead), f32panel_amd64.s (the AVX2 twins of the
+// farther ahead), q6s2_amd64.s and q6s2_amd64.go (the two-stream Q6_K row
+// loop, from q6s2.go), f32panel_amd64.s (the AVX2 twins of the
 // panel kernels) and q6tile_amd64.s (the Q6_K ×8 tile on unpacked rows). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
@@ -48,7 +49,8 @@ func Files() map[string]string {
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s": krows(),
 		"ks2_amd64.s":   ks2File(), "ks2_amd64.go": ks2Decls(),
-		"q6rows_amd64.s":   q6rows(),
+		"q6rows_amd64.s": q6rows(),
+		"q6s2_amd64.s":   q6s2File(), "q6s2_amd64.go": q6s2Decls(),
 		"f32panel_amd64.s": f32panel(),
 		"qtile8_amd64.s":   qtile8(),
 		"qtilek_amd64.s":   qtilekFile(),
