@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-llm/sluice/api-frontend/httpserve"
 	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 )
 
@@ -35,14 +36,33 @@ import (
 //     the runtime's poller, and a peer's close cancels the connection's
 //     request in flight; a request only stores its cancel function;
 //   - nodetect: no client-gone detection at all: the lower bound of any
-//     such server, not a valid server.
+//     such server, not a valid server;
+//   - httpserve: the server that came of it (api-frontend/httpserve, as
+//     api-frontend --http-server lean runs it: timeouts, ConnContext).
 func BenchmarkKeptRequestLean(b *testing.B) {
-	for _, mode := range []string{"bgread", "epoll", "nodetect"} {
+	for _, mode := range []string{"bgread", "epoll", "nodetect", "httpserve"} {
 		b.Run(mode, func(b *testing.B) {
-			url := leanServe(b, keptRequestHandler(b), mode)
+			var url string
+			if mode == "httpserve" {
+				url = httpserveServe(b, keptRequestHandler(b))
+			} else {
+				url = leanServe(b, keptRequestHandler(b), mode)
+			}
 			keptRequestRun(b, url)
 		})
 	}
+}
+
+// httpserveServe serves h with httpserve on a loopback rawsock listener.
+func httpserveServe(b *testing.B, h http.Handler) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &httpserve.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: ConnContext}
+	go func() { _ = s.Serve(rawsock.Listener(ln)) }()
+	b.Cleanup(func() { _ = s.Close() })
+	return "http://" + ln.Addr().String()
 }
 
 // leanServe serves h on a loopback rawsock listener with leanServer.
