@@ -84,9 +84,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		return fmt.Errorf("httpserve: %w", err)
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.shutting.Load() {
 		s.mu.Unlock()
 		w.close()
+		_ = ln.Close()
 		return ErrServerClosed
 	}
 	s.ln, s.watch = ln, w
@@ -122,6 +123,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// isClosed reports whether Close (or the end of Shutdown) was called.
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,6 +225,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// logf logs to ErrorLog.
 func (s *Server) logf(format string, args ...any) {
 	if s.ErrorLog != nil {
 		s.ErrorLog.Printf(format, args...)
