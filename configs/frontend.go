@@ -50,9 +50,12 @@ type Frontend struct {
 	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
 	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
-	FrontendID           string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
-	EngineStartup        time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
-	EngineLiveness       time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+	// HTTPServer picks the HTTP/1.1 connection server: net/http, or
+	// lean (api-frontend/httpserve: the same answers, less CPU per request).
+	HTTPServer     string        `flag:"http-server" yaml:"http_server" usage:"HTTP/1.1 connection server: net/http or lean (api-frontend/httpserve: same answers, less CPU per request)"`
+	FrontendID     string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
+	EngineStartup  time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
+	EngineLiveness time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
 	// EngineCurveKeyFile turns on CURVE encryption towards tcp:// engines.
 	EngineCurveKeyFile string `flag:"engine-curve-public-key-file" yaml:"engine_curve_public_key_file" usage:"file with the engine's Z85 CURVE public key: encrypts the tcp:// connection to the engine"`
 	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).
@@ -84,6 +87,7 @@ func DefaultFrontend() Frontend {
 		Engine:                      "spawn",
 		StreamInterval:              1,
 		ReasoningField:              "reasoning",
+		HTTPServer:                  "net/http",
 		StructuredOutputsWhitespace: "bounded",
 		MaxBodyBytes:                32 << 20,
 		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
@@ -122,6 +126,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.Engine == "" {
 		errs = append(errs, errors.New("--engine must be spawn or a list of addresses"))
+	}
+	if f.HTTPServer != "net/http" && f.HTTPServer != "lean" {
+		errs = append(errs, fmt.Errorf("--http-server must be net/http or lean, got %q", f.HTTPServer))
 	}
 	if f.ReasoningField != "reasoning" && f.ReasoningField != "reasoning_content" {
 		errs = append(errs, fmt.Errorf("--reasoning-field must be reasoning or reasoning_content, got %q", f.ReasoningField))

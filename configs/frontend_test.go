@@ -20,6 +20,8 @@ func TestFrontendValidate(t *testing.T) {
 		{"bad port", func(f *Frontend) { f.Port = 70000 }, "--port"},
 		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
+		{"lean http server", func(f *Frontend) { f.HTTPServer = "lean" }, ""},
+		{"bad http server", func(f *Frontend) { f.HTTPServer = "fast" }, "--http-server"},
 		{"bad JSON whitespace", func(f *Frontend) { f.StructuredOutputsWhitespace = "loose" }, "--structured-outputs-whitespace"},
 		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},
 		{"negative queue", func(f *Frontend) { f.MaxQueuedRequests = -1 }, "--max-queued-requests"},

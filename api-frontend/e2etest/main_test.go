@@ -44,9 +44,14 @@ func TestMain(m *testing.M) {
 // proc is a started child process with its combined output kept.
 type proc = testproc.Proc
 
-// start runs binDir/name with args until the test ends.
+// start runs binDir/name with args until the test ends. With
+// SLUICE_E2E_HTTP_SERVER set, every api-frontend gets --http-server with
+// its value (lean: the tests run on api-frontend/httpserve).
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
+	if v := os.Getenv("SLUICE_E2E_HTTP_SERVER"); v != "" && name == "api-frontend" {
+		args = append([]string{"--http-server", v}, args...)
+	}
 	return testproc.Start(t, filepath.Join(binDir, name), testproc.Options{}, args...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,7 +34,12 @@ import (
 //     without waking anyone (the receive path itself still runs).
 //
 // On loopback the receiver's TCP work (softirq) and its wake-up run inside
-// the sender's send(2) and are charged to the sender's system time.
+// the sender's send(2) and are charged to the sender's system time; what
+// the reader process itself spends (its wake-up, read(2), Go scheduler) is
+// reader-cpu-us/send (the on-CPU time of all its threads from
+// /proc/<pid>/task/*/schedstat over the measured rounds, pauses included,
+// so everything it does for the sends), and total-cpu-us/send is the two
+// together: the whole machine's CPU per chunk on loopback.
 func BenchmarkSendFloor(b *testing.B) {
 	for _, mode := range []string{"paced", "busy", "unread"} {
 		b.Run(mode, func(b *testing.B) { sendFloor(b, mode) })
@@ -88,6 +94,10 @@ func sendFloor(b *testing.B, mode string) {
 		err       error
 	}
 	done := make(chan result)
+	reader0, err := threadsCPU(cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	go func() {
 		runtime.LockOSThread()
@@ -120,9 +130,16 @@ func sendFloor(b *testing.B, mode string) {
 		done <- res
 	}()
 	res := <-done
+	if mode != "busy" {
+		time.Sleep(20 * time.Millisecond) // the reader drains the last round
+	}
+	reader1, err := threadsCPU(cmd.Process.Pid)
 	b.StopTimer()
 	if res.err != nil {
 		b.Fatal(res.err)
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 	// getrusage's thread times tick in ~1–4 ms steps; summed over
 	// hundreds of rounds the error averages out.
@@ -130,6 +147,39 @@ func sendFloor(b *testing.B, mode string) {
 	b.ReportMetric(float64((res.user+res.sys).Nanoseconds())/1e3/n, "cpu-us/send")
 	b.ReportMetric(float64(res.sys.Nanoseconds())/1e3/n, "sys-us/send")
 	b.ReportMetric(float64(res.user.Nanoseconds())/1e3/n, "user-us/send")
+	reader := reader1 - reader0
+	b.ReportMetric(float64(reader.Nanoseconds())/1e3/n, "reader-cpu-us/send")
+	b.ReportMetric(float64((res.user+res.sys+reader).Nanoseconds())/1e3/n, "total-cpu-us/send")
+}
+
+// threadsCPU returns the on-CPU time of every thread of process pid so far
+// (the first field of /proc/<pid>/task/<tid>/schedstat, in nanoseconds:
+// finer than /proc/<pid>/stat's 10 ms ticks). A thread that exited
+// between two readings drops out of the sum; the reader's threads live
+// as long as it does.
+func threadsCPU(pid int) (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read reader threads: %w", err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("schedstat of thread %s: %q", t.Name(), b)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedstat of thread %s: %w", t.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // TestSendFloorReader is BenchmarkSendFloor's client process: it opens the

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // --pprof-addr serves http.DefaultServeMux
 	"os"
@@ -23,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/httpserve"
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/rawsock"
@@ -184,9 +186,9 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	// No ReadTimeout/WriteTimeout: they would cut long streams.
 	// ConnContext lets streams send on their sockets and keep the
 	// connection alive (sse.Start).
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: sse.ConnContext}
+	hs := newHTTPServer(cfg.HTTPServer, srv.Handler(), log)
 	errc := make(chan error, 1)
-	// rawsock: net/http's reads and writes skip the runtime's syscall
+	// rawsock: the server's reads and writes skip the runtime's syscall
 	// hooks (which wake sysmon after every idle gap).
 	go func() { errc <- hs.Serve(rawsock.Listener(ln)) }()
 	log.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("model", served), zap.Strings("engines", addrs), zap.String("frontend_id", cfg.FrontendID))
@@ -217,6 +219,23 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		_ = hs.Close()
 	}
 	return nil
+}
+
+// httpServer is what Run needs of net/http's server and of httpserve's.
+type httpServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// newHTTPServer returns the --http-server's server for h: net/http's, or
+// the lean one (api-frontend/httpserve), with the same settings.
+func newHTTPServer(kind string, h http.Handler, log *zap.Logger) httpServer {
+	if kind == "lean" {
+		return &httpserve.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
+			ConnContext: sse.ConnContext, ErrorLog: zap.NewStdLog(log)}
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: sse.ConnContext}
 }
 
 func rendererOrNil(r *server.TemplateRenderer) server.ChatRenderer {

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
+	"github.com/sluice-llm/sluice/api-frontend/httpserve"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
@@ -72,7 +75,13 @@ func newTestEnvStep(t *testing.T, cfg Config, script string, step time.Duration)
 // newHTTPTest serves srv as api-frontend does: streams send on the
 // connection and keep it alive (sse.ConnContext), and the connections are
 // rawsock's (the stream's head is held until its first chunk).
+//
+// With SLUICE_TEST_HTTP_SERVER=lean the connections are served by
+// api-frontend/httpserve (--http-server lean) instead of net/http.
 func newHTTPTest(t *testing.T, srv *Server) *httptest.Server {
+	if os.Getenv("SLUICE_TEST_HTTP_SERVER") == "lean" {
+		return newLeanTest(t, srv.Handler())
+	}
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.Config.ConnContext = sse.ConnContext
 	hs.Listener = rawsock.Listener(hs.Listener)
@@ -82,6 +91,20 @@ func newHTTPTest(t *testing.T, srv *Server) *httptest.Server {
 		hs.Close()
 	})
 	return hs
+}
+
+// newLeanTest serves h with httpserve on a rawsock listener, as
+// api-frontend --http-server lean does; the httptest.Server returned only
+// carries the URL (its Close and CloseClientConnections do nothing).
+func newLeanTest(t *testing.T, h http.Handler) *httptest.Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := &httpserve.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, ConnContext: sse.ConnContext}
+	go func() { _ = ls.Serve(rawsock.Listener(ln)) }()
+	t.Cleanup(func() { _ = ls.Close() })
+	return &httptest.Server{URL: "http://" + ln.Addr().String(), Listener: ln, Config: &http.Server{}}
 }
 
 func (e *testEnv) post(path, body string, hdr ...string) (*http.Response, []byte) {

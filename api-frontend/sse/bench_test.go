@@ -22,7 +22,14 @@ import (
 // response has ended, so the benchmark process's CPU (user and system,
 // getrusage) is the server's alone: it reports it per request.
 func BenchmarkKeptRequest(b *testing.B) {
-	url, _ := rawServer(b, func(w http.ResponseWriter, r *http.Request) {
+	url, _ := rawServer(b, keptRequestHandler(b))
+	keptRequestRun(b, url)
+}
+
+// keptRequestHandler is BenchmarkKeptRequest's handler: read the body,
+// start the stream (the head), send one chunk, end it.
+func keptRequestHandler(b *testing.B) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			b.Error(err)
 			return
@@ -44,7 +51,13 @@ func BenchmarkKeptRequest(b *testing.B) {
 		if err := c.Write(buf, true); err != nil {
 			b.Error(err)
 		}
-	})
+	}
+}
+
+// keptRequestRun runs the client process against the server at url
+// (warm-up, then b.N requests) and reports the benchmark process's CPU
+// per request.
+func keptRequestRun(b *testing.B, url string) {
 	run := func(n int) time.Duration {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestKeptRequestClient$")
 		cmd.Env = append(os.Environ(), "SSE_BENCH_CLIENT="+strings.TrimPrefix(url, "http://"), "SSE_BENCH_N="+strconv.Itoa(n))
