@@ -66,7 +66,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = max(2, rows&^1)
 	}
 	var acc [4]float32
-	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
+	var ksc [kScaleBytes]byte                  // Q4_K scales of a block of weight rows (rows8K)
+	var kacc [ktnRows * ktnGroups * 16]float32 // dotQ4KTxNAVX2's accumulators (rowsKTN)
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
 	// span meeting every block of weight rows: a block reads its span's
 	// activations from L2, not from L3 (8192-value reductions at 128 rows
@@ -87,6 +88,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			switch {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
+			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
 				m := m0
