@@ -32,6 +32,7 @@ func TestTileKT(t *testing.T) {
 		{31, 20, 8, 2, false}, {16, 3, 32, 2, false}, {28, 4, 64, 2, false}, {16, 6, 8, 1, true}, {24, 5, 2, 2, true},
 		{32, 5, 2, 1, false}, {41, 3, 1, 2, false}, {128, 14, 8, 2, false}, {136, 9, 8, 1, false}, {137, 4, 3, 2, false},
 		{72, 3, 64, 2, false}, {64, 3, 32, 1, false}, {128, 6, 8, 2, true}, {136, 2, 2, 1, true},
+		{40, 37, 2, 2, false}, {96, 33, 32, 1, false},
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%v", c.n, c.out, c.kb*256, c.threads, c.saturated), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n)+16, uint64(c.out*c.kb+3)))
@@ -187,19 +188,20 @@ func TestTransposeK(t *testing.T) {
 	}
 }
 
-// FuzzTileKT checks dotQ4KTx8AVX2 and dotQ4KTx16AVX2 (directly and through
-// MatMul) against the ×8 tiles bit for bit on weight blocks made from the
-// fuzzer's bytes (scales, mins and d included), batches of 8 to 31 rows
-// and reductions of 1 to 20 super-blocks.
+// FuzzTileKT checks dotQ4KTx8AVX2, dotQ4KTx16AVX2 and dotQ4KTxNAVX2
+// (directly and through MatMul) against the ×8 tiles bit for bit on weight
+// blocks made from the fuzzer's bytes (scales, mins and d included),
+// batches of 8 to 137 rows and reductions of 1 to 20 super-blocks.
 func FuzzTileKT(f *testing.F) {
 	f.Add(uint8(8), uint8(3), uint8(0), []byte{1, 2, 3})
 	f.Add(uint8(16), uint8(7), uint8(15), []byte{0xff, 0x7b, 0, 0x80})
 	f.Add(uint8(23), uint8(1), uint8(19), []byte{0x00, 0x3c})
+	f.Add(uint8(120), uint8(16), uint8(7), []byte{0xff, 0xff, 0x3c})
 	f.Fuzz(func(t *testing.T, n8, rows8, kb8 uint8, seed []byte) {
 		if !hasAVX2 {
 			t.Skip("no AVX2 kernels on this machine or build")
 		}
-		n, rows, in := int(n8%24)+8, int(rows8%17)+1, (int(kb8%20)+1)*256
+		n, rows, in := int(n8%130)+8, int(rows8%17)+1, (int(kb8%20)+1)*256
 		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
 		data := randBlocks(r, kernels.Q4_K, rows, in)
 		for i, v := range seed {
