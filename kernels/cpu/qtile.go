@@ -52,7 +52,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		// contiguously, and stay in L1 across the groups of rows
 		rows = min(rows, qTileFewRows)
 	}
-	if w.DT == kernels.Q4_K && t.n >= qTileMinRows && len(a.kt) > 0 {
+	ktn := t.takesKTN()
+	if ktn {
 		// dotQ4KTxNAVX2 (rowsKTN) reads a super-block's activations into
 		// L1 once for all of a block's weight rows, which stream: blocks
 		// of ktnRows rows at any row length (at 8192 values 16 rows were
@@ -94,7 +95,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			switch {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
-			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rowsKTN(ob, oe, m0, m1, &kacc):
+			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
 				m := m0

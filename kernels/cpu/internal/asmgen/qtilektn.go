@@ -28,7 +28,9 @@ func qtilektnFile() string {
 // apart per activation row, one float per weight row). The loop runs over
 // super-blocks, then weight rows, then groups, so that a super-block's
 // transposed activations (2 KiB per group) stay in L1 for all the weight
-// rows; acc holds 16 floats per weight row and group (row-major). Frame:
+// rows (each row's super-block 4 ahead prefetched: the rows are ktnRows
+// interleaved streams); acc holds 16 floats per weight row and group
+// (row-major). Frame:
 // KSCALES8's scales at 0(SP) and mins at 32(SP), d and dmin at 64(SP), the
 // weight rows left at 72(SP). Registers: R8 the super-block of weight row
 // 0, SI that of the current weight row, CX the super-blocks left, DI, DX
@@ -69,6 +71,10 @@ MOVQ acc+80(FP), R10
 MOVQ rows+16(FP), R9
 MOVQ R9, 72(SP)`)
 	a.l("q4ktnrow:")
+	a.code(`
+PREFETCHT0 576(SI)
+PREFETCHT0 640(SI)
+PREFETCHT0 704(SI)`)
 	a.kxtDecode()
 	a.code(`
 MOVQ DI, R11
