@@ -64,7 +64,7 @@ func (a *actQ) transposeK() {
 // 8 rows and between the super-blocks (transposeK).
 func (a *actQ) ktStrides() (gs, ss int) {
 	nb := a.k / 256
-	if a.n < qTileMinRows {
+	if a.n < qTileMinRows && a.k < ktnMinK {
 		return 2048 * nb, 2048
 	}
 	return 2048, 2048 * (a.n / 8)
@@ -79,7 +79,7 @@ func (t *qmatTask) rowsKT(ob, oe, m, groups int) bool {
 	K := w.C
 	nb := K / 256
 	g0, g1 := m/8, m/8+groups
-	if nb == 0 || a.n >= qTileMinRows || len(a.kt) < g1*nb*2048 || a.bp8(m+8*(groups-1), nb) == nil {
+	if gs, _ := a.ktStrides(); nb == 0 || gs != 2048*nb || len(a.kt) < g1*nb*2048 || a.bp8(m+8*(groups-1), nb) == nil {
 		return false
 	}
 	rb := w.DT.RowBytes(K)

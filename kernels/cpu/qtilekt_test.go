@@ -57,7 +57,8 @@ func TestTileKT(t *testing.T) {
 }
 
 // checkKT calls dotQ4KTx8AVX2 on every group of 8 rows of x and
-// dotQ4KTx16AVX2 on every pair (below qTileMinRows rows, their layout),
+// dotQ4KTx16AVX2 on every pair (in their layout: below qTileMinRows rows
+// and ktnMinK values),
 // and dotQ4KTxNAVX2 on runs of 1 to all the
 // groups (from every group for runs of 1 and 2, from the first two for
 // longer ones), on blocks of 1, 2, 3, … weight rows of data (out×in), into
@@ -77,7 +78,9 @@ func checkKT(t *testing.T, data []byte, x []float32, n, out, in int) {
 	var want [8]float32
 	for _, tile := range []string{"x8", "x16", "xN"} {
 		for groups := 1; groups <= n/8; groups++ {
-			if (tile == "x8" && (groups != 1 || n >= qTileMinRows)) || (tile == "x16" && (groups != 2 || n >= qTileMinRows)) || (tile == "xN" && groups > 2*ktnGroups+1) {
+			gs, _ := a.ktStrides()
+			own := gs == 2048*nb // the layout of the ×8 and ×16 tiles
+			if (tile == "x8" && (groups != 1 || !own)) || (tile == "x16" && (groups != 2 || !own)) || (tile == "xN" && groups > 2*ktnGroups+1) {
 				continue
 			}
 			for m := 0; m+8*groups <= n&^7; m += 8 {
@@ -135,13 +138,13 @@ func checkKT(t *testing.T, data []byte, x []float32, n, out, in int) {
 }
 
 // TestTransposeK checks transposeK's layout in Go (groups' super-blocks
-// contiguous below qTileMinRows rows, super-blocks' groups from there, as
-// ktStrides says): chunk v of a row's
+// contiguous below qTileMinRows rows and ktnMinK values, super-blocks'
+// groups otherwise, as ktStrides says): chunk v of a row's
 // super-block holds, for each 128-bit lane l and sub-block w, its values
 // 16l+2v and 16l+2v+1; and no transposed rows below 8 rows or for blocks
 // of 32.
 func TestTransposeK(t *testing.T) {
-	for _, c := range []struct{ n, kb int }{{7, 1}, {8, 1}, {15, 2}, {16, 3}, {31, 1}, {32, 1}, {137, 2}} {
+	for _, c := range []struct{ n, kb int }{{7, 1}, {8, 1}, {15, 2}, {16, 3}, {31, 1}, {32, 1}, {137, 2}, {16, 16}, {24, 32}} {
 		r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.kb)))
 		K := 256 * c.kb
 		a := actQ{blk: 256, k: K, n: c.n, q: make([]int8, c.n*K)}
@@ -154,7 +157,7 @@ func TestTransposeK(t *testing.T) {
 			t.Fatalf("n=%d kb=%d: %d bytes, want %d", c.n, c.kb, len(a.kt), g*c.kb*2048)
 		}
 		wantGS, wantSS := 2048*c.kb, 2048 // a group's super-blocks contiguous
-		if c.n >= 32 {
+		if c.n >= 32 || K >= 4096 {
 			wantGS, wantSS = 2048, 2048*g // a super-block's groups contiguous
 		}
 		if gs, ss := a.ktStrides(); gs != wantGS || ss != wantSS {
