@@ -36,12 +36,12 @@ const (
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
 // (qtile8.go; for Q4_K the tiles on transposed super-blocks, of qtilekt.go
-// below qTileMinRows rows and of qtilektn.go from there, else those of
-// qtilek.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
+// below qTileMinRows rows and ktnMinK values and of qtilektn.go otherwise,
+// else those of qtilek.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
 // tile of q8tile.go, weight rows in pairs) and the ×4 tiles in blocks of
-// weight rows, the activation rows left over (t.n mod 4) one by one. (The 2×4 Q4_K tile,
-// which the 8192-value reductions took at 32 rows or more, lost to
-// qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
+// weight rows, the activation rows left over (t.n mod 4) one by one. (The
+// 2×4 Q4_K tile, which the 8192-value reductions took at 32 rows or more,
+// lost to qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C

@@ -24,11 +24,11 @@ import "unsafe"
 // the group, the 256 bytes at g·gs+b·ss+256·r (ktStrides) hold the row's
 // super-block with word 16v+8l+w (v, w < 8; l < 2) taken from word
 // 16w+8l+v, i.e. 32-byte chunk v holds values 2v and 2v+1 (lane l: 16+2v
-// and 17+2v) of each sub-block w. Below qTileMinRows rows (the tiles
-// here) a group's super-blocks are contiguous, from there
-// (dotQ4KTxNAVX2 of qtilektn.go) a super-block's groups are, so that the
-// groups one call meets at a super-block share no L1 sets. Otherwise (or
-// without a.q's n rows) a.kt is left empty.
+// and 17+2v) of each sub-block w. Below qTileMinRows rows and ktnMinK
+// values (the tiles here) a group's super-blocks are contiguous,
+// otherwise (dotQ4KTxNAVX2 of qtilektn.go) a super-block's groups are, so
+// that the groups one call meets at a super-block share no L1 sets.
+// Without a.q's n rows, or for other blocks, a.kt is left empty.
 func (a *actQ) transposeK() {
 	a.kt = a.kt[:0]
 	if a.blk != 256 || a.k < 256 || a.n < 8 || len(a.q) < a.n*a.k {

@@ -10,8 +10,8 @@
 // meets every group in turn; each group's 4-row halves are computed and
 // folded as dotQ4KTx8AVX2 does (the same instructions in the same order),
 // into float accumulators in memory (acc, 16 floats per weight row and
-// group), so the
-// results equal dotQ4KTx8AVX2's, and dotQ4Kx8PAVX2's, bit for bit.
+// group), so the results equal dotQ4KTx8AVX2's, and dotQ4Kx8PAVX2's, bit
+// for bit.
 
 DATA t8mask0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA t8mask0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f

@@ -15,8 +15,8 @@ func qtilektnFile() string {
 // meets every group in turn; each group's 4-row halves are computed and
 // folded as dotQ4KTx8AVX2 does (the same instructions in the same order),
 // into float accumulators in memory (acc, 16 floats per weight row and
-// group), so the
-// results equal dotQ4KTx8AVX2's, and dotQ4Kx8PAVX2's, bit for bit.`)
+// group), so the results equal dotQ4KTx8AVX2's, and dotQ4Kx8PAVX2's, bit
+// for bit.`)
 	a.l(``)
 	a.l("%s", macrosTile8)
 	a.kxtn()
@@ -30,16 +30,15 @@ func qtilektnFile() string {
 // transposed activations (2 KiB per group) stay in L1 for all the weight
 // rows (each row's super-block 4 ahead prefetched: the rows are ktnRows
 // interleaved streams); acc holds 16 floats per weight row and group
-// (row-major). Frame:
-// KSCALES8's scales at 0(SP) and mins at 32(SP), d and dmin at 64(SP), the
-// weight rows left at 72(SP). Registers: R8 the super-block of weight row
-// 0, SI that of the current weight row, CX the super-blocks left, DI, DX
-// and BX the super-block's transposed activations, activation scales
-// (xd8) and 32-value sums (bp) of group 0; per group R11, R12 and R13
-// (groups R14 = gs, R15 = 64·nb and 2·R15 bytes apart; super-blocks of
-// xt ss bytes apart), R10 its
-// accumulators and R9 the groups left. Y8-Y15 hold the transposed
-// super-block, Y7 the scales as words.
+// (row-major). Frame: KSCALES8's scales at 0(SP) and mins at 32(SP), d
+// and dmin at 64(SP), the weight rows left at 72(SP). Registers: R8 the
+// super-block of weight row 0, SI that of the current weight row, CX the
+// super-blocks left, DI, DX and BX the super-block's transposed
+// activations, activation scales (xd8) and 32-value sums (bp) of group 0;
+// per group R11, R12 and R13 (groups R14 = gs, R15 = 64·nb and 2·R15
+// bytes apart; xt's super-blocks ss bytes apart), R10 its accumulators
+// and R9 the groups left. Y8-Y15 hold the transposed super-block, Y7 the
+// scales as words.
 func (a *asm) kxtn() {
 	a.l(``)
 	a.l(`// func dotQ4KTxNAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
