@@ -35,14 +35,13 @@ const (
 
 // qTiles computes weight rows [lo, hi) of a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
-// (qtile8.go; for Q4_K those of qtilek.go, on scales unpacked once per
-// block of weight rows; for Q8_0 from qTileMinRows rows and q8PairMinK
-// values the 2×4 tile of q8tile.go, weight rows in pairs) and the ×4
-// tiles in blocks of weight rows (below ktRows rows, Q4_K's tiles on
-// transposed super-blocks of qtilekt.go), the activation rows left over (t.n mod
-// 4) one by one. (The 2×4 Q4_K tile,
-// which the 8192-value reductions took at 32 rows or more, lost to
-// qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
+// (qtile8.go; for Q4_K the tiles on transposed super-blocks, of qtilekt.go
+// below qTileMinRows rows and ktnMinK values and of qtilektn.go otherwise,
+// else those of qtilek.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
+// tile of q8tile.go, weight rows in pairs) and the ×4 tiles in blocks of
+// weight rows, the activation rows left over (t.n mod 4) one by one. (The
+// 2×4 Q4_K tile, which the 8192-value reductions took at 32 rows or more,
+// lost to qtilek.go's ×8 tile: docs/bench/batch-tiles.md.)
 func (t *qmatTask) qTiles(lo, hi int) {
 	w, out, a := t.w, t.out, &t.act
 	K := w.C
@@ -52,6 +51,14 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		// few rows: blocks of a few weight rows, which stream once,
 		// contiguously, and stay in L1 across the groups of rows
 		rows = min(rows, qTileFewRows)
+	}
+	ktn := t.takesKTN()
+	if ktn {
+		// dotQ4KTxNAVX2 (rowsKTN) reads a super-block's activations into
+		// L1 once for all of a block's weight rows, which stream: blocks
+		// of ktnRows rows at any row length (at 8192 values 16 rows were
+		// faster than qTileL1's 3: docs/bench/batch-tiles.md)
+		rows = ktnRows
 	}
 	n8 := 0
 	if has8(w.DT) && K >= a.blk && len(a.d8) >= t.n/8*(K/a.blk)*16 &&
@@ -66,7 +73,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = max(2, rows&^1)
 	}
 	var acc [4]float32
-	var ksc [kScaleBytes]byte // Q4_K scales of a block of weight rows (rows8K)
+	var ksc [kScaleBytes]byte                  // Q4_K scales of a block of weight rows (rows8K)
+	var kacc [ktnRows * ktnGroups * 16]float32 // dotQ4KTxNAVX2's accumulators (rowsKTN)
 	// the groups of 8 rows in spans whose int8 activations fit L2, each
 	// span meeting every block of weight rows: a block reads its span's
 	// activations from L2, not from L3 (8192-value reductions at 128 rows
@@ -87,6 +95,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			switch {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
+			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
 				m := m0

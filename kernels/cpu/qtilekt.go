@@ -19,20 +19,19 @@ import "unsafe"
 // every sub-block, so the lanes' integer sums, and the fold after them,
 // are those of dotQ4Kx8PAVX2: the results equal it bit for bit.
 
-// ktRows is the batch below which MatMul makes the transposed activations
-// and takes these tiles (qTiles): the 16-sequence decode.
-const ktRows = qTileMinRows
-
 // transposeK fills a.kt from a.q for activations in blocks of 256 with
-// 8 ≤ a.n < ktRows rows: for each group g of 8 rows, super-block b and row
-// r of the group, the 256 bytes at ((g·nb+b)·8+r)·256 hold the row's
+// at least 8 rows: for each group g of 8 rows, super-block b and row r of
+// the group, the 256 bytes at g·gs+b·ss+256·r (ktStrides) hold the row's
 // super-block with word 16v+8l+w (v, w < 8; l < 2) taken from word
 // 16w+8l+v, i.e. 32-byte chunk v holds values 2v and 2v+1 (lane l: 16+2v
-// and 17+2v) of each sub-block w. Otherwise (or without a.q's n rows) a.kt
-// is left empty.
+// and 17+2v) of each sub-block w. Below qTileMinRows rows and ktnMinK
+// values (the tiles here) a group's super-blocks are contiguous,
+// otherwise (dotQ4KTxNAVX2 of qtilektn.go) a super-block's groups are, so
+// that the groups one call meets at a super-block share no L1 sets.
+// Without a.q's n rows, or for other blocks, a.kt is left empty.
 func (a *actQ) transposeK() {
 	a.kt = a.kt[:0]
-	if a.blk != 256 || a.k < 256 || a.n < 8 || a.n >= ktRows || len(a.q) < a.n*a.k {
+	if a.blk != 256 || a.k < 256 || a.n < 8 || len(a.q) < a.n*a.k {
 		return
 	}
 	nb, g := a.k/256, a.n/8
@@ -41,13 +40,14 @@ func (a *actQ) transposeK() {
 		a.kt = make([]int8, need)
 	}
 	a.kt = a.kt[:need]
+	gs, ss := a.ktStrides()
 	src := unsafe.Slice((*uint16)(unsafe.Pointer(&a.q[0])), len(a.q)/2)
 	dst := unsafe.Slice((*uint16)(unsafe.Pointer(&a.kt[0])), need/2)
 	for gi := 0; gi < g; gi++ {
 		for b := 0; b < nb; b++ {
 			for r := 0; r < 8; r++ {
 				s := src[((8*gi+r)*a.k+256*b)/2:][:128]
-				d := dst[((gi*nb+b)*8+r)*128:][:128]
+				d := dst[(gi*gs+b*ss)/2+r*128:][:128]
 				for v := 0; v < 8; v++ {
 					for l := 0; l < 16; l += 8 {
 						for w := 0; w < 8; w++ {
@@ -60,16 +60,26 @@ func (a *actQ) transposeK() {
 	}
 }
 
+// ktStrides returns the distances in a.kt, in bytes, between the groups of
+// 8 rows and between the super-blocks (transposeK).
+func (a *actQ) ktStrides() (gs, ss int) {
+	nb := a.k / 256
+	if a.n < qTileMinRows && a.k < ktnMinK {
+		return 2048 * nb, 2048
+	}
+	return 2048, 2048 * (a.n / 8)
+}
+
 // rowsKT sets the products of Q4_K weight rows [ob, oe) with activation
 // rows m..m+8·groups-1 (m a multiple of 8; groups 1 or 2) with the
 // transposed tiles. It reports false, doing nothing, where the activations
-// have no transposed rows or 32-value sums for them.
+// have no transposed rows in these tiles' layout or 32-value sums for them.
 func (t *qmatTask) rowsKT(ob, oe, m, groups int) bool {
 	w, a, out := t.w, &t.act, t.out
 	K := w.C
 	nb := K / 256
 	g0, g1 := m/8, m/8+groups
-	if nb == 0 || len(a.kt) < g1*nb*2048 || a.bp8(m+8*(groups-1), nb) == nil {
+	if gs, _ := a.ktStrides(); nb == 0 || gs != 2048*nb || len(a.kt) < g1*nb*2048 || a.bp8(m+8*(groups-1), nb) == nil {
 		return false
 	}
 	rb := w.DT.RowBytes(K)

@@ -5,7 +5,8 @@
 // qdotgen_amd64.s (the AVX2 kernels on stored weight encodings),
 // qtile_amd64.s (batched tiles on block-quantized weights), qtile8_amd64.s
 // (their ×8 tiles), qtilek_amd64.s (the Q4_K ×8 tiles on unpacked scales), qtilekt_amd64.s
-// (the Q4_K tiles on transposed super-blocks), f16round_amd64.s
+// (the Q4_K tiles on transposed super-blocks), qtilektn_amd64.s (the same
+// for any number of groups of 8 rows), f16round_amd64.s
 // (float16 rounding of the F16-cache softmax), mxfp4_amd64.s (the MXFP4
 // weight kernels), krows_amd64.s (two-row k-quant row loops), ks2_amd64.s
 // and ks2_amd64.go (the two-stream Q4_K row loop, from ks2.go), q8rows_amd64.s
@@ -55,6 +56,7 @@ func Files() map[string]string {
 		"qtile8_amd64.s":   qtile8(),
 		"qtilek_amd64.s":   qtilekFile(),
 		"qtilekt_amd64.s":  qtilektFile(),
+		"qtilektn_amd64.s": qtilektnFile(),
 		"f16round_amd64.s": f16round(),
 		"q8rows_amd64.s":   q8rows(),
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),

@@ -63,36 +63,7 @@ VXORPS Y0, Y0, Y0`)
 		a.l("\tVMOVUPS Y0, %d(SP)", 96+32*s)
 	}
 	a.l("%sloop:", lbl)
-	// scales and mins (KSCALES8 needs 0x0f bytes in X14), d and dmin,
-	// the 4 groups' nibbles as sub-blocks 0-7 in Y0-Y7
-	a.code(`
-VMOVDQU t8mask0f<>(SB), Y14
-KSCALES8
-MOVL (SI), AX
-VMOVD AX, X0
-VCVTPH2PS X0, X0
-VMOVQ X0, 64(SP)`)
-	for g := 0; g < 4; g++ {
-		a.code(fmt.Sprintf(`
-VMOVDQU %d(SI), Y%d
-VPSRLW $4, Y%d, Y%d
-VPAND Y14, Y%d, Y%d
-VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
-	}
-	// 8×8 words per lane: words, dwords, qwords (Y8-Y15, Y0-Y7, Y8-Y15)
-	for i := 0; i < 4; i++ {
-		a.l("\tVPUNPCKLWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 8+2*i)
-		a.l("\tVPUNPCKHWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 9+2*i)
-	}
-	for _, p := range [][3]int{{8, 10, 0}, {9, 11, 2}, {12, 14, 4}, {13, 15, 6}} {
-		a.l("\tVPUNPCKLDQ Y%d, Y%d, Y%d", p[1], p[0], p[2])
-		a.l("\tVPUNPCKHDQ Y%d, Y%d, Y%d", p[1], p[0], p[2]+1)
-	}
-	for i := 0; i < 4; i++ {
-		a.l("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", 4+i, i, 8+2*i)
-		a.l("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", 4+i, i, 9+2*i)
-	}
-	a.l("\tVBROADCASTI128 0(SP), Y7")
+	a.kxtDecode()
 	for s := 0; s < 2*groups; s++ {
 		g, half := s/2, s%2
 		act := func(r, v int) string {
@@ -108,31 +79,7 @@ VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
 			}
 			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
 		}
-		for r := 0; r < 4; r++ {
-			a.l("\tVPMADDUBSW %s, Y8, Y%d", act(r, 0), r)
-			for v := 1; v < 8; v++ {
-				t := 4 + v%3
-				a.l("\tVPMADDUBSW %s, Y%d, Y%d", act(r, v), 8+v, t)
-				a.l("\tVPADDW Y%d, Y%d, Y%d", t, r, r)
-			}
-			a.l("\tVPMADDWD Y7, Y%d, Y%d", r, r)
-		}
-		a.code(fmt.Sprintf(`
-HADD4(Y0, Y1, Y2, Y3)
-VCVTDQ2PS Y0, Y0
-VMOVDQU 32(SP), Y1
-VPMADDWD %s, Y1, Y2
-VPMADDWD %s, Y1, Y3
-VPHADDD Y3, Y2, Y2
-VCVTDQ2PS Y2, Y2
-VBROADCASTSS 64(SP), Y4
-VBROADCASTSS 68(SP), Y5
-VMULPS %s, Y4, Y4
-VMULPS %s, Y5, Y5
-VMOVUPS %d(SP), Y6
-VFMADD231PS Y0, Y4, Y6
-VFNMADD231PS Y2, Y5, Y6
-VMOVUPS Y6, %d(SP)`, grp(64*half, "BX", 2), grp(64*half+32, "BX", 2), grp(32*half, "DX", 1), grp(32*half, "DX", 1), 96+32*s, 96+32*s))
+		a.kxtHalf(act, grp(64*half, "BX", 2), grp(64*half+32, "BX", 2), grp(32*half, "DX", 1), fmt.Sprintf("%d(SP)", 96+32*s))
 	}
 	a.code(`
 ADDQ $144, SI
@@ -171,4 +118,75 @@ DECQ R9`)
 	a.code(`
 VZEROUPPER
 RET`)
+}
+
+// kxtDecode writes the head of a transposed tile's super-block (SI): the
+// scales and mins by KSCALES8 (at 0(SP) and 32(SP)), d and dmin at 64(SP),
+// the 8 sub-blocks' nibbles transposed as 8×8 words per 128-bit lane into
+// Y8-Y15, and the scales as words in both lanes of Y7.
+func (a *asm) kxtDecode() {
+	// scales and mins (KSCALES8 needs 0x0f bytes in X14), d and dmin,
+	// the 4 groups' nibbles as sub-blocks 0-7 in Y0-Y7
+	a.code(`
+VMOVDQU t8mask0f<>(SB), Y14
+KSCALES8
+MOVL (SI), AX
+VMOVD AX, X0
+VCVTPH2PS X0, X0
+VMOVQ X0, 64(SP)`)
+	for g := 0; g < 4; g++ {
+		a.code(fmt.Sprintf(`
+VMOVDQU %d(SI), Y%d
+VPSRLW $4, Y%d, Y%d
+VPAND Y14, Y%d, Y%d
+VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
+	}
+	// 8×8 words per lane: words, dwords, qwords (Y8-Y15, Y0-Y7, Y8-Y15)
+	for i := 0; i < 4; i++ {
+		a.l("\tVPUNPCKLWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 8+2*i)
+		a.l("\tVPUNPCKHWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 9+2*i)
+	}
+	for _, p := range [][3]int{{8, 10, 0}, {9, 11, 2}, {12, 14, 4}, {13, 15, 6}} {
+		a.l("\tVPUNPCKLDQ Y%d, Y%d, Y%d", p[1], p[0], p[2])
+		a.l("\tVPUNPCKHDQ Y%d, Y%d, Y%d", p[1], p[0], p[2]+1)
+	}
+	for i := 0; i < 4; i++ {
+		a.l("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", 4+i, i, 8+2*i)
+		a.l("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", 4+i, i, 9+2*i)
+	}
+	a.l("\tVBROADCASTI128 0(SP), Y7")
+}
+
+// kxtHalf writes the products of 4 activation rows (act(r, v): row r's
+// 32-byte chunk v) with the transposed super-block in Y8-Y15 and their
+// fold into the float accumulator at acc: the rows' word sums, one
+// VPMADDWD by the scales (Y7), HADD4, the mins from the 32-value sums at
+// bp0 and bp1 (the mins at 32(SP)), d·xd and dmin·xd from d, dmin at
+// 64(SP) and the rows' activation scales at xd. Clobbers Y0-Y6.
+func (a *asm) kxtHalf(act func(r, v int) string, bp0, bp1, xd, acc string) {
+	for r := 0; r < 4; r++ {
+		a.l("\tVPMADDUBSW %s, Y8, Y%d", act(r, 0), r)
+		for v := 1; v < 8; v++ {
+			t := 4 + v%3
+			a.l("\tVPMADDUBSW %s, Y%d, Y%d", act(r, v), 8+v, t)
+			a.l("\tVPADDW Y%d, Y%d, Y%d", t, r, r)
+		}
+		a.l("\tVPMADDWD Y7, Y%d, Y%d", r, r)
+	}
+	a.code(fmt.Sprintf(`
+HADD4(Y0, Y1, Y2, Y3)
+VCVTDQ2PS Y0, Y0
+VMOVDQU 32(SP), Y1
+VPMADDWD %s, Y1, Y2
+VPMADDWD %s, Y1, Y3
+VPHADDD Y3, Y2, Y2
+VCVTDQ2PS Y2, Y2
+VBROADCASTSS 64(SP), Y4
+VBROADCASTSS 68(SP), Y5
+VMULPS %s, Y4, Y4
+VMULPS %s, Y5, Y5
+VMOVUPS %s, Y6
+VFMADD231PS Y0, Y4, Y6
+VFNMADD231PS Y2, Y5, Y6
+VMOVUPS Y6, %s`, bp0, bp1, xd, xd, acc, acc))
 }

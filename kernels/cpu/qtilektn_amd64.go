@@ -1,0 +1,9 @@
+//go:build amd64 && !purego
+
+package cpu
+
+// Declaration of the Q4_K tile on transposed super-blocks for any number
+// of groups of 8 rows, qtilektn_amd64.s.
+
+//go:noescape
+func dotQ4KTxNAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
