@@ -35,6 +35,8 @@ type pool struct {
 	// thread, see cut; the slice is made once by newPool)
 	t      task
 	bounds []int
+
+	st opStats // Backend.RecordOps
 }
 
 func newPool(n int) *pool {
@@ -70,6 +72,7 @@ const (
 )
 
 func (p *pool) worker(w int) {
+	locked := false
 	for {
 		gen := p.claim.Load() >> 32
 		spun := false
@@ -85,6 +88,12 @@ func (p *pool) worker(w int) {
 			case <-p.quit:
 				return
 			}
+		}
+		if !locked && p.st.on.Load() {
+			// for the thread CPU clock (a worker goroutine lives on
+			// its own; it stays locked for good)
+			runtime.LockOSThread()
+			locked = true
 		}
 		if p.help(w) {
 			p.done <- struct{}{}
@@ -107,7 +116,7 @@ func (p *pool) help(w int) bool {
 		}
 		// A successful claim means the op is still running, so its fields
 		// are stable until this chunk completes.
-		p.t.run(p.bounds[next], p.bounds[next+1], w)
+		p.runChunk(next, w)
 		if int(p.completed.Add(1)) == chunks {
 			last = true
 		}
@@ -144,6 +153,7 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		return
 	}
 	chunks := p.cut(total, align, guided)
+	locked := p.lockForStats()
 	p.t = t
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
@@ -158,6 +168,10 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		for i := 0; i < waitSpinIters && len(p.done) == 0; i++ {
 		}
 		<-p.done
+	}
+	if locked {
+		p.st.endOp(chunks)
+		runtime.UnlockOSThread()
 	}
 	p.t = nil
 }
