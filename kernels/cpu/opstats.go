@@ -56,8 +56,9 @@ type opStats struct {
 // RecordOps turns the recording of OpStats on (resetting it) or off. It
 // must be called between ops, from the goroutine that issues them.
 // Recording reads the running thread's CPU clock before and after each
-// chunk and keeps the pool's threads on their OS threads; it is for
-// benchmarks and diagnostics, not for serving.
+// chunk and keeps the pool's threads on their OS threads (so the Go
+// runtime may now and then start a thread, an allocation, when one of
+// them blocks); it is for benchmarks and diagnostics, not for serving.
 func (b *Backend) RecordOps(on bool) {
 	s := &b.pool.st
 	if on && s.cost == nil {
