@@ -19,7 +19,9 @@ import (
 // 1 and 16 sequences with 128-token prompts in the cache, and 128- and
 // 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
-// unified (Config.UnifiedKV) for sliding-window models too.
+// unified (Config.UnifiedKV) for sliding-window models too. With
+// $SLUICE_BENCH_OPSTATS set, each benchmark also reports op-wait-% and
+// ops-cpu-% (reportOps).
 func BenchmarkModelFile(b *testing.B) {
 	env := os.Getenv("SLUICE_BENCH_MODELS")
 	if env == "" {
@@ -44,10 +46,7 @@ func BenchmarkModelFile(b *testing.B) {
 				if disp != nil {
 					d0 = disp.Dispatches()
 				}
-				rec, _ := r.m.Backend().(opRecorder)
-				if rec != nil {
-					rec.RecordOps(true)
-				}
+				rec := opStatsOn(r)
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -82,10 +81,7 @@ func BenchmarkModelFile(b *testing.B) {
 				out := make([]sample.Result, 1)
 				batch := &sched.Batch{}
 				ss := benchBatch(r, 1, prompt, maxLen)
-				rec, _ := r.m.Backend().(opRecorder)
-				if rec != nil {
-					rec.RecordOps(true)
-				}
+				rec := opStatsOn(r)
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -99,6 +95,22 @@ func BenchmarkModelFile(b *testing.B) {
 			})
 		}
 	}
+}
+
+// opStatsOn turns on the cpu backend's recording of its parallel ops
+// (cpu.Backend.RecordOps) when $SLUICE_BENCH_OPSTATS is set, and returns
+// it (nil otherwise: recording reads two thread clocks per chunk and locks
+// the pool's threads, so it stays out of the figures compared across
+// sessions).
+func opStatsOn(r *Runner) opRecorder {
+	if os.Getenv("SLUICE_BENCH_OPSTATS") == "" {
+		return nil
+	}
+	rec, _ := r.m.Backend().(opRecorder)
+	if rec != nil {
+		rec.RecordOps(true)
+	}
+	return rec
 }
 
 // opRecorder is the cpu backend's recording of its parallel ops.

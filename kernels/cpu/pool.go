@@ -89,11 +89,15 @@ func (p *pool) worker(w int) {
 				return
 			}
 		}
-		if !locked && p.st.on.Load() {
-			// for the thread CPU clock (a worker goroutine lives on
-			// its own; it stays locked for good)
-			runtime.LockOSThread()
-			locked = true
+		if on := p.st.on.Load(); on != locked {
+			// on its own OS thread while recording, for the thread CPU
+			// clock; back to the shared threads when recording stops
+			if on {
+				runtime.LockOSThread()
+			} else {
+				runtime.UnlockOSThread()
+			}
+			locked = on
 		}
 		if p.help(w) {
 			p.done <- struct{}{}
