@@ -39,11 +39,13 @@ func (s OpStats) Imbalance() float64 {
 	return float64(s.Makespan)/(float64(s.ChunkCPU)/float64(s.Threads)) - 1
 }
 
-// opStats is the pool's recording for OpStats (off unless RecordOps).
-// cost[c] is written by whichever thread ran chunk c of the current op
-// and read by the caller once the op has completed; on is atomic because
-// a worker that wakes late for a finished op reads it while the caller
-// may be between ops.
+// opStats is the pool's recording for OpStats, made by the first
+// RecordOps(true) and held through pool.st (an atomic pointer, nil until
+// then, so that the pool's own fields keep their size and layout). cost[c]
+// is written by whichever thread ran chunk c of the current op and read by
+// the caller once the op has completed; on is atomic because a worker that
+// wakes late for a finished op reads it while the caller may be between
+// ops.
 type opStats struct {
 	on       atomic.Bool
 	cost     []int64 // per chunk of the current op, thread CPU ns
@@ -60,10 +62,13 @@ type opStats struct {
 // runtime may now and then start a thread, an allocation, when one of
 // them blocks); it is for benchmarks and diagnostics, not for serving.
 func (b *Backend) RecordOps(on bool) {
-	s := &b.pool.st
-	if on && s.cost == nil {
-		s.cost = make([]int64, len(b.pool.bounds))
-		s.finish = make([]int64, b.pool.n)
+	s := b.pool.st.Load()
+	if s == nil {
+		if !on {
+			return
+		}
+		s = &opStats{cost: make([]int64, len(b.pool.bounds)), finish: make([]int64, b.pool.n)}
+		b.pool.st.Store(s)
 	}
 	s.on.Store(on)
 	if on {
@@ -73,31 +78,41 @@ func (b *Backend) RecordOps(on bool) {
 
 // OpStats returns what RecordOps recorded since it was last turned on.
 func (b *Backend) OpStats() OpStats {
-	s := &b.pool.st
+	s := b.pool.st.Load()
+	if s == nil {
+		return OpStats{Threads: b.pool.n}
+	}
 	return OpStats{Ops: s.ops, ChunkCPU: time.Duration(s.chunkCPU), Makespan: time.Duration(s.makespan), Threads: b.pool.n}
 }
 
 // runChunk runs chunk c of the current op on worker w, timing it on the
 // thread's CPU clock when recording.
 func (p *pool) runChunk(c, w int) {
-	if !p.st.on.Load() {
+	s := p.st.Load()
+	if s == nil || !s.on.Load() {
 		p.t.run(p.bounds[c], p.bounds[c+1], w)
 		return
 	}
 	c0 := threadCPU()
 	p.t.run(p.bounds[c], p.bounds[c+1], w)
-	p.st.cost[c] = threadCPU() - c0
+	s.cost[c] = threadCPU() - c0
 }
 
 // lockForStats keeps the calling goroutine on its OS thread while
 // recording, so that its thread CPU clock is the goroutine's, and reports
 // whether it did (then unlockForStats must follow).
 func (p *pool) lockForStats() bool {
-	if p.st.on.Load() {
+	if p.recording() {
 		runtime.LockOSThread()
 		return true
 	}
 	return false
+}
+
+// recording reports whether RecordOps is on.
+func (p *pool) recording() bool {
+	s := p.st.Load()
+	return s != nil && s.on.Load()
 }
 
 // endOp adds a completed op of chunks chunks to the statistics.

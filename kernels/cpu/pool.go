@@ -36,7 +36,7 @@ type pool struct {
 	t      task
 	bounds []int
 
-	st opStats // Backend.RecordOps
+	st atomic.Pointer[opStats] // Backend.RecordOps; nil until first on
 }
 
 func newPool(n int) *pool {
@@ -89,7 +89,7 @@ func (p *pool) worker(w int) {
 				return
 			}
 		}
-		if on := p.st.on.Load(); on != locked {
+		if on := p.recording(); on != locked {
 			// on its own OS thread while recording, for the thread CPU
 			// clock; back to the shared threads when recording stops
 			if on {
@@ -174,7 +174,7 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		<-p.done
 	}
 	if locked {
-		p.st.endOp(chunks)
+		p.st.Load().endOp(chunks)
 		runtime.UnlockOSThread()
 	}
 	p.t = nil
