@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/engine-core/sched"
+	"github.com/sluice-llm/sluice/kernels/cpu"
 )
 
 // BenchmarkModelFile measures the runner's step on the model files listed
@@ -17,7 +19,9 @@ import (
 // 1 and 16 sequences with 128-token prompts in the cache, and 128- and
 // 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
-// unified (Config.UnifiedKV) for sliding-window models too.
+// unified (Config.UnifiedKV) for sliding-window models too. With
+// $SLUICE_BENCH_OPSTATS set, each benchmark also reports op-wait-% and
+// ops-cpu-% (reportOps).
 func BenchmarkModelFile(b *testing.B) {
 	env := os.Getenv("SLUICE_BENCH_MODELS")
 	if env == "" {
@@ -42,6 +46,7 @@ func BenchmarkModelFile(b *testing.B) {
 				if disp != nil {
 					d0 = disp.Dispatches()
 				}
+				rec := opStatsOn(r)
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -55,6 +60,9 @@ func BenchmarkModelFile(b *testing.B) {
 					step(b, r, ss, batch, out)
 				}
 				report(b, b.N*nseq, cpu0)
+				if rec != nil {
+					reportOps(b, rec, cpu0)
+				}
 				if disp != nil {
 					// parallel ops per step (the cpu backend's)
 					b.ReportMetric(float64(disp.Dispatches()-d0)/float64(b.N), "dispatches/step")
@@ -73,6 +81,7 @@ func BenchmarkModelFile(b *testing.B) {
 				out := make([]sample.Result, 1)
 				batch := &sched.Batch{}
 				ss := benchBatch(r, 1, prompt, maxLen)
+				rec := opStatsOn(r)
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -80,7 +89,48 @@ func BenchmarkModelFile(b *testing.B) {
 					step(b, r, ss, batch, out)
 				}
 				report(b, b.N*prompt, cpu0)
+				if rec != nil {
+					reportOps(b, rec, cpu0)
+				}
 			})
 		}
+	}
+}
+
+// opStatsOn turns on the cpu backend's recording of its parallel ops
+// (cpu.Backend.RecordOps) when $SLUICE_BENCH_OPSTATS is set, and returns
+// it (nil otherwise: recording reads two thread clocks per chunk and locks
+// the pool's threads, so it stays out of the figures compared across
+// sessions).
+func opStatsOn(r *Runner) opRecorder {
+	if os.Getenv("SLUICE_BENCH_OPSTATS") == "" {
+		return nil
+	}
+	rec, _ := r.m.Backend().(opRecorder)
+	if rec != nil {
+		rec.RecordOps(true)
+	}
+	return rec
+}
+
+// opRecorder is the cpu backend's recording of its parallel ops.
+type opRecorder interface {
+	RecordOps(on bool)
+	OpStats() cpu.OpStats
+}
+
+// reportOps adds, from the ops recorded since cpu0 (rec.RecordOps(true)
+// just before it): op-wait-% (how much longer the parallel ops would take
+// on free cores than half their CPU: the threads waiting for each other
+// at each op's end; cpu.OpStats.Imbalance) and ops-cpu-% (the share of
+// the process's CPU time spent in their chunks; the rest is the step's
+// serial part, the pool's hand-offs and spinning, and the Go runtime).
+// Both come from thread CPU times, so they hold on a loaded machine.
+func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
+	st := rec.OpStats()
+	rec.RecordOps(false)
+	b.ReportMetric(100*st.Imbalance(), "op-wait-%")
+	if d := cpuTime() - cpu0; d > 0 {
+		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
 	}
 }

@@ -35,6 +35,8 @@ type pool struct {
 	// thread, see cut; the slice is made once by newPool)
 	t      task
 	bounds []int
+
+	st atomic.Pointer[opStats] // Backend.RecordOps; nil until first on
 }
 
 func newPool(n int) *pool {
@@ -70,6 +72,7 @@ const (
 )
 
 func (p *pool) worker(w int) {
+	locked := false
 	for {
 		gen := p.claim.Load() >> 32
 		spun := false
@@ -85,6 +88,16 @@ func (p *pool) worker(w int) {
 			case <-p.quit:
 				return
 			}
+		}
+		if on := p.recording(); on != locked {
+			// on its own OS thread while recording, for the thread CPU
+			// clock; back to the shared threads when recording stops
+			if on {
+				runtime.LockOSThread()
+			} else {
+				runtime.UnlockOSThread()
+			}
+			locked = on
 		}
 		if p.help(w) {
 			p.done <- struct{}{}
@@ -107,7 +120,7 @@ func (p *pool) help(w int) bool {
 		}
 		// A successful claim means the op is still running, so its fields
 		// are stable until this chunk completes.
-		p.t.run(p.bounds[next], p.bounds[next+1], w)
+		p.runChunk(next, w)
 		if int(p.completed.Add(1)) == chunks {
 			last = true
 		}
@@ -144,6 +157,7 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		return
 	}
 	chunks := p.cut(total, align, guided)
+	locked := p.lockForStats()
 	p.t = t
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
@@ -158,6 +172,10 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		for i := 0; i < waitSpinIters && len(p.done) == 0; i++ {
 		}
 		<-p.done
+	}
+	if locked {
+		p.st.Load().endOp(chunks)
+		runtime.UnlockOSThread()
 	}
 	p.t = nil
 }

@@ -1,0 +1,63 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// gptOSSHalf are gpt-oss-20b's BF16 matrix shapes [out × in]: the
+// attention's q, k/v and o projections, the router, and one eighth of the
+// 201088×2880 output projection (same rows per thread and streaming, an
+// eighth of the memory), with Llama-3.2-1B's 2048×2048 for comparison.
+var gptOSSHalf = []struct {
+	name    string
+	out, in int
+}{{"q4096x2880", 4096, 2880}, {"kv512x2880", 512, 2880}, {"o2880x4096", 2880, 4096}, {"router32x2880", 32, 2880}, {"out25136x2880", 25136, 2880}, {"1b2048x2048", 2048, 2048}}
+
+// BenchmarkHalfShapes times MatMul on F16 and BF16 weights at gpt-oss-20b's
+// shapes for 1 and 16 activation rows, the weights cycled through distinct
+// copies of at least streamBytes so that they come from memory as in a
+// model's step. GB/cpu-s counts weight bytes and GMAC/cpu-s multiply-adds
+// per CPU-second of all threads.
+func BenchmarkHalfShapes(b *testing.B) {
+	r := rand.New(rand.NewPCG(29, 29))
+	for _, dt := range []kernels.DType{kernels.BF16, kernels.F16} {
+		for _, s := range gptOSSHalf {
+			for _, n := range []int{1, 16} {
+				b.Run(fmt.Sprintf("%v/%s/n%d", dt, s.name, n), func(b *testing.B) {
+					one := randBlocks(r, dt, s.out, s.in)
+					copies := max(1, streamBytes/len(one))
+					ws := make([]kernels.Tensor, copies)
+					for i := range ws {
+						data := one
+						if i > 0 {
+							data = append([]byte(nil), one...)
+						}
+						w, err := kernels.NewHostWeight(dt, s.out, s.in, data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						ws[i] = w
+					}
+					be := New(Options{QuantizeActivations: true})
+					defer be.Close()
+					x := &kernels.Host{R: n, C: s.in, F: randF(r, n*s.in)}
+					o := be.Alloc(n, s.out)
+					b.ResetTimer()
+					c0 := processCPU()
+					for i := 0; i < b.N; i++ {
+						be.MatMul(o, x, ws[i%copies], n)
+					}
+					cpuSec := (processCPU() - c0).Seconds()
+					if cpuSec > 0 {
+						b.ReportMetric(float64(len(one))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
+						b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+func TestGreedyMakespan(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cost    []int64
+		threads int
+		want    int64
+	}{
+		{"none", nil, 2, 0},
+		{"equal", []int64{3, 3, 3, 3}, 2, 6},
+		{"big first", []int64{5, 1, 1, 1}, 2, 5},
+		{"big last", []int64{1, 1, 1, 5}, 2, 6}, // the tie goes to thread 0, the 5 to thread 1
+		{"odd count", []int64{2, 2, 2}, 2, 4},
+		{"one thread", []int64{1, 2, 3}, 1, 6},
+		{"more threads than chunks", []int64{4, 1}, 4, 4},
+		{"three threads", []int64{3, 3, 3, 1, 1, 1}, 3, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			finish := make([]int64, c.threads)
+			finish[0] = 99 // scratch: cleared by the call
+			if got := greedyMakespan(c.cost, finish); got != c.want {
+				t.Errorf("greedyMakespan(%v, %d threads) = %d, want %d", c.cost, c.threads, got, c.want)
+			}
+		})
+	}
+}
+
+func TestOpStatsImbalance(t *testing.T) {
+	for _, c := range []struct {
+		s    OpStats
+		want float64
+	}{
+		{OpStats{}, 0},
+		{OpStats{ChunkCPU: 100, Makespan: 50, Threads: 2}, 0},
+		{OpStats{ChunkCPU: 100, Makespan: 55, Threads: 2}, 0.1},
+		{OpStats{ChunkCPU: 100, Makespan: 100, Threads: 1}, 0},
+	} {
+		if got := c.s.Imbalance(); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%+v.Imbalance() = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestOpStats checks that recording counts the parallel ops, bounds their
+// makespan by their CPU, leaves the results unchanged bit for bit, stops
+// when turned off and leaves the ops allocating nothing once off. (While
+// recording, a locked thread that blocks can make the Go runtime start
+// another thread, an allocation now and then: measured under -race.)
+func TestOpStats(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const n, rows, cols = 16, 512, 1024
+	for _, dt := range []kernels.DType{kernels.F32, kernels.F16, kernels.Q8_0} {
+		t.Run(dt.String(), func(t *testing.T) {
+			var w kernels.Tensor
+			var err error
+			if dt == kernels.F32 {
+				w = &kernels.Host{R: rows, C: cols, F: randF(r, rows*cols)}
+			} else {
+				data := randBlocks(r, dt, rows, cols)
+				if dt == kernels.F16 {
+					sanitizeHalves(dt, data)
+				}
+				w, err = kernels.NewHostWeight(dt, rows, cols, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			be := New(Options{Threads: 2, QuantizeActivations: true})
+			defer be.Close()
+			x := &kernels.Host{R: n, C: cols, F: randF(r, n*cols)}
+			want, got := be.Alloc(n, rows), be.Alloc(n, rows)
+			be.MatMul(want, x, w, n)
+
+			be.RecordOps(true)
+			const ops = 5
+			for i := 0; i < ops; i++ {
+				be.MatMul(got, x, w, n)
+			}
+			st := be.OpStats()
+			if st.Ops != ops || st.Threads != 2 {
+				t.Fatalf("OpStats after %d MatMuls = %+v, want %d ops on 2 threads", ops, st, ops)
+			}
+			if runtime.GOOS == "linux" {
+				if st.ChunkCPU <= 0 || st.Makespan < st.ChunkCPU/2 || st.Makespan > st.ChunkCPU {
+					t.Errorf("OpStats %+v: want 0 < ChunkCPU/2 ≤ Makespan ≤ ChunkCPU", st)
+				}
+				if im := st.Imbalance(); im < 0 || im > 1 {
+					t.Errorf("Imbalance() = %v, want in [0, 1]", im)
+				}
+			}
+			for i, v := range got.(*kernels.Host).F {
+				if math.Float32bits(v) != math.Float32bits(want.(*kernels.Host).F[i]) {
+					t.Fatalf("output %d = %v while recording, %v without", i, v, want.(*kernels.Host).F[i])
+				}
+			}
+			be.RecordOps(false)
+			before := be.OpStats().Ops
+			be.MatMul(got, x, w, n)
+			if after := be.OpStats().Ops; after != before {
+				t.Errorf("ops recorded after RecordOps(false): %d → %d", before, after)
+			}
+			// off again (as when serving), the pool's threads locked while
+			// recording add nothing per op
+			if a := testing.AllocsPerRun(20, func() { be.MatMul(got, x, w, n) }); a != 0 {
+				t.Errorf("MatMul after recording allocates %v times per op, want 0", a)
+			}
+			be.RecordOps(true)
+			if st := be.OpStats(); st.Ops != 0 || st.ChunkCPU != 0 || st.Makespan != 0 {
+				t.Errorf("RecordOps(true) did not reset: %+v", st)
+			}
+		})
+	}
+}
