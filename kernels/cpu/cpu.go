@@ -705,6 +705,9 @@ func softmaxF16Sink(x []float32, scale, sink float32) {
 
 // expf is a float32 exp accurate to about 2 ulp (Cephes-style range
 // reduction and a degree-6 polynomial), several times faster than math.Exp.
+// Every product is rounded by an explicit conversion, so that no compiler
+// fuses it with the next add (it may on GOAMD64=v3): the result is the
+// same at every GOAMD64 level, and swiglu_amd64.s repeats it bit for bit.
 func expf(x float32) float32 {
 	const (
 		ln2Hi = 0.693359375
@@ -717,15 +720,15 @@ func expf(x float32) float32 {
 	if x < -103.9 {
 		return 0
 	}
-	n := float32(math.Floor(float64(x*log2e + 0.5)))
-	r := x - n*ln2Hi - n*ln2Lo
+	n := float32(math.Floor(float64(float32(x*log2e) + 0.5)))
+	r := x - float32(n*ln2Hi) - float32(n*ln2Lo)
 	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	p = p*r*r + r + 1
+	p = float32(p*r) + 1.3981999507e-3
+	p = float32(p*r) + 8.3334519073e-3
+	p = float32(p*r) + 4.1665795894e-2
+	p = float32(p*r) + 1.6666665459e-1
+	p = float32(p*r) + 5.0000001201e-1
+	p = float32(float32(p*r)*r) + r + 1
 	e := int32(n)
 	if e < -126 {
 		return p * math.Float32frombits(uint32(e+126+127)<<23) * math.Float32frombits(1<<23)

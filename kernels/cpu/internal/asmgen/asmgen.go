@@ -32,6 +32,9 @@
 // rows quantized in groups of blocks, integer sums across a group) and
 // mxgroup_amd64.go.
 //
+// swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
+// the Go loop) and swiglu_amd64.go.
+//
 //	go test ./kernels/cpu -run TestGenerated -update
 //
 // rewrites them; TestGenerated fails when the committed files differ from
@@ -67,6 +70,7 @@ func Files() map[string]string {
 		"q8tile_amd64.s":  q8tileFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
+		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
 	}
 }
 
