@@ -176,3 +176,61 @@ func moeFromHF(t *testing.T, dir string) *moeModel {
 	}
 	return m
 }
+
+// TestHFRouterWidened loads a generated gpt-oss checkpoint (BF16 routers,
+// as published) and checks that every layer's router is held as F32, as a
+// GGUF file of the same weights holds it: values equal to the file's BF16
+// read back independently of the loader, on both backends, and on the cpu
+// backend laid out in the same F32 panels as the GGUF model's router.
+func TestHFRouterWidened(t *testing.T) {
+	dir, gg := t.TempDir(), filepath.Join(t.TempDir(), "m.gguf")
+	if err := demo.GenerateHFShape(dir, genGptOss, 5, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.GenerateShape(gg, genGptOss, 5, demo.FormatGGUFMXFP4); err != nil {
+		t.Fatal(err)
+	}
+	st, err := safetensors.OpenModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, bn := range []string{"cpu", "ref"} {
+		var be kernels.Backend = kernels.NewRef()
+		if bn == "cpu" {
+			be = cpu.New(cpu.Options{Threads: 2})
+		}
+		hf, err := Load(dir, be, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Load(gg, be, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range hf.Layers {
+			name := fmt.Sprintf("model.layers.%d.mlp.router.weight", l)
+			raw, ti, _, err := st.TensorData(name)
+			if err != nil || ti.DType != "BF16" {
+				t.Fatalf("%s: %v, dtype %s (want the published BF16)", name, err, ti.DType)
+			}
+			r, gr := hf.Layers[l].Router.(*kernels.Host), g.Layers[l].Router.(*kernels.Host)
+			if r.DT != kernels.F32 || r.R != genGptOss.Experts || r.C != genGptOss.Dim {
+				t.Fatalf("%s %s: %s [%d × %d], want F32 [%d × %d]", bn, name, r.DT, r.R, r.C, genGptOss.Experts, genGptOss.Dim)
+			}
+			if gr.DT != r.DT || (gr.P != nil) != (r.P != nil) {
+				t.Errorf("%s %s: %s panels %v; the GGUF model's: %s panels %v", bn, name, r.DT, r.P != nil, gr.DT, gr.P != nil)
+			}
+			if bn == "ref" {
+				for i := range r.F {
+					if want := quant.BF16ToF32(binary.LittleEndian.Uint16(raw[2*i:])); r.F[i] != want {
+						t.Fatalf("%s[%d] = %g, file %g", name, i, r.F[i], want)
+					}
+				}
+			}
+		}
+		hf.Close()
+		g.Close()
+		be.Close()
+	}
+}

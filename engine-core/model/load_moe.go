@@ -183,6 +183,9 @@ func (m *Model) loadMoELayer(src source, l int, get func(name string, rows, cols
 	var err error
 	switch s := src.(type) {
 	case *hfSource:
+		if err := m.widenRouter(s, l, L); err != nil {
+			return err
+		}
 		if a.Family == "gpt_oss" {
 			L.Experts, err = m.hfGptOssExperts(s, l)
 		} else {
@@ -192,6 +195,40 @@ func (m *Model) loadMoELayer(src source, l int, get func(name string, rows, cols
 		L.Experts, err = m.stackedExperts(src, l)
 	}
 	return err
+}
+
+// widenRouter replaces a checkpoint's BF16 (or F16) router of layer l by
+// an F32 copy. GGUF files keep routers at F32 (convert_hf_to_gguf.py and
+// llama-quantize do; so does gen-model), so that safetensors and GGUF
+// models of the same weights run the router on the same kernel: on the
+// CPU backend the F32 panels, which multiply the one-row decode step
+// without a parallel op (a BF16 router costs one more per layer and
+// token). The values are exact (every BF16/F16 value is an F32 value); the
+// copy is experts × dim × 4 bytes a layer (0.4 MB for gpt-oss-20b).
+func (m *Model) widenRouter(s *hfSource, l int, L *Layer) error {
+	if L.Router.DType() == kernels.F32 {
+		return nil
+	}
+	name := fmt.Sprintf("model.layers.%d.mlp.router.weight", l)
+	if m.Cfg.MoE.Family != "gpt_oss" {
+		name = fmt.Sprintf("model.layers.%d.mlp.gate.weight", l)
+	}
+	t, _, err := s.get(name)
+	if err == nil {
+		var v []float32
+		if v, err = decodeF32(t); err == nil {
+			var w kernels.Tensor
+			if w, err = m.be.WeightF32(t.rows, t.cols, v); err == nil {
+				L.Router = w
+				m.copiedBytes += int64(4 * len(v))
+				releasePages(t.data)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("model: %s: %s as F32: %w", s.path(), name, err)
+	}
+	return nil
 }
 
 // decodeF32 returns a 1-D or 2-D tensor's values as float32 (a copy).

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluice-llm/sluice/modelfile/gguf"
+	"github.com/sluice-llm/sluice/modelfile/tokfile"
 	"github.com/sluice-llm/sluice/quant"
 )
 
@@ -430,6 +431,8 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 	for _, kv := range tokenizerMeta(tok, tokVocab) {
 		if s.TokenizerVocab > 0 {
 			switch kv.Key {
+			case "tokenizer.ggml.tokens", "tokenizer.ggml.token_type":
+				kv.Value = padVocab(kv.Value, s.Vocab)
 			case "tokenizer.ggml.eos_token_id":
 				kv.Value = uint32(200002) // <|return|>
 			case "tokenizer.ggml.eot_token_id":
@@ -499,6 +502,27 @@ func GenerateShape(path string, s RealShape, seed int64, format string) error {
 		return nil
 	}
 	return writeFile(path, func(f *os.File) error { return gguf.WriteStream(f, meta, infos, fill) })
+}
+
+// padVocab extends the built-in tokenizer's token list (or its types) to
+// the embedding's rows as llama.cpp's convert_hf_to_gguf.py pads a
+// vocabulary smaller than the model's: id i becomes "[PAD<i>]" of type
+// unused. llama.cpp takes the list's length as the vocabulary size and
+// refuses a token_embd of another height.
+func padVocab(v any, vocab int) any {
+	switch v := v.(type) {
+	case []string:
+		for i := len(v); i < vocab; i++ {
+			v = append(v, fmt.Sprintf("[PAD%d]", i))
+		}
+		return v
+	case []int32:
+		for len(v) < vocab {
+			v = append(v, tokfile.TokenTypeUnused)
+		}
+		return v
+	}
+	return v
 }
 
 // ShapeNames lists every shape Generate and GenerateReal know.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-llm/sluice/modelfile/gguf"
+	"github.com/sluice-llm/sluice/modelfile/tokfile"
 )
 
 // testShape is a small geometry whose rows are multiples of 256, so that
@@ -104,5 +105,63 @@ func TestRealShapes(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(ShapeNames(), ","), "qwen3-1.7b") {
 		t.Errorf("ShapeNames %v", ShapeNames())
+	}
+}
+
+// TestVocabCoversEmbedding checks the invariant llama.cpp loads by: the
+// token list is as long as token_embd has rows (its vocabulary size comes
+// from the list). gpt-oss shapes write a smaller built-in tokenizer, padded
+// as convert_hf_to_gguf.py pads ("[PAD<i>]", type unused) so that their
+// stop tokens (<|return|> 200002, <|call|> 200012) name real ids.
+func TestVocabCoversEmbedding(t *testing.T) {
+	cases := []struct {
+		shape          string
+		format         string
+		builtIn        int // tokens of the built-in tokenizer
+		wantEOS, wantT int32
+	}{
+		{"gpt-oss-tiny", FormatGGUFMXFP4, 1024, 200002, 200012},
+		{"qwen3-moe-tiny", FormatGGUFQ4KM, 1024, 1021, 1023},
+	}
+	for _, c := range cases {
+		t.Run(c.shape, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := GenerateReal(path, c.shape, 1, c.format); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var rows uint64
+			for _, ti := range f.Tensors() {
+				if ti.Name == "token_embd.weight" {
+					rows = ti.Dims[1]
+				}
+			}
+			toks, _ := f.Meta.Strings("tokenizer.ggml.tokens")
+			types, _ := f.Meta.Int32s("tokenizer.ggml.token_type")
+			if uint64(len(toks)) != rows || len(types) != len(toks) {
+				t.Fatalf("%d tokens, %d types, token_embd %d rows", len(toks), len(types), rows)
+			}
+			for i := c.builtIn; i < len(toks); i++ {
+				if toks[i] != fmt.Sprintf("[PAD%d]", i) || types[i] != tokfile.TokenTypeUnused {
+					t.Fatalf("token %d: %q type %d, want [PAD%d] unused", i, toks[i], types[i], i)
+				}
+			}
+			for i := range c.builtIn {
+				if strings.HasPrefix(toks[i], "[PAD") || types[i] == tokfile.TokenTypeUnused {
+					t.Fatalf("built-in token %d: %q type %d", i, toks[i], types[i])
+				}
+			}
+			v, err := tokfile.GGUFVocabFromMeta(&f.Meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.EOS != c.wantEOS || v.EOT != c.wantT {
+				t.Errorf("EOS %d, EOT %d; want %d, %d", v.EOS, v.EOT, c.wantEOS, c.wantT)
+			}
+		})
 	}
 }
