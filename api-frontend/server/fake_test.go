@@ -74,6 +74,7 @@ type fakeEngine struct {
 	outputs chan *ipc.Outputs
 	events  chan engineclient.Event
 	quit    chan struct{}
+	kick    chan struct{} // an ADD reached an idle engine: its first step starts now
 	stepN   uint64
 	failAt  int // fail requests (FinishError) after this many tokens (0: never)
 }
@@ -93,6 +94,7 @@ func newFakeEngine(script string, step time.Duration) *fakeEngine {
 		outputs: make(chan *ipc.Outputs, 64),
 		events:  make(chan engineclient.Event, 16),
 		quit:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 	}
 	go e.loop()
 	return e
@@ -107,6 +109,12 @@ func (e *fakeEngine) Send(kind ipc.Kind, msg any) error {
 	switch kind {
 	case ipc.KindAdd:
 		r := msg.(*ipc.AddRequest)
+		if len(e.reqs) == 0 {
+			select { // steps start when work arrives, as a real engine's do
+			case e.kick <- struct{}{}:
+			default:
+			}
+		}
 		e.added = append(e.added, r)
 		e.reqs[r.RequestID] = &fakeReq{req: r}
 		e.order = append(e.order, r.RequestID)
@@ -129,6 +137,9 @@ func (e *fakeEngine) loop() {
 		select {
 		case <-e.quit:
 			return
+		case <-e.kick:
+			t.Reset(e.step) // the first output comes one whole step after the ADD
+			continue
 		case <-t.C:
 		}
 		e.mu.Lock()
