@@ -60,15 +60,8 @@ func ks2Local(s string) string {
 // out[i] (R15) and out[groups+i] (R15+R13). pf > 0 prefetches the three
 // cache lines of each stream's block pf bytes ahead.
 func (a *asm) q4kRows2S(name string, pf int) {
-	lbl := strings.ToLower(name)
 	var body strings.Builder
-	if pf > 0 {
-		for _, base := range []string{"(SI)", "(SI)(R8*1)"} {
-			for _, o := range []int{0, 64, 128} {
-				fmt.Fprintf(&body, "PREFETCHT0 %d%s\n", pf+o, base)
-			}
-		}
-	}
+	rows2SPrefetch(&body, pf)
 	body.WriteString(ks2Local(kscales2) + "\n" + ks2Local(khead2) + "\n")
 	for g := 0; g < 4; g++ {
 		body.WriteString(q4kGroup2(g))
@@ -77,44 +70,14 @@ func (a *asm) q4kRows2S(name string, pf int) {
 VFMADD231PS Y2, Y5, Y0
 VCVTDQ2PS Y3, Y3
 VFMADD231PS Y3, Y6, Y1
-ADDQ $144, SI
-ADDQ $256, DI
-ADDQ $4, DX
-ADDQ $32, BX
-DECQ CX
-JNZ ` + lbl + `loop`)
-	a.l("")
-	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)", name)
-	a.l("TEXT ·%s(SB), NOSPLIT, $64-56", name)
-	a.code(`
-MOVQ w+0(FP), SI
-MOVQ nb+32(FP), R12
-IMULQ $144, R12
-MOVQ groups+40(FP), R9
-MOVQ R9, R8
-IMULQ R12, R8
-MOVQ R9, R13
-SHLQ $2, R13
-MOVQ out+48(FP), R15
-` + broadcast(0x0f0f0f0f, 14) + `
-VPXOR Y13, Y13, Y13
-VMOVDQU ksdmin<>(SB), Y15`)
-	a.l("%srows:", lbl)
-	a.code(`
-MOVQ SI, R11
-MOVQ xq+8(FP), DI
-MOVQ xd+16(FP), DX
-MOVQ bs+24(FP), BX
-MOVQ nb+32(FP), CX
-VXORPS Y0, Y0, Y0
-VXORPS Y1, Y1, Y1
-VXORPS Y4, Y4, Y4`)
-	a.l("%sloop:", lbl)
-	a.code(body.String())
+`)
 	// each row as the one-row loop reduces it (see krows.go), row A to
 	// lane 0 of X0, row B to lane 1
-	a.code(`
-VEXTRACTF128 $1, Y0, X7
+	a.rows2S(name, "$64-56", 144, broadcast(0x0f0f0f0f, 14)+`
+VPXOR Y13, Y13, Y13
+VMOVDQU ksdmin<>(SB), Y15`, `VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1
+VXORPS Y4, Y4, Y4`, body.String(), `VEXTRACTF128 $1, Y0, X7
 VADDPS X7, X0, X0
 VEXTRACTF128 $1, Y1, X8
 VADDPS X8, X1, X1
@@ -123,7 +86,62 @@ VHADDPS X0, X0, X0
 VEXTRACTF128 $1, Y4, X9
 VHADDPS X9, X4, X4
 VHADDPS X4, X4, X4
-VSUBPS X4, X0, X0
+VSUBPS X4, X0, X0`)
+}
+
+// rows2SPrefetch writes the two-stream loops' prefetches: the three cache
+// lines of each stream's block (row A at SI, row B at SI+R8) pf bytes
+// ahead; none when pf is 0.
+func rows2SPrefetch(b *strings.Builder, pf int) {
+	if pf <= 0 {
+		return
+	}
+	for _, base := range []string{"(SI)", "(SI)(R8*1)"} {
+		for _, o := range []int{0, 64, 128} {
+			fmt.Fprintf(b, "PREFETCHT0 %d%s\n", pf+o, base)
+		}
+	}
+}
+
+// rows2S writes a two-stream batch-1 loop around one pass's body (both
+// rows' blocks, ending with their accumulations): row A at SI, row B at
+// SI+R8 (R8 = groups rows of nb blocks of blockBytes); per pass SI advances
+// one row (R12) and the results go to out[i] (R15) and out[groups+i]
+// (R15+R13). setup follows the common prologue (constants in registers),
+// zero clears a row pair's accumulators, reduce leaves row A's result in
+// lane 0 of X0 and row B's in lane 1.
+func (a *asm) rows2S(name, frame string, blockBytes int, setup, zero, body, reduce string) {
+	lbl := strings.ToLower(name)
+	a.l("")
+	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)", name)
+	a.l("TEXT ·%s(SB), NOSPLIT, %s", name, frame)
+	a.code(fmt.Sprintf(`
+MOVQ w+0(FP), SI
+MOVQ nb+32(FP), R12
+IMULQ $%d, R12
+MOVQ groups+40(FP), R9
+MOVQ R9, R8
+IMULQ R12, R8
+MOVQ R9, R13
+SHLQ $2, R13
+MOVQ out+48(FP), R15
+`, blockBytes) + setup)
+	a.l("%srows:", lbl)
+	a.code(`
+MOVQ SI, R11
+MOVQ xq+8(FP), DI
+MOVQ xd+16(FP), DX
+MOVQ bs+24(FP), BX
+MOVQ nb+32(FP), CX
+` + zero)
+	a.l("%sloop:", lbl)
+	a.code(body + fmt.Sprintf(`ADDQ $%d, SI
+ADDQ $256, DI
+ADDQ $4, DX
+ADDQ $32, BX
+DECQ CX
+JNZ %sloop`, blockBytes, lbl))
+	a.code("\n" + reduce + `
 VMOVSS X0, (R15)
 VEXTRACTPS $1, X0, (R15)(R13*1)
 LEAQ (R11)(R12*1), SI

@@ -54,66 +54,19 @@ func q6s2Block(base string) string {
 // out[i] (R15) and out[groups+i] (R15+R13). pf > 0 prefetches the three
 // cache lines of each stream's block pf bytes ahead.
 func (a *asm) q6kRows2S(name string, pf int) {
-	lbl := strings.ToLower(name)
 	var body strings.Builder
-	if pf > 0 {
-		for _, base := range []string{"(SI)", "(SI)(R8*1)"} {
-			for _, o := range []int{0, 64, 128} {
-				fmt.Fprintf(&body, "PREFETCHT0 %d%s\n", pf+o, base)
-			}
-		}
-	}
+	rows2SPrefetch(&body, pf)
 	for i, base := range []string{"(SI)", "(SI)(R8*1)"} {
 		body.WriteString(q6s2Block(base))
 		fmt.Fprintf(&body, "\nVCVTDQ2PS Y1, Y1\nVFMADD231PS Y1, Y6, %s\n", []string{"Y0", "Y3"}[i])
 	}
-	body.WriteString(`ADDQ $210, SI
-ADDQ $256, DI
-ADDQ $4, DX
-ADDQ $32, BX
-DECQ CX
-JNZ ` + lbl + `loop`)
-	a.l("")
-	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)", name)
-	a.l("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-	a.code(`
-MOVQ w+0(FP), SI
-MOVQ nb+32(FP), R12
-IMULQ $210, R12
-MOVQ groups+40(FP), R9
-MOVQ R9, R8
-IMULQ R12, R8
-MOVQ R9, R13
-SHLQ $2, R13
-MOVQ out+48(FP), R15
-` + broadcast(0x0f0f0f0f, 14) + "\n" + broadcast(0x30303030, 15))
-	a.l("%srows:", lbl)
-	a.code(`
-MOVQ SI, R11
-MOVQ xq+8(FP), DI
-MOVQ xd+16(FP), DX
-MOVQ bs+24(FP), BX
-MOVQ nb+32(FP), CX
-VXORPS Y0, Y0, Y0
-VXORPS Y3, Y3, Y3`)
-	a.l("%sloop:", lbl)
-	a.code(body.String())
 	// each row as HSUM8R reduces it, row A to lane 0 of X0, row B to
 	// lane 1
-	a.code(`
-VEXTRACTF128 $1, Y0, X1
+	a.rows2S(name, "$0-56", 210, broadcast(0x0f0f0f0f, 14)+"\n"+broadcast(0x30303030, 15), `VXORPS Y0, Y0, Y0
+VXORPS Y3, Y3, Y3`, body.String(), `VEXTRACTF128 $1, Y0, X1
 VADDPS X1, X0, X0
 VEXTRACTF128 $1, Y3, X12
 VADDPS X12, X3, X3
 VHADDPS X3, X0, X0
-VHADDPS X0, X0, X0
-VMOVSS X0, (R15)
-VEXTRACTPS $1, X0, (R15)(R13*1)
-LEAQ (R11)(R12*1), SI
-ADDQ $4, R15
-DECQ R9`)
-	a.l("\tJNZ %srows", lbl)
-	a.code(`
-VZEROUPPER
-RET`)
+VHADDPS X0, X0, X0`)
 }
