@@ -157,7 +157,7 @@ func Open(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: staging memory: %w", err)
 	}
 	b.st.size = stageInit
-	if b.blas, err = newBLAS(lib, b.stream, opts.AllowTF32); err != nil {
+	if b.blas, err = newBLAS(lib, drv, b.stream, opts.AllowTF32); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -268,8 +268,11 @@ func (b *Backend) fail(err error) {
 	}
 }
 
-// bind makes the backend's context current on this OS thread (the calling
-// goroutine may have moved) and reports whether ops may run.
+// bind makes the backend's context current on this OS thread and reports
+// whether ops may run. Every driver and cuBLAS call also makes the context
+// current inside its own C call (driver.go's SLUICE_CTX): the goroutine may
+// move to another OS thread between any two cgo calls, so setting it once
+// per op was not enough (CUDA_ERROR_INVALID_CONTEXT on a 16-core H200).
 func (b *Backend) bind() bool {
 	if b.err != nil {
 		return false

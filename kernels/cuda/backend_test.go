@@ -11,7 +11,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/quant"
@@ -134,6 +136,60 @@ func relErr(got, want []float32) float64 {
 		return math.Sqrt(d)
 	}
 	return math.Sqrt(d / w)
+}
+
+// TestContextOnAnyThread runs driver and cuBLAS calls on an OS thread with
+// no current context, as a goroutine finds after moving between two cgo
+// calls (on a 16-core H200 the runner's step-metadata cuMemAlloc failed
+// with CUDA_ERROR_INVALID_CONTEXT): each call must make the backend's
+// context current itself.
+func TestContextOnAnyThread(t *testing.T) {
+	b := openOrSkip(t)
+	const n = 64
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // a thread of its own, left without a context
+		defer runtime.UnlockOSThread()
+		d := b.drv
+		if err := d.detachThread(); err != nil {
+			done <- err
+			return
+		}
+		w, err := d.memAlloc(n * n * 4)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer d.memFree(w)
+		host := make([]float32, n*n)
+		for i := range host {
+			host[i] = float32(i%7) - 3
+		}
+		if err := d.detachThread(); err != nil {
+			done <- err
+			return
+		}
+		if err := d.htoD(w, unsafe.Pointer(&host[0]), n*n*4); err != nil {
+			done <- err
+			return
+		}
+		if err := d.detachThread(); err != nil {
+			done <- err
+			return
+		}
+		if err := b.blas.gemmNT(n, n, n, w, n, w, n, w, n); err != nil {
+			done <- err
+			return
+		}
+		if err := d.detachThread(); err != nil {
+			done <- err
+			return
+		}
+		done <- d.sync(b.stream)
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("driver call on a thread without a current context: %v", err)
+	}
 }
 
 func TestMatMul(t *testing.T) {

@@ -35,7 +35,11 @@ package cuda
 	X(cublasSgemm_v2) X(cublasGetVersion_v2)
 
 #define SLUICE_FIELD(n) __typeof__(n)* n;
-typedef struct { SLUICE_CU_FUNCS(SLUICE_FIELD) } sluice_cu;
+// ctx is the context every call below makes current first (NULL until
+// sluice_ctx_set): a goroutine may move to another OS thread between two
+// cgo calls, and a CUDA context is current per thread, so the context is
+// set inside the same C call as the operation that needs it.
+typedef struct { SLUICE_CU_FUNCS(SLUICE_FIELD) CUcontext ctx; } sluice_cu;
 typedef struct { SLUICE_CUBLAS_FUNCS(SLUICE_FIELD) } sluice_cublas;
 #undef SLUICE_FIELD
 
@@ -54,6 +58,11 @@ static const char* sluice_dlerror(void) {
 static const char* sluice_bind_cu(void* h, sluice_cu* a) { SLUICE_CU_FUNCS(SLUICE_BIND) return NULL; }
 static const char* sluice_bind_cublas(void* h, sluice_cublas* a) { SLUICE_CUBLAS_FUNCS(SLUICE_BIND) return NULL; }
 #undef SLUICE_BIND
+
+// SLUICE_CTX makes a->ctx current on this thread or returns the error.
+#define SLUICE_CTX(a) do { \
+	if ((a)->ctx != NULL) { CUresult r_ = (a)->cuCtxSetCurrent((a)->ctx); if (r_ != CUDA_SUCCESS) return r_; } \
+} while (0)
 
 static const char* sluice_err_name(const sluice_cu* a, CUresult r) {
 	const char* s = NULL;
@@ -82,35 +91,42 @@ static CUresult sluice_device_attr(const sluice_cu* a, int* v, int attr, CUdevic
 }
 static CUresult sluice_ctx_retain(const sluice_cu* a, CUcontext* c, CUdevice d) { return a->cuDevicePrimaryCtxRetain(c, d); }
 static CUresult sluice_ctx_release(const sluice_cu* a, CUdevice d) { return a->cuDevicePrimaryCtxRelease_v2(d); }
-static CUresult sluice_ctx_set(const sluice_cu* a, CUcontext c) { return a->cuCtxSetCurrent(c); }
-static CUresult sluice_stream_create(const sluice_cu* a, CUstream* s) { return a->cuStreamCreate(s, CU_STREAM_NON_BLOCKING); }
-static CUresult sluice_stream_sync(const sluice_cu* a, CUstream s) { return a->cuStreamSynchronize(s); }
-static CUresult sluice_stream_destroy(const sluice_cu* a, CUstream s) { return a->cuStreamDestroy_v2(s); }
-static CUresult sluice_module_load(const sluice_cu* a, CUmodule* m, const void* image) { return a->cuModuleLoadData(m, image); }
+static CUresult sluice_ctx_set(sluice_cu* a, CUcontext c) { a->ctx = c; return a->cuCtxSetCurrent(c); }
+static CUresult sluice_ctx_detach(const sluice_cu* a) { return a->cuCtxSetCurrent(NULL); }
+static CUresult sluice_stream_create(const sluice_cu* a, CUstream* s) { SLUICE_CTX(a); return a->cuStreamCreate(s, CU_STREAM_NON_BLOCKING); }
+static CUresult sluice_stream_sync(const sluice_cu* a, CUstream s) { SLUICE_CTX(a); return a->cuStreamSynchronize(s); }
+static CUresult sluice_stream_destroy(const sluice_cu* a, CUstream s) { SLUICE_CTX(a); return a->cuStreamDestroy_v2(s); }
+static CUresult sluice_module_load(const sluice_cu* a, CUmodule* m, const void* image) { SLUICE_CTX(a); return a->cuModuleLoadData(m, image); }
 static CUresult sluice_module_func(const sluice_cu* a, CUfunction* f, CUmodule m, const char* name) {
+	SLUICE_CTX(a);
 	return a->cuModuleGetFunction(f, m, name);
 }
-static CUresult sluice_module_unload(const sluice_cu* a, CUmodule m) { return a->cuModuleUnload(m); }
-static CUresult sluice_mem_alloc(const sluice_cu* a, CUdeviceptr* p, size_t n) { return a->cuMemAlloc_v2(p, n); }
-static CUresult sluice_mem_free(const sluice_cu* a, CUdeviceptr p) { return a->cuMemFree_v2(p); }
+static CUresult sluice_module_unload(const sluice_cu* a, CUmodule m) { SLUICE_CTX(a); return a->cuModuleUnload(m); }
+static CUresult sluice_mem_alloc(const sluice_cu* a, CUdeviceptr* p, size_t n) { SLUICE_CTX(a); return a->cuMemAlloc_v2(p, n); }
+static CUresult sluice_mem_free(const sluice_cu* a, CUdeviceptr p) { SLUICE_CTX(a); return a->cuMemFree_v2(p); }
 static void* sluice_alloc_host(const sluice_cu* a, size_t n, CUresult* r) {
 	void* p = NULL;
+	if (a->ctx != NULL && (*r = a->cuCtxSetCurrent(a->ctx)) != CUDA_SUCCESS) return NULL;
 	*r = a->cuMemAllocHost_v2(&p, n);
 	return p;
 }
-static CUresult sluice_free_host(const sluice_cu* a, void* p) { return a->cuMemFreeHost(p); }
-static CUresult sluice_htod(const sluice_cu* a, CUdeviceptr d, const void* s, size_t n) { return a->cuMemcpyHtoD_v2(d, s, n); }
+static CUresult sluice_free_host(const sluice_cu* a, void* p) { SLUICE_CTX(a); return a->cuMemFreeHost(p); }
+static CUresult sluice_htod(const sluice_cu* a, CUdeviceptr d, const void* s, size_t n) { SLUICE_CTX(a); return a->cuMemcpyHtoD_v2(d, s, n); }
 static CUresult sluice_htod_async(const sluice_cu* a, CUdeviceptr d, const void* s, size_t n, CUstream st) {
+	SLUICE_CTX(a);
 	return a->cuMemcpyHtoDAsync_v2(d, s, n, st);
 }
 static CUresult sluice_dtoh_async(const sluice_cu* a, void* d, CUdeviceptr s, size_t n, CUstream st) {
+	SLUICE_CTX(a);
 	return a->cuMemcpyDtoHAsync_v2(d, s, n, st);
 }
 static CUresult sluice_memset32_async(const sluice_cu* a, CUdeviceptr d, unsigned v, size_t n, CUstream st) {
+	SLUICE_CTX(a);
 	return a->cuMemsetD32Async(d, v, n, st);
 }
 static CUresult sluice_launch(const sluice_cu* a, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 	unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void* args, size_t argBytes) {
+	SLUICE_CTX(a);
 	void* extra[] = {
 		CU_LAUNCH_PARAM_BUFFER_POINTER, args,
 		CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
@@ -119,7 +135,14 @@ static CUresult sluice_launch(const sluice_cu* a, CUfunction f, unsigned gx, uns
 	return a->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, NULL, extra);
 }
 
-static cublasStatus_t sluice_cublas_create(const sluice_cublas* a, cublasHandle_t* h, CUstream s, int tf32, int* version) {
+// SLUICE_BLAS_CTX is SLUICE_CTX for the cuBLAS wrappers (a failed
+// cuCtxSetCurrent becomes CUBLAS_STATUS_NOT_INITIALIZED).
+#define SLUICE_BLAS_CTX(cu) do { \
+	if ((cu)->ctx != NULL && (cu)->cuCtxSetCurrent((cu)->ctx) != CUDA_SUCCESS) return CUBLAS_STATUS_NOT_INITIALIZED; \
+} while (0)
+
+static cublasStatus_t sluice_cublas_create(const sluice_cublas* a, const sluice_cu* cu, cublasHandle_t* h, CUstream s, int tf32, int* version) {
+	SLUICE_BLAS_CTX(cu);
 	cublasStatus_t st = a->cublasCreate_v2(h);
 	if (st != CUBLAS_STATUS_SUCCESS) return st;
 	st = a->cublasGetVersion_v2(*h, version);
@@ -128,12 +151,16 @@ static cublasStatus_t sluice_cublas_create(const sluice_cublas* a, cublasHandle_
 	if (st != CUBLAS_STATUS_SUCCESS) return st;
 	return a->cublasSetMathMode(*h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
-static cublasStatus_t sluice_cublas_destroy(const sluice_cublas* a, cublasHandle_t h) { return a->cublasDestroy_v2(h); }
+static cublasStatus_t sluice_cublas_destroy(const sluice_cublas* a, const sluice_cu* cu, cublasHandle_t h) {
+	SLUICE_BLAS_CTX(cu);
+	return a->cublasDestroy_v2(h);
+}
 
 // sluice_sgemm_nt: row-major out[n x m] = x[n x k] . w[m x k]^T, i.e. in
 // cuBLAS's column-major terms out^T = w^T(op T) . x^T.
-static cublasStatus_t sluice_sgemm_nt(const sluice_cublas* a, cublasHandle_t h, int m, int n, int k,
+static cublasStatus_t sluice_sgemm_nt(const sluice_cublas* a, const sluice_cu* cu, cublasHandle_t h, int m, int n, int k,
 	CUdeviceptr w, int ldw, CUdeviceptr x, int ldx, CUdeviceptr out, int ldo) {
+	SLUICE_BLAS_CTX(cu);
 	const float one = 1.0f, zero = 0.0f;
 	return a->cublasSgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one,
 		(const float*)(uintptr_t)w, ldw, (const float*)(uintptr_t)x, ldx, &zero,
@@ -371,6 +398,12 @@ func (d *driver) setCurrent(c cuCtx) error {
 	return d.check(C.sluice_ctx_set(d.api, C.CUcontext(c)), "cuCtxSetCurrent")
 }
 
+// detachThread leaves this OS thread with no current context (the table
+// keeps its own), as a thread the goroutine moves to may be: tests use it.
+func (d *driver) detachThread() error {
+	return d.check(C.sluice_ctx_detach(d.api), "cuCtxSetCurrent NULL")
+}
+
 func (d *driver) newStream() (stream, error) {
 	var s C.CUstream
 	err := d.check(C.sluice_stream_create(d.api, &s), "cuStreamCreate")
@@ -458,18 +491,19 @@ func (d *driver) launch(f function, s stream, grid, block dim3, shmem int, a *ar
 // blas is a cuBLAS handle bound to one stream.
 type blas struct {
 	lib     *cublasLib
+	cu      *C.sluice_cu // the driver table whose context each call makes current
 	h       C.cublasHandle_t
 	version int // cublasGetVersion, e.g. 130100
 }
 
-func newBLAS(lib *cublasLib, s stream, tf32 bool) (*blas, error) {
-	b := &blas{lib: lib}
+func newBLAS(lib *cublasLib, d *driver, s stream, tf32 bool) (*blas, error) {
+	b := &blas{lib: lib, cu: d.api}
 	t := C.int(0)
 	if tf32 {
 		t = 1
 	}
 	var v C.int
-	if st := C.sluice_cublas_create(lib.api, &b.h, C.CUstream(s), t, &v); st != C.CUBLAS_STATUS_SUCCESS {
+	if st := C.sluice_cublas_create(lib.api, b.cu, &b.h, C.CUstream(s), t, &v); st != C.CUBLAS_STATUS_SUCCESS {
 		return nil, fmt.Errorf("cublas init (%s): status %d", lib.path, int(st))
 	}
 	b.version = int(v)
@@ -478,7 +512,7 @@ func newBLAS(lib *cublasLib, s stream, tf32 bool) (*blas, error) {
 
 // gemmNT sets row-major out[n × m] = x[n × k] · wᵀ for w [m × k].
 func (b *blas) gemmNT(m, n, k int, w devPtr, ldw int, x devPtr, ldx int, out devPtr, ldo int) error {
-	st := C.sluice_sgemm_nt(b.lib.api, b.h, C.int(m), C.int(n), C.int(k), C.CUdeviceptr(w), C.int(ldw),
+	st := C.sluice_sgemm_nt(b.lib.api, b.cu, b.h, C.int(m), C.int(n), C.int(k), C.CUdeviceptr(w), C.int(ldw),
 		C.CUdeviceptr(x), C.int(ldx), C.CUdeviceptr(out), C.int(ldo))
 	if st != C.CUBLAS_STATUS_SUCCESS {
 		return fmt.Errorf("cublasSgemm %d×%d×%d: status %d", m, n, k, int(st))
@@ -488,7 +522,7 @@ func (b *blas) gemmNT(m, n, k int, w devPtr, ldw int, x devPtr, ldx int, out dev
 
 func (b *blas) close() {
 	if b != nil && b.h != nil {
-		C.sluice_cublas_destroy(b.lib.api, b.h)
+		C.sluice_cublas_destroy(b.lib.api, b.cu, b.h)
 		b.h = nil
 	}
 }
