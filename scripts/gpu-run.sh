@@ -15,7 +15,8 @@
 #   3. a TinyLlama-1.1B-shaped F32 model generated here (engine-core-cuda
 #      gen-model --shape 1b; weights do not travel)
 #   4. decode benchmark at batch 1/16/64/256 on it: tok/s, ms/step, weight
-#      and HBM bandwidth against the device's peak
+#      and HBM bandwidth against the device's peak; then on a Q8_0 GGUF of
+#      the same shape
 #   5. engine-core-cuda --executor cuda + api-frontend, driven by
 #      `bench serve` at 256 concurrent streams
 #
@@ -133,6 +134,23 @@ say "## decode benchmark (BenchmarkDecodeBatch, $SHAPE, F32, greedy, 128-token p
 rc=$?
 grep -E '^Benchmark|SKIP|CUDA runner|^\s+Benchmark' "$OUTDIR/decode-bench.txt" | sed 's/^/    /' >>"$REPORT"
 [ "$rc" = 0 ] || fail "decode benchmark (exit $rc)"
+
+# 4b. The same sweep on the same shape in Q8_0 (GGUF): the quantized path
+# (matmul_q8_0 below 40 rows, widened slices through cuBLAS from there).
+say ""
+say "## decode benchmark, Q8_0 GGUF of the same shape"
+MODELQ=$WORK/model-$SHAPE-q8_0
+if run_bin timeout "$(lim 120)" "$B/engine-core-cuda" gen-model --shape "$SHAPE" --format gguf-q8_0 --out "$MODELQ" >"$WORK/genq.log" 2>&1; then
+	(cd engine-core/cudaexec && SLUICE_DECODE_MODEL=$MODELQ/model.gguf run_bin timeout "$(lim 150)" "$B/test/cudaexec.test" -test.run '^$' \
+		-test.v -test.bench 'DecodeBatch' -test.benchtime "${BENCH_STEPS:-20}x") >"$WORK/decq.txt" 2>&1
+	rc=$?
+	cat "$WORK/decq.txt" >>"$OUTDIR/decode-bench.txt"
+	grep -E '^Benchmark|SKIP|CUDA runner|^\s+Benchmark' "$WORK/decq.txt" | sed 's/^/    /' >>"$REPORT"
+	[ "$rc" = 0 ] || fail "decode benchmark, Q8_0 (exit $rc)"
+else
+	cat "$WORK/genq.log" >&2
+	fail "gen-model --shape $SHAPE --format gguf-q8_0"
+fi
 
 # 5. Serving: engine + frontend + bench serve at 256 streams.
 STREAMS=256 PROMPTS=512 IN=128 OUTLEN=128 EXEC=cuda

@@ -29,8 +29,16 @@ const (
 	attThreads    = 128 // ATT_THREADS in attention.cu
 	attMaxHeadDim = 512 // ATT_THREADS * ATT_MAXD
 	sampleThreads = 1024
-	q8Warps       = 4
-	q8Rows        = 8 // Q8_ROWS in matmul_q8.cu
+	mmWarps       = 4
+	mmRows        = 8 // MM_ROWS in matmul_q8.cu
+
+	// q8WideMin is the fewest activation rows for which MatMul widens Q8_0
+	// weights to F32 slices and uses cuBLAS; below it matmul_q8_0 reads each
+	// weight block once per mmRows rows (H200, 5632×2048: 76 against 87 µs
+	// at 32 rows, 145 against 98 at 64; docs/bench/cuda.md).
+	q8WideMin = 40
+	// q8WideScratch caps the scratch buffer of widened Q8_0 rows (bytes).
+	q8WideScratch = 32 << 20
 )
 
 // tensor is a 2-D array in device memory.
@@ -68,6 +76,7 @@ const stageInit = 1 << 20
 type functions struct {
 	rmsnorm, rope, siluMul, add, addRow function
 	gatherRows, embedQ8, matmulQ8       function
+	dequantQ8                           function
 	writeKV, attention                  function
 	softmax, argmax, sample             function
 }
@@ -92,6 +101,8 @@ type Backend struct {
 	st          stage
 
 	tok, gather, pos, slots, meta, tables, params, out devBuf
+	wide                                               devBuf // widened Q8_0 weight rows (matMulQ8Wide)
+	q8WideMin                                          int    // MatMul's Q8_0 path threshold (the constant; benchmarks sweep it)
 	rowMeta                                            []int32
 	paramsF                                            []float32
 	host                                               []float32
@@ -133,7 +144,7 @@ func Open(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{drv: drv}
+	b := &Backend{drv: drv, q8WideMin: q8WideMin}
 	if b.dev, err = drv.device(opts.Device); err != nil {
 		return nil, fmt.Errorf("cuda: device %d: %w", opts.Device, err)
 	}
@@ -200,6 +211,7 @@ func (b *Backend) loadKernels() error {
 		{"rmsnorm_f32", &b.fn.rmsnorm}, {"rope_f32", &b.fn.rope}, {"silu_mul_f32", &b.fn.siluMul},
 		{"add_f32", &b.fn.add}, {"add_row_f32", &b.fn.addRow}, {"gather_rows_f32", &b.fn.gatherRows},
 		{"embed_q8_0", &b.fn.embedQ8}, {"matmul_q8_0", &b.fn.matmulQ8}, {"write_kv_f32", &b.fn.writeKV},
+		{"dequant_q8_0", &b.fn.dequantQ8},
 		{"paged_attention_f32", &b.fn.attention}, {"softmax_f32", &b.fn.softmax},
 		{"argmax_f32", &b.fn.argmax}, {"sample_f32", &b.fn.sample},
 	} {
@@ -425,19 +437,56 @@ func gridFor(total int64, threads int) dim3 {
 
 func dev(t kernels.Tensor) *tensor { return t.(*tensor) }
 
-// MatMul implements kernels.Backend: cuBLAS for F32 weights, a warp-per-
-// output kernel for Q8_0.
+// MatMul implements kernels.Backend. F32 weights: cuBLAS (a warp-per-output
+// F32 kernel like matmul_q8_0 measured level at 1 row and slower from 2).
+// Q8_0 weights: matmul_q8_0 below q8WideMin rows, cuBLAS on widened slices
+// of the weight from there.
 func (b *Backend) MatMul(out, x, w kernels.Tensor, n int) {
 	if n <= 0 || !b.bind() {
 		return
 	}
 	o, xt, wt := dev(out), dev(x), dev(w)
-	if wt.dt == kernels.F32 {
+	switch {
+	case wt.dt == kernels.F32:
 		b.fail(b.blas.gemmNT(wt.r, n, wt.c, wt.p, wt.c, xt.p, xt.c, o.p, o.c))
-		return
+	case n >= b.q8WideMin:
+		b.matMulQ8Wide(o, xt, wt, n)
+	case xt.c%4 != 0:
+		b.fail(fmt.Errorf("cuda: Q8_0 matmul: activation row stride %d is not a multiple of 4", xt.c))
+	default:
+		b.run(&b.fn.matmulQ8, dim3{(wt.r + mmWarps - 1) / mmWarps, (n + mmRows - 1) / mmRows, 1}, dim3{32 * mmWarps, 1, 1}, 0,
+			b.a.reset().ptr(o.p).i32(o.c).ptr(xt.p).i32(xt.c).ptr(wt.p).i32(wt.c).i32(wt.r).i32(n))
 	}
-	b.run(&b.fn.matmulQ8, dim3{(wt.r + q8Warps - 1) / q8Warps, (n + q8Rows - 1) / q8Rows, 1}, dim3{32 * q8Warps, 1, 1}, 0,
-		b.a.reset().ptr(o.p).i32(o.c).ptr(xt.p).i32(xt.c).ptr(wt.p).i32(wt.c).i32(wt.r).i32(n))
+}
+
+// matMulQ8Wide multiplies by a Q8_0 weight slice by slice: each slice of
+// rows is widened to F32 in a scratch buffer of at most q8WideScratch bytes
+// (dequant_q8_0, exact) and multiplied by cuBLAS into its columns of out.
+// The stream orders each slice's widening after the previous slice's GEMM.
+func (b *Backend) matMulQ8Wide(o, xt, wt *tensor, n int) {
+	per := min(wt.r, max(1, q8WideScratch/(wt.c*4)))
+	need := int64(per) * int64(wt.c) * 4
+	if need > b.wide.cap {
+		if b.wide.p != 0 {
+			b.fail(b.drv.sync(b.stream))
+			b.fail(b.drv.memFree(b.wide.p))
+			b.wide.p, b.wide.cap = 0, 0
+		}
+		p, err := b.drv.memAlloc(need)
+		if err != nil {
+			b.fail(fmt.Errorf("cuda: allocate %d bytes for widened Q8_0 rows: %w", need, err))
+			return
+		}
+		b.wide.p, b.wide.cap = p, need
+	}
+	rowBytes := int64(wt.c/kernels.Q8Block) * kernels.Q8BlockBytes
+	for r := 0; r < wt.r && b.err == nil; r += per {
+		m := min(per, wt.r-r)
+		total := int64(m) * int64(wt.c)
+		b.run(&b.fn.dequantQ8, gridFor(total, 256), dim3{256, 1, 1}, 0,
+			b.a.reset().ptr(b.wide.p).ptr(wt.p+devPtr(int64(r)*rowBytes)).i64(total))
+		b.fail(b.blas.gemmNT(m, n, wt.c, b.wide.p, wt.c, xt.p, xt.c, o.p+devPtr(r*4), o.c))
+	}
 }
 
 // AddRow implements kernels.Backend.
@@ -699,7 +748,7 @@ func (b *Backend) Close() {
 		errs = append(errs, d.memFree(p))
 	}
 	b.allocs = nil
-	for _, db := range []*devBuf{&b.tok, &b.gather, &b.pos, &b.slots, &b.meta, &b.tables, &b.params, &b.out} {
+	for _, db := range []*devBuf{&b.tok, &b.gather, &b.pos, &b.slots, &b.meta, &b.tables, &b.params, &b.out, &b.wide} {
 		if db.p != 0 {
 			errs = append(errs, d.memFree(db.p))
 			*db = devBuf{}

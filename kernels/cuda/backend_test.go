@@ -8,6 +8,7 @@ package cuda
 // sets it), which turns the skip into a failure.
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -205,6 +206,9 @@ func TestMatMul(t *testing.T) {
 		{"f32/odd", 5, 97, 33, false, 5},
 		{"q8/decode", 1, 64, 48, true, 4},
 		{"q8/batch", 9, 288, 131, true, 12},
+		{"q8/rows-39", 39, 2048, 50, true, 39},
+		{"q8/wide-40", 40, 288, 131, true, 40},
+		{"q8/wide-2-slices", 33, 2048, 4200, true, 40}, // 4200 widened rows exceed the 32 MiB scratch
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.t = t
@@ -585,5 +589,67 @@ func BenchmarkMatMulDecode(b *testing.B) {
 	b.ReportMetric(bw/1e9, "GB/s")
 	if _, _, peak, err := be.DeviceInfo(); err == nil {
 		b.ReportMetric(bw/peak, "frac-of-peak")
+	}
+}
+
+// BenchmarkMatMulBatch sweeps the batch (rows of x) of the matmuls a
+// 1B-shaped model's decode step runs, through each of MatMul's paths (F32:
+// cuBLAS; Q8_0: matmul_q8_0 or widened slices through cuBLAS; "auto" is
+// MatMul's own choice): time per call, weight GB/s (the
+// stored bytes), its fraction of the device's peak bandwidth, GFLOP/s.
+func BenchmarkMatMulBatch(b *testing.B) {
+	be := openOrSkip(b)
+	_, _, peak, _ := be.DeviceInfo()
+	type path struct {
+		name   string
+		q8Wide int
+	}
+	f32Paths := []path{{"cublas", q8WideMin}}
+	q8Paths := []path{{"auto", q8WideMin}, {"rows", 1 << 30}, {"wide", 1}}
+	for _, sh := range []struct {
+		name    string
+		out, in int
+	}{{"ffn-5632x2048", 5632, 2048}, {"head-32000x2048", 32000, 2048}} {
+		for _, q8 := range []bool{false, true} {
+			var w kernels.Tensor
+			var err error
+			typ, paths, wbytes := "f32", f32Paths, float64(sh.out*sh.in*4)
+			if q8 {
+				typ, paths, wbytes = "q8_0", q8Paths, float64(sh.out*sh.in/kernels.Q8Block*kernels.Q8BlockBytes)
+				w, err = be.Weight(kernels.Q8_0, sh.out, sh.in, quant.QuantizeQ8_0(make([]float32, sh.out*sh.in)))
+			} else {
+				w, err = be.WeightF32(sh.out, sh.in, make([]float32, sh.out*sh.in))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range []int{1, 2, 4, 8, 16, 32, 64, 256} {
+				x, o := be.Alloc(n, sh.in), be.Alloc(n, sh.out)
+				for _, p := range paths {
+					b.Run(fmt.Sprintf("%s/%s/%s/n=%d", sh.name, typ, p.name, n), func(b *testing.B) {
+						be.q8WideMin = p.q8Wide
+						defer func() { be.q8WideMin = q8WideMin }()
+						be.MatMul(o, x, w, n)
+						if err := be.Synchronize(); err != nil {
+							b.Fatal(err)
+						}
+						b.ResetTimer()
+						for range b.N {
+							be.MatMul(o, x, w, n)
+						}
+						if err := be.Synchronize(); err != nil {
+							b.Fatal(err)
+						}
+						s := b.Elapsed().Seconds() / float64(b.N)
+						b.ReportMetric(s*1e6, "us/call")
+						b.ReportMetric(wbytes/s/1e9, "weight-GB/s")
+						if peak > 0 {
+							b.ReportMetric(wbytes/s/peak, "frac-of-peak")
+						}
+						b.ReportMetric(2*float64(n*sh.out*sh.in)/s/1e9, "GFLOP/s")
+					})
+				}
+			}
+		}
 	}
 }

@@ -18,6 +18,7 @@
 
 struct uint3_ { unsigned x = 0, y = 0, z = 0; };
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct float4 { float x, y, z, w; };
 
 inline thread_local uint3_ threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;

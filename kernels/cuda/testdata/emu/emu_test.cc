@@ -126,8 +126,8 @@ static std::vector<uint8_t> q8(const std::vector<float>& v, std::vector<float>& 
 	return out;
 }
 
-static void test_q8(int n) {
-	int in = 128, outDim = 37;
+static void test_q8(int n, int in) {
+	int outDim = 37;
 	std::vector<float> wdeq, x = randv(n * in);
 	auto w = q8(randv(outDim * in), wdeq);
 	std::vector<float> out(n * outDim), want(n * outDim);
@@ -137,9 +137,17 @@ static void test_q8(int n) {
 			for (int k = 0; k < in; k++) s += (double)x[r * in + k] * wdeq[o * in + k];
 			want[r * outDim + o] = (float)s;
 		}
+	char what[96];
 	launch({(unsigned)((outDim + 3) / 4), (unsigned)((n + 7) / 8)}, {128}, 0,
 	       [&] { matmul_q8_0(out.data(), outDim, x.data(), in, w.data(), in, outDim, n); });
-	expect(n == 1 ? "matmul_q8_0 (1 row)" : "matmul_q8_0 (11 rows)", relerr(out, want), 1e-5);
+	snprintf(what, sizeof what, "matmul_q8_0 (%d rows, %d cols)", n, in);
+	expect(what, relerr(out, want), 1e-5);
+
+	// The same weights widened (a grid smaller than the values: the loop strides).
+	std::vector<float> wide(outDim * in, -1.f);
+	launch({3}, {256}, 0, [&] { dequant_q8_0(wide.data(), w.data(), (long long)wide.size()); });
+	expect("dequant_q8_0", relerr(wide, wdeq), 0);
+	if (in != 128) return;
 
 	std::vector<int32_t> tok = {5, 0, 36};
 	std::vector<float> emb(tok.size() * in), ewant(tok.size() * in);
@@ -285,8 +293,10 @@ int main() {
 	test_rmsnorm();
 	test_rope(0);
 	test_rope(1);
-	test_q8(1);
-	test_q8(11);
+	test_q8(1, 128);
+	test_q8(11, 128);
+	test_q8(3, 160); // 5 blocks: a warp pass with lanes past the last block
+	test_q8(17, 96);
 	test_attention();
 	test_softmax_argmax();
 	test_sample();
