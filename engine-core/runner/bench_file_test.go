@@ -21,7 +21,8 @@ import (
 // The batches are built by hand with one block table, so the cache is
 // unified (Config.UnifiedKV) for sliding-window models too. With
 // $SLUICE_BENCH_OPSTATS set, each benchmark also reports op-wait-% and
-// ops-cpu-% (reportOps).
+// ops-cpu-% (reportOps). Decode also reports the weight bytes a step reads
+// and their rates (reportWeights).
 func BenchmarkModelFile(b *testing.B) {
 	env := os.Getenv("SLUICE_BENCH_MODELS")
 	if env == "" {
@@ -60,6 +61,7 @@ func BenchmarkModelFile(b *testing.B) {
 					step(b, r, ss, batch, out)
 				}
 				report(b, b.N*nseq, cpu0)
+				reportWeights(b, r.m.TokenReadBytes(), b.N, cpu0)
 				if rec != nil {
 					reportOps(b, rec, cpu0)
 				}
@@ -94,6 +96,21 @@ func BenchmarkModelFile(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// reportWeights adds the weight bytes the decode steps read from memory
+// (perStep = Model.TokenReadBytes: each step reads the weights once,
+// whatever its number of sequences): weights-MB/step, and their rate per
+// second of wall time (weights-GB/s) and per CPU-second of the process
+// (weights-GB/cpu-s), the figures to set beside scripts/membw.c's GB/s
+// and GB/cpu-s measured in the same window.
+func reportWeights(b *testing.B, perStep int64, steps int, cpu0 time.Duration) {
+	bytes := float64(perStep) * float64(steps)
+	b.ReportMetric(float64(perStep)/1e6, "weights-MB/step")
+	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "weights-GB/s")
+	if d := cpuTime() - cpu0; d > 0 {
+		b.ReportMetric(bytes/d.Seconds()/1e9, "weights-GB/cpu-s")
 	}
 }
 
