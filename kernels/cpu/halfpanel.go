@@ -17,9 +17,8 @@ import "github.com/sluice-llm/sluice/kernels"
 //	        widen the block's chunk to float32 (halfToF32*)
 //	        for each 6 weight rows, for each panel: halfPanel, added to acc
 //	  one panel (n ≤ 16): pack all of K once, then
-//	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16Pf},
-//	    which widens as it goes (each weight is used by one panel only;
-//	    the BF16 kernels prefetch ahead in each row)
+//	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
+//	    which widens as it goes (each weight is used by one panel only)
 //
 // Each output sums its products in one lane, one fused multiply-add after
 // another, into two accumulators: the even chunks of K into one and the
@@ -107,11 +106,7 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 			for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 				kn := min(halfPanelKc, K8-kb)
 				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
-				if bf { // with an in-row prefetch: the rows stream from memory (bf16pf_amd64.s)
-					halfPanelBF16PfAVX2(W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
-				} else {
-					halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
-				}
+				halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
 			}
 			o += W
 		}

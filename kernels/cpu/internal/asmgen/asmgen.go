@@ -71,7 +71,6 @@ func Files() map[string]string {
 		"q6tile_amd64.s":  q6tileFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
-		"bf16pf_amd64.s": bf16pfFile(), "bf16pf_amd64.go": bf16pfDecls(),
 	}
 }
 

@@ -10,6 +10,10 @@ import (
 // activation vectors and two broadcast registers fill the 16 ymm.
 const halfPanelMaxW = 6
 
+// halfPanelPrefetch is how many weight rows ahead the widening kernels
+// prefetch (0: none); one block of halfPanelNb (package cpu) rows.
+const halfPanelPrefetch = 0
+
 // halfPanelFile writes halfpanel_amd64.s: the F16/BF16 batch kernels that
 // run on weights widened to float32 once per call (see halfpanel.go in
 // package cpu): halfToF32{F16,BF16}AVX2 widens a run of weights, and
@@ -35,7 +39,7 @@ func halfPanelFile() string {
 	for _, f := range halfFormats {
 		for W := 1; W <= halfPanelMaxW; W++ {
 			a.l(``)
-			a.halfPanelWiden(f.name, f.widen, W, "", 0)
+			a.halfPanelWiden(f.name, f.widen, W)
 		}
 	}
 	a.l(``)
@@ -202,15 +206,14 @@ VZEROUPPER
 RET`)
 }
 
-// halfPanelWiden writes halfPanel{W}{F}{suffix}AVX2(xp *float32, w *byte,
-// ws int, k int, acc *float32, buf *float32): halfPanel on W weight rows
-// in their stored encoding, ws bytes apart, k a positive multiple of 8.
-// Each group of 8 values of every row is widened and stored to buf, then
-// its 8 steps broadcast the weights from there. With pf > 0 every row's
-// line pf bytes ahead is prefetched once per 64 bytes of the row.
-func (a *asm) halfPanelWiden(f string, widen func(mem, y string) string, W int, suffix string, pf int) {
-	name := fmt.Sprintf("halfPanel%d%s%sAVX2", W, f, suffix)
-	lbl := strings.ToLower(fmt.Sprintf("hpw%d%s%s", W, f, suffix))
+// halfPanelWiden writes halfPanel{W}{F}AVX2(xp *float32, w *byte, ws int,
+// k int, acc *float32, buf *float32): halfPanel on W weight rows in their
+// stored encoding, ws bytes apart, k a positive multiple of 8. Each group
+// of 8 values of every row is widened and stored to buf, then its 8 steps
+// broadcast the weights from there.
+func (a *asm) halfPanelWiden(f string, widen func(mem, y string) string, W int) {
+	name := fmt.Sprintf("halfPanel%d%sAVX2", W, f)
+	lbl := strings.ToLower(fmt.Sprintf("hpw%d%s", W, f))
 	a.l(`// func %s(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)`, name)
 	a.l(`TEXT ·%s(SB), NOSPLIT, $0-48`, name)
 	a.code(`
@@ -227,17 +230,24 @@ MOVQ buf+40(FP), BX`)
 		a.l("\tVMOVUPS %d(DX), Y%d", 64*c+32, 2*c+1)
 	}
 	waddr := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}
+	if halfPanelPrefetch > 0 {
+		// R11 walks the rows halfPanelPrefetch rows ahead (their same
+		// values of k): the next block's first reads come from cache
+		a.code(fmt.Sprintf(`
+IMUL3Q $%d, R8, R11
+ADDQ SI, R11`, halfPanelPrefetch))
+	}
 	a.l("%sloop:", lbl)
 	for c := 0; c < W; c++ {
 		a.code(widen(waddr[c], "Y14"))
 		a.l("\tVMOVUPS Y14, %d(BX)", 32*c)
 	}
-	if pf > 0 {
+	if halfPanelPrefetch > 0 {
 		// one line of each row per 4 iterations (16 bytes each)
 		a.l("\tTESTQ $48, SI")
 		a.l("\tJNZ %snopf", lbl)
 		for c := 0; c < W; c++ {
-			a.l("\tPREFETCHT0 %d%s", pf, waddr[c])
+			a.l("\tPREFETCHT0 %s", strings.Replace(waddr[c], "SI", "R11", 1))
 		}
 		a.l("%snopf:", lbl)
 	}
