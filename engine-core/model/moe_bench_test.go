@@ -96,6 +96,18 @@ func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int
 		}
 	}
 	step()
+	groups := s.recordGroups()
+	clear(groups)
+	rec, _ := m.be.(interface {
+		RecordOps(on bool)
+		OpStats() cpu.OpStats
+	})
+	if os.Getenv("SLUICE_BENCH_OPSTATS") == "" {
+		rec = nil // recording locks the pool's threads: off for the figures compared
+	}
+	if rec != nil {
+		rec.RecordOps(true)
+	}
 	disp, _ := m.be.(interface{ Dispatches() uint64 })
 	var d0 uint64
 	if disp != nil {
@@ -115,6 +127,45 @@ func decodeSteps(b *testing.B, m *Model, nseq, bs, maxCtx int, rss0, rssLoad int
 	if disp != nil {
 		b.ReportMetric(float64(disp.Dispatches()-d0)/float64(b.N), "dispatches/step")
 	}
+	if rec != nil {
+		st := rec.OpStats()
+		rec.RecordOps(false)
+		b.ReportMetric(100*st.Imbalance(), "op-wait-%")
+		if d := benchCPUTime() - cpu0; d > 0 {
+			b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
+		}
+	}
+	if m.Cfg.MoE != nil {
+		reportGroups(b, groups, nseq*m.Cfg.MoE.MoE.TopK)
+	}
+}
+
+// reportGroups reports the distribution of rows per active expert that
+// recordGroups counted over steps of slots routed rows a layer:
+// experts/layer (distinct experts read per layer and step) and the share
+// of active experts with 1, 2, 3, 4 and 5 or more rows (rows1-% …
+// rows5+-%). Nothing without counts (dense models, the per-expert path).
+func reportGroups(b *testing.B, groups []int64, slots int) {
+	var active, rows int64
+	for g, c := range groups {
+		active += c
+		rows += int64(g) * c
+	}
+	if active == 0 {
+		return
+	}
+	layerSteps := float64(rows) / float64(slots)
+	b.ReportMetric(float64(active)/layerSteps, "experts/layer")
+	var five int64
+	for g, c := range groups {
+		switch {
+		case g >= 1 && g <= 4:
+			b.ReportMetric(100*float64(c)/float64(active), fmt.Sprintf("rows%d-%%", g))
+		case g >= 5:
+			five += c
+		}
+	}
+	b.ReportMetric(100*float64(five)/float64(active), "rows5+-%")
 }
 
 // touchSink keeps touchExperts' reads.

@@ -117,3 +117,77 @@ func TestMoEFusedMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordGroups checks the counts of rows per active expert that
+// recordGroups turns on: over steps of given chunk sizes every routed row
+// is counted once (Σ g·groups[g] = layers · tokens · topK), one-token
+// steps give only groups of one row (topK of them a layer), no layer's
+// step has more active experts than experts or routed rows, and
+// recording changes no logit.
+func TestRecordGroups(t *testing.T) {
+	toks := []int32{5, 17, 3, 90, 41, 8, 66, 12, 30, 7, 55, 2, 71, 19, 44, 60, 9, 23}
+	cases := []struct {
+		name   string
+		chunks []int
+	}{
+		{"decode", []int{1, 1, 1, 1}},
+		{"chunk9-decode", []int{9, 1, 1}},
+		{"chunk16", []int{16}},
+	}
+	mm := randomMoEShape("gpt_oss", nil, 81, 8, 32)
+	path := mm.writeGGUF(t)
+	be := cpu.New(cpu.Options{Threads: 2, QuantizeActivations: true})
+	defer be.Close()
+	m, err := Load(path, be, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k, experts := mm.topK, mm.experts
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := 0
+			for _, ch := range c.chunks {
+				n += ch
+			}
+			rec, plain := m.NewScratch(16, 16), m.NewScratch(16, 16)
+			groups := rec.recordGroups()
+			if len(groups) != 16*k+1 {
+				t.Fatalf("len(groups) = %d, want %d", len(groups), 16*k+1)
+			}
+			got := logitsChunks(t, m, rec, toks[:n], c.chunks)
+			want := logitsChunks(t, m, plain, toks[:n], c.chunks)
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+						t.Fatalf("position %d logit %d: %v while recording, %v without", i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+			var rows, active int64
+			for g, cnt := range groups {
+				rows += int64(g) * cnt
+				active += cnt
+			}
+			if groups[0] != 0 {
+				t.Errorf("groups[0] = %d, want 0", groups[0])
+			}
+			if want := int64(mm.layers * n * k); rows != want {
+				t.Errorf("Σ g·groups[g] = %d, want layers·tokens·topK = %d", rows, want)
+			}
+			maxActive := int64(0)
+			for _, ch := range c.chunks {
+				maxActive += int64(mm.layers * min(experts, ch*k))
+			}
+			if active > maxActive || active < int64(mm.layers*len(c.chunks)) {
+				t.Errorf("%d active experts over the steps, want between %d and %d", active, mm.layers*len(c.chunks), maxActive)
+			}
+			if c.name == "decode" && groups[1] != int64(mm.layers*n*k) {
+				t.Errorf("one-token steps: groups[1] = %d, want %d (groups %v)", groups[1], mm.layers*n*k, groups)
+			}
+		})
+	}
+	if g := (&Scratch{}).recordGroups(); g != nil {
+		t.Errorf("a scratch without expert blocks records %v, want nil", g)
+	}
+}

@@ -74,6 +74,11 @@ type moeFused struct {
 	start          []int32                    // [experts + 1] group starts
 	wg, wu, wd     []kernels.Tensor           // [experts] this step's weights per group
 	tokens, hidden int
+
+	// groups, when not nil (recordGroups), counts the expert groups of
+	// every layer and step by their size: groups[g] is how many times an
+	// expert got g rows (g ≥ 1) in one layer's step
+	groups []int64
 }
 
 // newMoEScratch sizes the expert working memory for maxTokens rows; nil
@@ -118,6 +123,24 @@ func newMoEFused(be kernels.Backend, c *MoEConfig, tokens int) *moeFused {
 		wg:    make([]kernels.Tensor, c.Experts), wu: make([]kernels.Tensor, c.Experts), wd: make([]kernels.Tensor, c.Experts),
 		tokens: tokens, hidden: c.Hidden,
 	}
+}
+
+// recordGroups makes the expert blocks' one-op path (moeFFNFused) count,
+// from now on, the expert groups of each layer and step by their size, and
+// returns the counts: element g (1 ≤ g ≤ moeFusedTokens·topK) is how many
+// times an expert got g routed rows. It returns nil for dense models and
+// backends without that path. For benchmarks and tests: the distribution
+// of rows per expert decides which MXFP4 tiles a decode step runs and how
+// many distinct experts it reads.
+func (s *Scratch) recordGroups() []int64 {
+	if s.moe == nil || s.moe.fused == nil {
+		return nil
+	}
+	f := s.moe.fused
+	if f.groups == nil {
+		f.groups = make([]int64, f.x.R+1)
+	}
+	return f.groups
 }
 
 // attnShape is layer l's attention geometry: the model's, with the
@@ -220,9 +243,12 @@ func (m *Model) moeFFNFused(s *Scratch, L *Layer, n int) {
 	for e := 0; e < c.Experts; e++ {
 		f.start[e+1] = ms.count[e]
 		f.wg[e], f.wu[e], f.wd[e] = nil, nil, nil
-		if ms.count[e] > f.start[e] {
+		if g := ms.count[e] - f.start[e]; g > 0 {
 			ex := &L.Experts[e]
 			f.wg[e], f.wu[e], f.wd[e] = ex.Gate, ex.Up, ex.Down
+			if f.groups != nil {
+				f.groups[g]++
+			}
 		}
 	}
 	be.Gather(f.x, s.xb, rows)
