@@ -260,6 +260,7 @@ type conn struct {
 	fields     []headField  // the head's fields
 	prev       []headField  // the previous head's fields (their values)
 	vals       []byte       // the head's values that are not in prev
+	head       byteSink     // the response head BufferHead returned
 }
 
 // bodyDiscardLimit is how much of an unread request body is read and
