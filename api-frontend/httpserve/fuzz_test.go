@@ -141,6 +141,7 @@ func TestReadHeadAllocs(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
+			t.Logf("%.0f allocations", got)
 			if got > tc.max {
 				t.Errorf("%.1f allocations, want at most %.0f", got, tc.max)
 			}
