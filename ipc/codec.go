@@ -22,12 +22,14 @@ type Codec struct {
 	dec *msgpack.Decoder
 	// intern maps request ids to one string each: a live request's id
 	// recurs in every step's batch, so decoding it as a lookup instead of
-	// a new string removes one allocation per output per step.
+	// a new string removes one allocation per output per step. A
+	// request's id leaves with its last output (a finish reason), so the
+	// table holds the live requests.
 	intern map[string]string
 }
 
-// maxInterned bounds the intern table; it is cleared when full (ids of
-// finished requests go with it).
+// maxInterned bounds the intern table; it is cleared when full (ids whose
+// last output never came go with it).
 const maxInterned = 1 << 16
 
 // NewCodec returns a codec with empty buffers.

@@ -159,6 +159,11 @@ func (o *Outputs) readMsg(b []byte, intern map[string]string) ([]byte, error) {
 				if b, err = outs[j].readMsg(b, intern); err != nil {
 					return b, err
 				}
+				if intern != nil && outs[j].FinishReason != FinishNone {
+					// Its last output: the table keeps the live requests
+					// only, small enough to stay in the caches.
+					delete(intern, outs[j].RequestID)
+				}
 			}
 			o.Outputs = outs
 		case 4:

@@ -3,10 +3,13 @@ package httpserve
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,29 +37,114 @@ func FuzzReadHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c := &conn{srv: &Server{MaxHeaderBytes: 4096}, rwc: fakeConn{r: bytes.NewReader(raw)}}
-		c.br = bufio.NewReaderSize(c.rwc, 4096)
-		c.bw = bufio.NewWriter(io.Discard)
-		c.w.c = c
+		c := newHeadConn(raw)
+		if got, err := c.readHead(); err == nil {
+			sameAsNetHTTP(t, raw, got)
+		}
+	})
+}
+
+// FuzzReadHeadTwice reads head b on a connection that has read head a
+// before, so that b's fields meet the values readHead keeps from a: b
+// must parse as it does on a fresh connection (and as net/http reads it).
+func FuzzReadHeadTwice(f *testing.F) {
+	common := "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: Go-http-client/1.1\r\n" +
+		"Content-Length: %d\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n"
+	for _, p := range [][2]string{
+		{fmt.Sprintf(common, 13), fmt.Sprintf(common, 120)},
+		{fmt.Sprintf(common, 13), "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: Go-http-client/1.1\r\n\r\n"},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 3\r\n\r\n"},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a b\r\n\r\n"},
+	} {
+		f.Add([]byte(p[0]), []byte(p[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		c := newHeadConn(a)
+		_, _ = c.readHead()
+		c.br.Reset(fakeConn{r: bytes.NewReader(b)})
 		got, err := c.readHead()
+		fresh, ferr := newHeadConn(b).readHead()
+		if (err == nil) != (ferr == nil) {
+			t.Fatalf("after %q, %q: error %v; on a fresh connection %v", a, b, err, ferr)
+		}
 		if err != nil {
 			return
 		}
-		want, werr := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
-		if werr != nil {
-			t.Fatalf("readHead took %q, net/http refused it: %v", raw, werr)
+		if !reflect.DeepEqual(got.Header, fresh.Header) || got.RequestURI != fresh.RequestURI || got.Host != fresh.Host {
+			t.Fatalf("after %q, %q: %s %v; on a fresh connection %s %v", a, b, got.RequestURI, got.Header, fresh.RequestURI, fresh.Header)
 		}
-		if got.Method != want.Method || got.RequestURI != want.RequestURI || got.Proto != want.Proto ||
-			got.Host != want.Host || got.ContentLength != want.ContentLength || got.Close != want.Close {
-			t.Fatalf("%q: readHead %s %s %s host %q length %d close %v; net/http %s %s %s host %q length %d close %v", raw,
-				got.Method, got.RequestURI, got.Proto, got.Host, got.ContentLength, got.Close,
-				want.Method, want.RequestURI, want.Proto, want.Host, want.ContentLength, want.Close)
-		}
-		delete(want.Header, "Host")
-		if len(got.Header) != 0 || len(want.Header) != 0 {
-			if !reflect.DeepEqual(got.Header, want.Header) {
-				t.Fatalf("%q: header %v, net/http %v", raw, got.Header, want.Header)
-			}
-		}
+		sameAsNetHTTP(t, b, got)
 	})
+}
+
+// newHeadConn is a connection reading raw, for readHead.
+func newHeadConn(raw []byte) *conn {
+	c := &conn{srv: &Server{MaxHeaderBytes: 4096}, rwc: fakeConn{r: bytes.NewReader(raw)}}
+	c.br = bufio.NewReaderSize(c.rwc, 4096)
+	c.bw = bufio.NewWriter(io.Discard)
+	c.w.c = c
+	return c
+}
+
+// sameAsNetHTTP checks that net/http reads head raw as readHead did (got).
+func sameAsNetHTTP(t *testing.T, raw []byte, got *http.Request) {
+	t.Helper()
+	want, werr := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if werr != nil {
+		t.Fatalf("readHead took %q, net/http refused it: %v", raw, werr)
+	}
+	if got.Method != want.Method || got.RequestURI != want.RequestURI || got.Proto != want.Proto ||
+		got.Host != want.Host || got.ContentLength != want.ContentLength || got.Close != want.Close {
+		t.Fatalf("%q: readHead %s %s %s host %q length %d close %v; net/http %s %s %s host %q length %d close %v", raw,
+			got.Method, got.RequestURI, got.Proto, got.Host, got.ContentLength, got.Close,
+			want.Method, want.RequestURI, want.Proto, want.Host, want.ContentLength, want.Close)
+	}
+	delete(want.Header, "Host")
+	if len(got.Header) != 0 || len(want.Header) != 0 {
+		if !reflect.DeepEqual(got.Header, want.Header) {
+			t.Fatalf("%q: header %v, net/http %v", raw, got.Header, want.Header)
+		}
+	}
+}
+
+// TestReadHeadAllocs counts readHead's allocations for heads the
+// frontend's clients send, on a connection that read the same kind of
+// head before (a kept connection's usual request).
+func TestReadHeadAllocs(t *testing.T) {
+	goClient := "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: Go-http-client/1.1\r\n" +
+		"Content-Length: %d\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n"
+	for _, tc := range []struct {
+		name  string
+		heads [2]string
+		max   float64
+	}{
+		// the map (two), its value array, the URL
+		{"same fields", [2]string{fmt.Sprintf(goClient, 120), fmt.Sprintf(goClient, 120)}, 4},
+		// and the new values' string
+		{"new length", [2]string{fmt.Sprintf(goClient, 120), fmt.Sprintf(goClient, 130)}, 5},
+		// and the target
+		{"new target", [2]string{fmt.Sprintf(goClient, 120), strings.Replace(fmt.Sprintf(goClient, 120), "completions", "models", 1)}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newHeadConn([]byte(tc.heads[0]))
+			if _, err := c.readHead(); err != nil {
+				t.Fatal(err)
+			}
+			prev, target := slices.Clone(c.prev), c.lastTarget
+			r := strings.NewReader(tc.heads[1])
+			var rd io.Reader = fakeConn{r: r} // boxed once, outside the count
+			got := testing.AllocsPerRun(200, func() {
+				c.prev, c.lastTarget = append(c.prev[:0], prev...), target // as after heads[0]
+				r.Reset(tc.heads[1])
+				c.br.Reset(rd)
+				if _, err := c.readHead(); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("%.0f allocations", got)
+			if got > tc.max {
+				t.Errorf("%.1f allocations, want at most %.0f", got, tc.max)
+			}
+		})
+	}
 }

@@ -57,7 +57,9 @@ func (c *conn) readRequest(ctx context.Context) (*http.Request, context.CancelFu
 	if c.peer != nil {
 		c.peer.set(cancel)
 	}
-	return req.WithContext(rctx), cancel, nil
+	rr := req.WithContext(rctx)
+	c.req = http.Request{} // hold nothing of this request past it
+	return rr, cancel, nil
 }
 
 var (
@@ -94,7 +96,10 @@ func (c *conn) readLine(budget *int) ([]byte, error) {
 }
 
 // readHead parses the request line and header fields into a request
-// (without its context).
+// (without its context). The values a connection's requests repeat (the
+// target, Host, User-Agent, Content-Type...) reuse the previous request's
+// strings, and the new values share one string and the fields one slice
+// array, so a usual head costs a few allocations, not two per field.
 func (c *conn) readHead() (*http.Request, error) {
 	budget := c.srv.MaxHeaderBytes
 	if budget <= 0 {
@@ -105,9 +110,14 @@ func (c *conn) readHead() (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	method, target, proto, ok := splitRequestLine(line)
+	method, tg, proto, ok := splitRequestLine(line)
 	if !ok {
 		return nil, errBadRequest
+	}
+	target := c.lastTarget
+	if string(tg) != target {
+		target = string(tg)
+		c.lastTarget = target
 	}
 	major, minor, ok := http.ParseHTTPVersion(proto)
 	if !ok {
@@ -117,9 +127,8 @@ func (c *conn) readHead() (*http.Request, error) {
 	if err != nil {
 		return nil, errBadRequest
 	}
-	// A new map per request: a handler may keep its request's header.
-	hdr := make(http.Header, 8)
 	var nameErr error // reported in net/http's order, below
+	c.fields, c.vals = c.fields[:0], c.vals[:0]
 	for {
 		l, err := c.readLine(&budget)
 		if err != nil {
@@ -145,12 +154,45 @@ func (c *conn) readHead() (*http.Request, error) {
 		if !validValue(v) {
 			return nil, errBadRequest
 		}
-		k := canonicalKey(l[:i])
-		hdr[k] = append(hdr[k], string(v))
+		f := headField{key: canonicalKey(l[:i]), off: -1}
+		if n := len(c.fields); n < len(c.prev) && c.prev[n].key == f.key && c.prev[n].val == string(v) {
+			f.val = c.prev[n].val
+		} else {
+			f.off = len(c.vals)
+			c.vals = append(c.vals, v...)
+			f.end = len(c.vals)
+		}
+		c.fields = append(c.fields, f)
 	}
-	r := &http.Request{
+	// A new map and values per request: a handler may keep its request's
+	// header.
+	hdr := make(http.Header, max(len(c.fields), 8))
+	if len(c.fields) > 0 {
+		fresh := string(c.vals)
+		vals := make([]string, len(c.fields))
+		for i := range c.fields {
+			f := &c.fields[i]
+			if f.off >= 0 {
+				f.val = fresh[f.off:f.end]
+			}
+			if old, ok := hdr[f.key]; ok {
+				hdr[f.key] = append(old, f.val)
+				continue
+			}
+			vals[i] = f.val
+			hdr[f.key] = vals[i : i+1 : i+1]
+		}
+	}
+	c.prev = append(c.prev[:0], c.fields...)
+	if c.remote == "" {
+		c.remote = c.rwc.RemoteAddr().String()
+	}
+	// The connection's request value; readRequest's WithContext makes the
+	// handler's copy.
+	r := &c.req
+	*r = http.Request{
 		Method: method, URL: u, Proto: proto, ProtoMajor: major, ProtoMinor: minor,
-		Header: hdr, RequestURI: target, RemoteAddr: c.rwc.RemoteAddr().String(),
+		Header: hdr, RequestURI: target, RemoteAddr: c.remote,
 	}
 	hosts, haveHost := hdr["Host"]
 	if len(hosts) > 1 {
@@ -186,6 +228,14 @@ func (c *conn) readHead() (*http.Request, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// headField is one header field of the head being read: its value is
+// val (a previous request's string) or, when off >= 0, conn.vals[off:end].
+type headField struct {
+	key      string
+	val      string
+	off, end int
 }
 
 // unfold returns header line l trimmed of blanks, joined with the
@@ -353,11 +403,11 @@ func (b *body) discard() bool {
 
 // splitRequestLine splits "METHOD target HTTP/x.y" at its first two
 // spaces, as net/http does (the protocol is the rest of the line).
-func splitRequestLine(l []byte) (method, target, proto string, ok bool) {
+func splitRequestLine(l []byte) (method string, target []byte, proto string, ok bool) {
 	m, rest, ok1 := bytes.Cut(l, []byte{' '})
 	tg, pr, ok2 := bytes.Cut(rest, []byte{' '})
 	if !ok1 || !ok2 || !validKey(m) {
-		return "", "", "", false
+		return "", nil, "", false
 	}
 	switch string(m) { // the usual methods without an allocation
 	case http.MethodPost:
@@ -372,7 +422,7 @@ func splitRequestLine(l []byte) (method, target, proto string, ok bool) {
 	} else {
 		proto = string(pr)
 	}
-	return method, string(tg), proto, true
+	return method, tg, proto, true
 }
 
 // validKey reports whether k is an HTTP token (a header name or method).

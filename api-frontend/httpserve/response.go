@@ -167,6 +167,71 @@ func (w *response) FlushError() error {
 // Flush implements http.Flusher.
 func (w *response) Flush() { _ = w.FlushError() }
 
+// BufferHead writes the response head (and any body the handler wrote)
+// into the connection's buffer without sending it, and returns a copy of
+// those bytes, valid until the next request on the connection (none when
+// they did not fit in the buffer: then they were sent). A caller
+// that sends them itself on the socket (with its first bytes of the body:
+// one write instead of two) then calls DropBuffered; one that does not
+// leaves them to be sent with the rest of the response.
+func (w *response) BufferHead() ([]byte, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.aborted {
+		return nil, http.ErrHandlerTimeout
+	}
+	bw := w.c.bw
+	if bw.Buffered() > 0 {
+		if err := bw.Flush(); err != nil {
+			w.aborted = true
+			return nil, err
+		}
+	}
+	// Format into the connection's head buffer through bw, then put the
+	// bytes back into bw, so that both hold them.
+	w.c.head = w.c.head[:0]
+	bw.Reset(&w.c.head)
+	var err error
+	if !w.headSent {
+		err = w.sendHead(false)
+	}
+	if err == nil {
+		err = w.writeBody(nil)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(w.c.rwc)
+	if err != nil {
+		w.aborted = true
+		return nil, err
+	}
+	if len(w.c.head) > bw.Available() {
+		// Too large to hold: sent now, nothing is left for the caller.
+		if _, err := w.c.rwc.Write(w.c.head); err != nil {
+			w.aborted = true
+			return nil, err
+		}
+		return nil, nil
+	}
+	_, _ = bw.Write(w.c.head)
+	return w.c.head, nil
+}
+
+// DropBuffered discards what the connection's buffer holds: the caller
+// has sent it (BufferHead).
+func (w *response) DropBuffered() { w.c.bw.Reset(w.c.rwc) }
+
+// byteSink is a growing byte slice that bw can write into.
+type byteSink []byte
+
+// Write appends p.
+func (b *byteSink) Write(p []byte) (int, error) {
+	*b = append(*b, p...)
+	return len(p), nil
+}
+
 // SetReadDeadline is the connection's (http.ResponseController).
 func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
 

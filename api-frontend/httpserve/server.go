@@ -252,6 +252,15 @@ type conn struct {
 	w     response
 	line  []byte // a head line longer than br's buffer
 	fold  []byte // a header field folded over several lines
+
+	// What readHead reuses from one request to the next.
+	req        http.Request // the request being read (handlers get a copy)
+	lastTarget string       // the previous request's target
+	remote     string       // rwc.RemoteAddr().String(), once
+	fields     []headField  // the head's fields
+	prev       []headField  // the previous head's fields (their values)
+	vals       []byte       // the head's values that are not in prev
+	head       byteSink     // the response head BufferHead returned
 }
 
 // bodyDiscardLimit is how much of an unread request body is read and

@@ -571,9 +571,18 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 	// The client going away and the server's end of streams are channels
 	// selected beside the wake-ups (no callbacks to register per request).
 	gone, ending := w.Gone(), s.endCtx.Done()
+	// headDue: a head held for the first chunk has waited long enough
+	// and goes alone (sse's keptSSE on httpserve).
+	var headDue <-chan struct{}
+	if hd, ok := w.(interface{ HeadDue() <-chan struct{} }); ok {
+		headDue = hd.HeadDue()
+	}
 	for {
+		sendHead := false
 		select {
 		case <-r.wake:
+		case <-headDue:
+			sendHead = true
 		case <-gone:
 			return // run's defer aborts the engine requests
 		case <-ending:
@@ -597,7 +606,7 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		r.writing = true
 		r.mu.Unlock()
 		var werr error
-		if len(framed) > 0 {
+		if len(framed) > 0 || sendHead {
 			werr = w.WriteRaw(framed)
 		}
 		size := len(*out) - sse.Headroom

@@ -198,7 +198,10 @@ type Sender struct {
 	// corked: the response head waits in the corked socket (keptSSE);
 	// the first TrySend uncorks it, so head and chunk leave together.
 	corked bool
-	k      *keptSSE // for uncorking; read only while corked
+	// held: the response head waits in user space (keptSSE.held); the
+	// first TrySend sends it with the chunk, in one send.
+	held bool
+	k    *keptSSE // for uncorking or the held head; read only while corked or held
 }
 
 // Frame is the package's Frame for this Sender's connection: the
@@ -218,6 +221,10 @@ func (s Sender) DirectEnd() bool { return !s.kept }
 func (s *Sender) TrySend(b []byte) (int, error) {
 	switch {
 	case s.fd > 0:
+		if s.held {
+			s.held = false
+			return s.k.sendHeld(b)
+		}
 		n, err := sendNonBlocking(s.fd, b)
 		if s.corked {
 			s.corked = false
@@ -416,6 +423,36 @@ func (p *plainSSE) Close() {}
 // Gone implements Conn.
 func (p *plainSSE) Gone() <-chan struct{} { return p.gone }
 
+// headBuffer is the server's ResponseWriter when it can hold a response
+// head in its connection's buffer for the handler to send (httpserve's).
+type headBuffer interface {
+	// BufferHead puts the head into the connection's buffer, unsent,
+	// and returns a copy (nil when it had to send it).
+	BufferHead() ([]byte, error)
+	// DropBuffered discards the buffer: the caller sent the head.
+	DropBuffered()
+}
+
+// findHeadBuffer returns the headBuffer under w (gin's writer wraps it),
+// or nil.
+func findHeadBuffer(w http.ResponseWriter) headBuffer {
+	for {
+		if hb, ok := w.(headBuffer); ok {
+			return hb
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+}
+
+// headWait is how long a held head waits for the first chunk before it
+// is sent alone: the kernel's limit for a corked socket, which the other
+// servers' heads wait under.
+const headWait = 200 * time.Millisecond
+
 // keptSSE sends a response's chunks straight to the socket of a connection
 // that net/http keeps: net/http wrote the head (chunked) and writes the
 // terminating chunk after the handler returns, then reads the client's
@@ -429,6 +466,14 @@ func (p *plainSSE) Gone() <-chan struct{} { return p.gone }
 // corked head by itself after at most 200 ms, so a client still sees the
 // head that soon when the first token is slow.
 //
+// On a server whose ResponseWriter is a headBuffer (httpserve), the head
+// is not corked but held: it stays in the connection's buffer and in held,
+// the first chunk's send takes it along (one sendmsg: no cork, no
+// uncork, no separate write of the head), and a stream that ends before
+// any chunk leaves it to the server, which sends it with the end. When no
+// chunk came within headWait, HeadDue fires and the stream's handler sends
+// the head alone (WriteRaw(nil)).
+//
 // There is one per connection (ConnContext), serving its requests' streams
 // in turn: start sets the per-request fields (w, gone, corked), and the
 // stream lets go of it (Close, and its Sender cleared) before its handler
@@ -440,6 +485,130 @@ type keptSSE struct {
 	gone <-chan struct{}     // the request context's Done
 	// corked: TCP_CORK is set on fd; whoever sends first clears it.
 	corked atomic.Bool
+
+	// The held head (see above), used by whoever writes under the
+	// stream's writer rule.
+	hb    headBuffer
+	held  []byte // the head's bytes not yet sent
+	inBuf bool   // held is all of the head and still in hb's buffer
+	due   chan struct{}
+	timer *time.Timer // fills due after headWait
+}
+
+// holdHead holds the head that hb buffered; false when the server sent it
+// (too large to hold).
+func (k *keptSSE) holdHead(hb headBuffer) (bool, error) {
+	head, err := hb.BufferHead()
+	if err != nil || len(head) == 0 {
+		return false, err
+	}
+	k.hb, k.held, k.inBuf = hb, head, true
+	if k.timer == nil {
+		k.due = make(chan struct{}, 1)
+		k.timer = time.AfterFunc(headWait, func() {
+			select {
+			case k.due <- struct{}{}:
+			default:
+			}
+		})
+		return true, nil
+	}
+	select {
+	case <-k.due: // a late one from the last request
+	default:
+	}
+	k.timer.Reset(headWait)
+	return true, nil
+}
+
+// sendHeld sends the held head and then b without blocking, and returns
+// how much of b went (syscall.EAGAIN, and 0, while any of the head is
+// left).
+func (k *keptSSE) sendHeld(b []byte) (int, error) {
+	if len(k.held) == 0 {
+		return sendNonBlocking(k.fd, b)
+	}
+	n, err := sendTwo(k.fd, k.held, b)
+	if n <= 0 {
+		if err == nil {
+			err = syscall.EAGAIN
+		}
+		return 0, err
+	}
+	if k.inBuf {
+		k.hb.DropBuffered()
+		k.inBuf = false
+	}
+	if n < len(k.held) {
+		k.held = k.held[n:]
+		return 0, syscall.EAGAIN
+	}
+	n -= len(k.held)
+	k.letGo()
+	return n, nil
+}
+
+// flushHeld sends what is left of the held head, blocking.
+func (k *keptSSE) flushHeld() error {
+	if len(k.held) == 0 {
+		return nil
+	}
+	if k.inBuf {
+		k.hb.DropBuffered()
+		k.inBuf = false
+	}
+	n, err := sendNonBlocking(k.fd, k.held)
+	if err != nil && err != syscall.EAGAIN {
+		return err
+	}
+	if rest := k.held[max(n, 0):]; len(rest) > 0 {
+		if _, err := k.conn.Write(rest); err != nil {
+			return err
+		}
+	}
+	k.letGo()
+	return nil
+}
+
+// letGo forgets the held head (sent, or left to the server).
+func (k *keptSSE) letGo() {
+	k.held, k.inBuf = nil, false
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+}
+
+// HeadDue receives when a held head has waited headWait
+// for the first chunk (nil on a connection that never held one).
+func (k *keptSSE) HeadDue() <-chan struct{} { return k.due }
+
+// sendTwo sends a and then b with one non-blocking sendmsg(2) (see
+// sendNonBlocking) and returns how many bytes went.
+func sendTwo(fd int, a, b []byte) (int, error) {
+	var iov [2]syscall.Iovec
+	iov[0].Base = &a[0]
+	iov[0].SetLen(len(a))
+	msg := syscall.Msghdr{Iov: &iov[0]}
+	msg.Iovlen = 1
+	if len(b) > 0 {
+		iov[1].Base = &b[0]
+		iov[1].SetLen(len(b))
+		msg.Iovlen = 2
+	}
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)),
+			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL)
+		runtime.KeepAlive(a)
+		runtime.KeepAlive(b)
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return 0, e
+		}
+	}
 }
 
 // uncork clears TCP_CORK once, sending what the socket holds (the head,
@@ -498,6 +667,17 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) 
 	hd["Cache-Control"] = noCache
 	hd["X-Accel-Buffering"] = no
 	w.WriteHeader(http.StatusOK)
+	k.w = w
+	k.gone = req.Context().Done()
+	if hb := findHeadBuffer(w); hb != nil {
+		if now, ok := w.(interface{ WriteHeaderNow() }); ok {
+			now.WriteHeaderNow() // gin's writer passes the status on
+		}
+		if _, err := k.holdHead(hb); err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
 	k.corked.Store(false)
 	if setCork(k.fd, 1) == nil {
 		k.corked.Store(true)
@@ -506,8 +686,6 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) 
 		k.uncork()
 		return nil, err
 	}
-	k.w = w
-	k.gone = req.Context().Done()
 	return k, nil
 }
 
@@ -518,6 +696,11 @@ func (k *keptSSE) start(w http.ResponseWriter, req *http.Request) (Conn, error) 
 func (k *keptSSE) Write(buf *[]byte, last bool) error {
 	if last {
 		k.uncork() // net/http's write of the end must not wait
+		if k.inBuf {
+			k.letGo() // the server sends the head with the end
+		} else if err := k.flushHeld(); err != nil {
+			return err
+		}
 		if b := (*buf)[Headroom:]; len(b) > 0 {
 			_, err := k.w.Write(b)
 			return err
@@ -528,8 +711,19 @@ func (k *keptSSE) Write(buf *[]byte, last bool) error {
 }
 
 // WriteRaw implements Conn: a non-blocking send, then the connection's
-// blocking write for what the socket did not take.
+// blocking write for what the socket did not take. A held head goes
+// first (with b empty: alone).
 func (k *keptSSE) WriteRaw(b []byte) error {
+	if len(k.held) > 0 {
+		n, err := k.sendHeld(b)
+		if err != nil && err != syscall.EAGAIN {
+			return err
+		}
+		if err := k.flushHeld(); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
 	if len(b) == 0 {
 		return nil
 	}
@@ -550,6 +744,9 @@ func (k *keptSSE) Direct() bool { return true }
 
 // TryWrite implements Conn.
 func (k *keptSSE) TryWrite(b []byte) (int, error) {
+	if len(k.held) > 0 {
+		return k.sendHeld(b)
+	}
 	n, err := sendNonBlocking(k.fd, b)
 	k.uncork()
 	return n, err
@@ -557,15 +754,25 @@ func (k *keptSSE) TryWrite(b []byte) (int, error) {
 
 // Sender implements Conn.
 func (k *keptSSE) Sender() Sender {
-	return Sender{fd: k.fd, kept: true, corked: k.corked.Load(), k: k}
+	return Sender{fd: k.fd, kept: true, corked: k.corked.Load(), held: len(k.held) > 0, k: k}
 }
 
 // Abort implements Conn: blocked and later writes, net/http's last chunk
 // included, fail at once, and net/http then closes the connection.
 func (k *keptSSE) Abort() { _ = k.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
-// Close implements Conn: the connection stays net/http's (uncorked).
-func (k *keptSSE) Close() { k.uncork() }
+// Close implements Conn: the connection stays net/http's (uncorked, the
+// head sent or left to the server).
+func (k *keptSSE) Close() {
+	k.uncork()
+	if k.inBuf {
+		k.letGo()
+	} else if len(k.held) > 0 {
+		if k.flushHeld() != nil {
+			k.Abort() // the response cannot end well: the server closes
+		}
+	}
+}
 
 // Gone implements Conn.
 func (k *keptSSE) Gone() <-chan struct{} { return k.gone }

@@ -26,7 +26,7 @@ func BenchmarkKeptRequestLean(b *testing.B) {
 }
 
 // httpserveServe serves h with httpserve on a loopback rawsock listener.
-func httpserveServe(b *testing.B, h http.Handler) string {
+func httpserveServe(b testing.TB, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
