@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/sluice-llm/sluice/kernels"
+import (
+	"unsafe"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
 
 // Batches of at least halfPanelMinRows activation rows on BF16 weights
 // (usePanels; the kernels take F16 too): the weights are widened to float32 once per call and chunk of
@@ -37,13 +41,24 @@ const (
 )
 
 // usePanels reports whether a batch of n rows on weights of type dt (F16
-// or BF16) runs on the panel path: BF16 batches of halfPanelMinRows rows
-// or more. Widening BF16 takes two vector ALU operations (zero-extend,
+// or BF16) with k values per row runs on the panel path: BF16 batches of
+// halfPanelMinRows rows or more, and F16 batches of two panels or more
+// (over 16 rows) whose rows are longer than the tiles' slice of K
+// (halfKc). Widening BF16 takes two vector ALU operations (zero-extend,
 // shift) per 8 weights, which the register tiles repeat for every group
-// of 4 activation rows; F16's single VCVTPH2PS cost the tiles too little
-// for the panel path to gain (docs/bench/f16-bf16.md, "Panel path").
-func usePanels(dt kernels.DType, n int) bool {
-	return dt == kernels.BF16 && n >= halfPanelMinRows
+// of 4 activation rows; F16's single VCVTPH2PS costs the tiles too little
+// for the panel path to gain where K fits one slice, but past it each
+// tile call ends in horizontal sums added to out per slice, and the panel
+// path (sums held in acc per chunk) is faster (docs/bench/f16-bf16.md,
+// "Panel path" and "Prefetching the panel path's weights").
+func usePanels(dt kernels.DType, n, k int) bool {
+	switch dt {
+	case kernels.BF16:
+		return n >= halfPanelMinRows
+	case kernels.F16:
+		return n > 16 && k > halfKc
+	}
+	return false
 }
 
 // halfScratch is one worker's buffers for the panel path, grown on first
@@ -133,8 +148,20 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 					halfToF32F16AVX2(&src[0], &dst[0], kn)
 				}
 			}
+			// the next block's chunk (the next rows at this chunk, or the
+			// range's first rows at the next one) is fetched group by group
+			// while this block computes: widening it later then reads
+			// from the caches, not from memory
+			pb, pk := oe, kb
+			if pb >= hi {
+				pb, pk = lo, kb+halfPanelKc
+			}
+			pe := min(pb+halfPanelNb, hi)
 			for o := ob; o < oe; {
 				W := min(halfPanelMaxW, oe-o)
+				if r := pb + o - ob; pk < K8 && r < pe {
+					prefetchRows(w.Q[r*rb+2*pk:], rb, min(W, pe-r), 2*min(halfPanelKc, K8-pk))
+				}
 				for g := 0; g < G; g++ {
 					a := acc[(g*R+o-lo)*16 : (g*R+o-lo+W)*16]
 					halfPanelAVX2(W, &s.xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
@@ -192,4 +219,15 @@ func packRowPanels(xp, x []float32, xs, n, kb, kn int) {
 			}
 		}
 	}
+}
+
+// prefetchRows hints that n rows of w (stride bytes apart, the first at
+// w[0]), nb bytes each, are read soon (PREFETCHT0:
+// a hint, never a fault; the bounds are checked here).
+func prefetchRows(w []byte, stride, n, nb int) {
+	if n <= 0 || nb <= 0 {
+		return
+	}
+	_ = w[(n-1)*stride+nb-1]
+	prefetchRowsAVX512(uintptr(unsafe.Pointer(&w[0])), stride, n, nb)
 }

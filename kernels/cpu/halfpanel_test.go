@@ -257,3 +257,50 @@ func BenchmarkHalfBatchPaths(b *testing.B) {
 }
 
 var halfBenchShapes = []struct{ out, in int }{{2048, 2048}, {2048, 8192}}
+
+// TestUsePanels pins which F16/BF16 batches run on the panel path: BF16
+// from halfPanelMinRows rows, F16 from two panels (17 rows) where K is
+// longer than the tiles' slice, nothing else.
+func TestUsePanels(t *testing.T) {
+	cases := []struct {
+		dt   kernels.DType
+		n, k int
+		want bool
+	}{
+		{kernels.BF16, halfPanelMinRows - 1, 2048, false},
+		{kernels.BF16, halfPanelMinRows, 64, true},
+		{kernels.BF16, 128, 8192, true},
+		{kernels.F16, 16, 8192, false},
+		{kernels.F16, 17, 8192, true},
+		{kernels.F16, 128, halfKc, false},
+		{kernels.F16, 128, halfKc + 8, true},
+		{kernels.F32, 128, 8192, false},
+		{kernels.Q8_0, 128, 8192, false},
+	}
+	for _, c := range cases {
+		if got := usePanels(c.dt, c.n, c.k); got != c.want {
+			t.Errorf("usePanels(%v, %d, %d) = %v, want %v", c.dt, c.n, c.k, got, c.want)
+		}
+	}
+}
+
+// TestPrefetchRows prefetches row spans that end exactly at the end of
+// their slice (lengths that are no multiple of a cache line included):
+// a hint that neither faults nor changes the data.
+func TestPrefetchRows(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	for _, c := range []struct{ stride, n, nb int }{{64, 1, 64}, {100, 3, 16}, {4096, 5, 4096}, {520, 7, 520}, {8, 0, 8}} {
+		w := make([]byte, max(1, (c.n-1)*c.stride+c.nb))
+		for i := range w {
+			w[i] = byte(i)
+		}
+		prefetchRows(w, c.stride, c.n, c.nb)
+		for i := range w {
+			if w[i] != byte(i) {
+				t.Fatalf("%+v: byte %d changed", c, i)
+			}
+		}
+	}
+}
