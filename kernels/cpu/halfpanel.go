@@ -129,13 +129,21 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	// two panels or more: a block of weight rows is widened once into wf
 	// for all of them (halfPanelAVX2 on wf gives the sums of
 	// halfPanelWidenAVX2 bit for bit)
+	packed := t.xpN == n // packed once for the whole MatMul (packPanels)
 	if G > 1 {
-		s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		if !packed {
+			s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		}
 		s.wf = halfGrow(s.wf, halfPanelNb*halfPanelKc)
 	}
 	for kb, ci := 0, 0; G > 1 && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 		kn := min(halfPanelKc, K8-kb)
-		packRowPanels(s.xp, x.F, x.C, n, kb, kn)
+		xp := s.xp
+		if packed {
+			xp = t.xp[G*16*kb : G*16*(kb+kn)]
+		} else {
+			packRowPanels(xp, x.F, x.C, n, kb, kn)
+		}
 		acc := s.acc[(ci&1)*set : (ci&1)*set+set]
 		for ob := lo; ob < hi; ob += halfPanelNb {
 			oe := min(ob+halfPanelNb, hi)
@@ -150,8 +158,8 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 			}
 			// the next block's chunk (the next rows at this chunk, or the
 			// range's first rows at the next one) is fetched group by group
-			// while this block computes: widening it later then reads
-			// from the caches, not from memory
+			// while this block computes, so that widening it later reads
+			// from the caches more often than from memory
 			pb, pk := oe, kb
 			if pb >= hi {
 				pb, pk = lo, kb+halfPanelKc
@@ -164,7 +172,7 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 				}
 				for g := 0; g < G; g++ {
 					a := acc[(g*R+o-lo)*16 : (g*R+o-lo+W)*16]
-					halfPanelAVX2(W, &s.xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
+					halfPanelAVX2(W, &xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
 				}
 				o += W
 			}
@@ -178,7 +186,10 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		for i := range or {
 			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
 		}
-		if K8 < K {
+	}
+	if K8 < K {
+		for m := 0; m < n; m++ {
+			or := out.F[m*out.C+lo : m*out.C+hi]
 			xr := x.F[m*x.C+K8 : m*x.C+K]
 			for i := range or {
 				o := lo + i
@@ -186,6 +197,29 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 			}
 		}
 	}
+}
+
+// packPanels packs the activations of the MatMul t is about to run into
+// t.xp once, chunk after chunk of halfPanelKc values (chunk c at
+// t.xp[G·16·c·halfPanelKc:], as packRowPanels writes it), when its batch
+// runs on the panel path with two panels or more, so that the workers'
+// ranges share one copy instead of each packing its own (t.xpN = n;
+// matmulStored resets it). Other tasks (MatMulExperts' sub-tasks) pack
+// per range.
+func (t *qmatTask) packPanels() {
+	t.xpN = 0
+	w, x, n := t.w, t.x, t.n
+	if !t.k.avx2 || n <= 16 || w.C < 8 || !usePanels(w.DT, n, w.C) {
+		return
+	}
+	K8 := w.C &^ 7
+	G := (n + 15) / 16
+	t.xp = halfGrow(t.xp, G*16*K8)
+	for kb := 0; kb < K8; kb += halfPanelKc {
+		kn := min(halfPanelKc, K8-kb)
+		packRowPanels(t.xp[G*16*kb:G*16*(kb+kn)], x.F, x.C, n, kb, kn)
+	}
+	t.xpN = n
 }
 
 // packRowPanels writes values [kb, kb+kn) (kn a multiple of 8) of the n

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -31,7 +32,7 @@ func TestHalfPanels(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 46))
 	cases := []struct{ n, rows, in int }{
 		{8, 1, 8}, {9, 5, 24}, {15, 6, 256}, {16, 7, 264}, {17, 13, 513},
-		{31, 47, 1031}, {32, 49, 520}, {33, 100, 64}, {64, 2*halfPanelRange + 7, 40}, {16, 390, 2056},
+		{31, 47, 1031}, {32, 49, 520}, {33, 100, 64}, {64, 2*halfPanelRange + 7, 40}, {16, 390, 2056}, {40, 60, halfKc + 264},
 	}
 	for _, dt := range halfTypes {
 		for _, c := range cases {
@@ -54,6 +55,23 @@ func TestHalfPanels(t *testing.T) {
 				q := &qmatTask{k: kern{avx2: true}, out: out, x: x, w: w, n: c.n}
 				q.prepareHalf(1)
 				q.halfPanels(lo, hi, &q.hp[0])
+				// with the activations packed once for the MatMul
+				// (packPanels, where the batch has two panels or more
+				// and the type's batches run on this path), the same
+				// bits
+				out2 := &kernels.Host{R: c.n, C: c.rows, F: slices.Clone(out.F)}
+				q2 := &qmatTask{k: kern{avx2: true}, out: out2, x: x, w: w, n: c.n}
+				q2.prepareHalf(1)
+				q2.packPanels()
+				if want := c.n > 16 && usePanels(dt, c.n, c.in); (q2.xpN == c.n) != want {
+					t.Fatalf("packPanels packed %d rows, want packed: %v", q2.xpN, want)
+				}
+				q2.halfPanels(lo, hi, &q2.hp[0])
+				for i := range out.F {
+					if math.Float32bits(out.F[i]) != math.Float32bits(out2.F[i]) {
+						t.Fatalf("[%d,%d] = %v packed once, %v packed per range", i/c.rows, i%c.rows, out2.F[i], out.F[i])
+					}
+				}
 				tol := func(j int) float64 {
 					return float64(halfPanelDepth(c.in))*0x1p-24*mag[j]*1.01 + 1e-6
 				}

@@ -438,6 +438,8 @@ type qmatTask struct {
 	n         int
 	act       actQ
 	hp        []halfScratch // per worker, for the F16/BF16 panel path (prepareHalf)
+	xp        []float32     // the activations packed for the panel path (packPanels)
+	xpN       int           // rows packed in xp for the running MatMul; 0 when none
 }
 
 func (t *qmatTask) run(lo, hi, wk int) {
@@ -487,6 +489,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
 	t.prepareHalf(b.pool.n)
+	t.packPanels()
 	switch {
 	case n*w.R*w.C < 1<<15:
 		t.run(0, w.R, 0)
@@ -497,7 +500,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	default:
 		b.pool.parallel(w.R, 4, 0, t)
 	}
-	t.out, t.x, t.w = nil, nil, nil
+	t.out, t.x, t.w, t.xpN = nil, nil, nil, 0
 }
 
 // rows1 computes rows [lo, hi) of w into dst against a single activation
