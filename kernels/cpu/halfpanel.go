@@ -6,20 +6,21 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// Batches of at least halfPanelMinRows activation rows on BF16 weights
-// (usePanels; the kernels take F16 too): the weights are widened to float32 once per call and chunk of
-// K, not once per group of activation rows as in the register tiles of
+// Batches of at least halfPanelMinRows activation rows on BF16 weights,
+// and F16 batches of over 16 rows with K past halfKc (usePanels): the
+// weights are widened to float32 once per call and chunk of K, not once per group of activation rows as in the register tiles of
 // half.go, and the products run on halfPanel kernels (halfpanel_amd64.s):
 // 16 activation rows in the lanes of two ymm, stored k-major in a panel,
 // times one broadcast weight per weight row, six weight rows per call.
 //
 //	for each range of up to halfPanelRange weight rows:
-//	  two panels or more (n > 16):
+//	  two panels or more (n > 16; the activations packed into k-major
+//	  panels of 16 rows once per MatMul, packPanels):
 //	    for each halfPanelKc-value chunk of K:
-//	      pack the chunk of every activation row into k-major panels of 16 rows
 //	      for each block of halfPanelNb weight rows:
 //	        widen the block's chunk to float32 (halfToF32*)
-//	        for each 6 weight rows, for each panel: halfPanel, added to acc
+//	        for each 6 weight rows: prefetch the next block's rows,
+//	          then for each panel: halfPanel, added to acc
 //	  one panel (n ≤ 16): pack all of K once, then
 //	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
 //	    which widens as it goes (each weight is used by one panel only)
