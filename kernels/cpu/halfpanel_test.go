@@ -166,27 +166,37 @@ func TestHalfPanelKernels(t *testing.T) {
 	}
 }
 
-// TestHalfPanelAllocs checks that a 16-row BF16 MatMul on the panel path
-// allocates nothing once the workers' scratch has grown.
+// TestHalfPanelAllocs checks that MatMuls on the panel path (16 rows, and
+// more with the activations packed once per MatMul) allocate nothing once
+// the workers' scratch and the packed buffer have grown.
 func TestHalfPanelAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 48))
-	const n, rows, in = 16, 200, 520
-	data := randBlocks(r, kernels.BF16, rows, in)
-	sanitizeHalves(kernels.BF16, data)
-	w, err := kernels.NewHostWeight(kernels.BF16, rows, in, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := New(Options{Threads: 2})
-	defer be.Close()
-	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
-	out := be.Alloc(n, rows)
-	be.MatMul(out, x, w, n)
-	if a := testing.AllocsPerRun(20, func() {
-		x.F[0]++
-		be.MatMul(out, x, w, n)
-	}); a != 0 {
-		t.Errorf("%v allocations per call", a)
+	// one panel (BF16), and two panels or more on both types (F16 with K
+	// past the tiles' slice), whose activations packPanels packs into a
+	// buffer that grows once
+	for _, c := range []struct {
+		dt          kernels.DType
+		n, rows, in int
+	}{{kernels.BF16, 16, 200, 520}, {kernels.BF16, 40, 100, 520}, {kernels.F16, 40, 100, halfKc + 64}} {
+		t.Run(fmt.Sprintf("%v/n%d", c.dt, c.n), func(t *testing.T) {
+			data := randBlocks(r, c.dt, c.rows, c.in)
+			sanitizeHalves(c.dt, data)
+			w, err := kernels.NewHostWeight(c.dt, c.rows, c.in, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := New(Options{Threads: 2})
+			defer be.Close()
+			x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
+			out := be.Alloc(c.n, c.rows)
+			be.MatMul(out, x, w, c.n)
+			if a := testing.AllocsPerRun(20, func() {
+				x.F[0]++
+				be.MatMul(out, x, w, c.n)
+			}); a != 0 {
+				t.Errorf("%v allocations per call", a)
+			}
+		})
 	}
 }
 
