@@ -18,7 +18,8 @@ import "github.com/sluice-llm/sluice/kernels"
 // A tile widens each 8-weight chunk once and multiplies it with halfM
 // activation rows from registers; the sums of the slices of K add up in
 // out, which is cleared first. BF16 batches of halfPanelMinRows rows or
-// more run on the panel path of halfpanel.go instead (usePanels).
+// more, and F16 batches of over 16 rows with K past halfKc, run on the
+// panel path of halfpanel.go instead (usePanels).
 
 // The main tile shape and the cache blocking of halfBatch.
 const (

@@ -46,7 +46,7 @@ func TestHalfPartition(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(17, 41))
 	for _, dt := range halfTypes {
-		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {13, 37, 1100}, {2, 64, 2048}, {16, 50, 600}, {40, 101, 1100}} {
+		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {13, 37, 1100}, {2, 64, 2048}, {16, 50, 600}, {40, 101, 1100}, {24, 61, halfKc + 72}} {
 			t.Run(fmt.Sprintf("%v/n%d/%dx%d", dt, c.n, c.out, c.in), func(t *testing.T) {
 				data := randBlocks(r, dt, c.out, c.in)
 				sanitizeHalves(dt, data)

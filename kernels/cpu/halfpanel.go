@@ -1,21 +1,26 @@
 package cpu
 
-import "github.com/sluice-llm/sluice/kernels"
+import (
+	"unsafe"
 
-// Batches of at least halfPanelMinRows activation rows on BF16 weights
-// (usePanels; the kernels take F16 too): the weights are widened to float32 once per call and chunk of
-// K, not once per group of activation rows as in the register tiles of
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// Batches of at least halfPanelMinRows activation rows on BF16 weights,
+// and F16 batches of over 16 rows with K past halfKc (usePanels): the
+// weights are widened to float32 once per call and chunk of K, not once per group of activation rows as in the register tiles of
 // half.go, and the products run on halfPanel kernels (halfpanel_amd64.s):
 // 16 activation rows in the lanes of two ymm, stored k-major in a panel,
 // times one broadcast weight per weight row, six weight rows per call.
 //
 //	for each range of up to halfPanelRange weight rows:
-//	  two panels or more (n > 16):
+//	  two panels or more (n > 16; the activations packed into k-major
+//	  panels of 16 rows once per MatMul, packPanels):
 //	    for each halfPanelKc-value chunk of K:
-//	      pack the chunk of every activation row into k-major panels of 16 rows
 //	      for each block of halfPanelNb weight rows:
 //	        widen the block's chunk to float32 (halfToF32*)
-//	        for each 6 weight rows, for each panel: halfPanel, added to acc
+//	        for each 6 weight rows: prefetch the next block's rows,
+//	          then for each panel: halfPanel, added to acc
 //	  one panel (n ≤ 16): pack all of K once, then
 //	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
 //	    which widens as it goes (each weight is used by one panel only)
@@ -37,13 +42,24 @@ const (
 )
 
 // usePanels reports whether a batch of n rows on weights of type dt (F16
-// or BF16) runs on the panel path: BF16 batches of halfPanelMinRows rows
-// or more. Widening BF16 takes two vector ALU operations (zero-extend,
+// or BF16) with k values per row runs on the panel path: BF16 batches of
+// halfPanelMinRows rows or more, and F16 batches of two panels or more
+// (over 16 rows) whose rows are longer than the tiles' slice of K
+// (halfKc). Widening BF16 takes two vector ALU operations (zero-extend,
 // shift) per 8 weights, which the register tiles repeat for every group
-// of 4 activation rows; F16's single VCVTPH2PS cost the tiles too little
-// for the panel path to gain (docs/bench/f16-bf16.md, "Panel path").
-func usePanels(dt kernels.DType, n int) bool {
-	return dt == kernels.BF16 && n >= halfPanelMinRows
+// of 4 activation rows; F16's single VCVTPH2PS costs the tiles too little
+// for the panel path to gain where K fits one slice, but past it each
+// tile call ends in horizontal sums added to out per slice, and the panel
+// path (sums held in acc per chunk) is faster (docs/bench/f16-bf16.md,
+// "Panel path" and "Prefetching the panel path's weights").
+func usePanels(dt kernels.DType, n, k int) bool {
+	switch dt {
+	case kernels.BF16:
+		return n >= halfPanelMinRows
+	case kernels.F16:
+		return n > 16 && k > halfKc
+	}
+	return false
 }
 
 // halfScratch is one worker's buffers for the panel path, grown on first
@@ -114,13 +130,21 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	// two panels or more: a block of weight rows is widened once into wf
 	// for all of them (halfPanelAVX2 on wf gives the sums of
 	// halfPanelWidenAVX2 bit for bit)
+	packed := t.xpN == n // packed once for the whole MatMul (packPanels)
 	if G > 1 {
-		s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		if !packed {
+			s.xp = halfGrow(s.xp, G*16*halfPanelKc)
+		}
 		s.wf = halfGrow(s.wf, halfPanelNb*halfPanelKc)
 	}
 	for kb, ci := 0, 0; G > 1 && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 		kn := min(halfPanelKc, K8-kb)
-		packRowPanels(s.xp, x.F, x.C, n, kb, kn)
+		xp := s.xp
+		if packed {
+			xp = t.xp[G*16*kb : G*16*(kb+kn)]
+		} else {
+			packRowPanels(xp, x.F, x.C, n, kb, kn)
+		}
 		acc := s.acc[(ci&1)*set : (ci&1)*set+set]
 		for ob := lo; ob < hi; ob += halfPanelNb {
 			oe := min(ob+halfPanelNb, hi)
@@ -133,11 +157,23 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 					halfToF32F16AVX2(&src[0], &dst[0], kn)
 				}
 			}
+			// the next block's chunk (the next rows at this chunk, or the
+			// range's first rows at the next one) is fetched group by group
+			// while this block computes, so that widening it later reads
+			// from the caches more often than from memory
+			pb, pk := oe, kb
+			if pb >= hi {
+				pb, pk = lo, kb+halfPanelKc
+			}
+			pe := min(pb+halfPanelNb, hi)
 			for o := ob; o < oe; {
 				W := min(halfPanelMaxW, oe-o)
+				if r := pb + o - ob; pk < K8 && r < pe {
+					prefetchRows(w.Q[r*rb+2*pk:], rb, min(W, pe-r), 2*min(halfPanelKc, K8-pk))
+				}
 				for g := 0; g < G; g++ {
 					a := acc[(g*R+o-lo)*16 : (g*R+o-lo+W)*16]
-					halfPanelAVX2(W, &s.xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
+					halfPanelAVX2(W, &xp[g*16*kn], &s.wf[(o-ob)*kn], kn, kn, &a[0])
 				}
 				o += W
 			}
@@ -151,7 +187,10 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		for i := range or {
 			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
 		}
-		if K8 < K {
+	}
+	if K8 < K {
+		for m := 0; m < n; m++ {
+			or := out.F[m*out.C+lo : m*out.C+hi]
 			xr := x.F[m*x.C+K8 : m*x.C+K]
 			for i := range or {
 				o := lo + i
@@ -159,6 +198,29 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 			}
 		}
 	}
+}
+
+// packPanels packs the activations of the MatMul t is about to run into
+// t.xp once, chunk after chunk of halfPanelKc values (chunk c at
+// t.xp[G·16·c·halfPanelKc:], as packRowPanels writes it), when its batch
+// runs on the panel path with two panels or more, so that the workers'
+// ranges share one copy instead of each packing its own (t.xpN = n;
+// matmulStored resets it). Other tasks (MatMulExperts' sub-tasks) pack
+// per range.
+func (t *qmatTask) packPanels() {
+	t.xpN = 0
+	w, x, n := t.w, t.x, t.n
+	if !t.k.avx2 || n <= 16 || w.C < 8 || !usePanels(w.DT, n, w.C) {
+		return
+	}
+	K8 := w.C &^ 7
+	G := (n + 15) / 16
+	t.xp = halfGrow(t.xp, G*16*K8)
+	for kb := 0; kb < K8; kb += halfPanelKc {
+		kn := min(halfPanelKc, K8-kb)
+		packRowPanels(t.xp[G*16*kb:G*16*(kb+kn)], x.F, x.C, n, kb, kn)
+	}
+	t.xpN = n
 }
 
 // packRowPanels writes values [kb, kb+kn) (kn a multiple of 8) of the n
@@ -192,4 +254,15 @@ func packRowPanels(xp, x []float32, xs, n, kb, kn int) {
 			}
 		}
 	}
+}
+
+// prefetchRows hints that n rows of w (stride bytes apart, the first at
+// w[0]), nb bytes each, are read soon (PREFETCHT0:
+// a hint, never a fault; the bounds are checked here).
+func prefetchRows(w []byte, stride, n, nb int) {
+	if n <= 0 || nb <= 0 {
+		return
+	}
+	_ = w[(n-1)*stride+nb-1]
+	prefetchRowsAVX512(uintptr(unsafe.Pointer(&w[0])), stride, n, nb)
 }

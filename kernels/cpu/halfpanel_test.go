@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -31,7 +32,7 @@ func TestHalfPanels(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 46))
 	cases := []struct{ n, rows, in int }{
 		{8, 1, 8}, {9, 5, 24}, {15, 6, 256}, {16, 7, 264}, {17, 13, 513},
-		{31, 47, 1031}, {32, 49, 520}, {33, 100, 64}, {64, 2*halfPanelRange + 7, 40}, {16, 390, 2056},
+		{31, 47, 1031}, {32, 49, 520}, {33, 100, 64}, {64, 2*halfPanelRange + 7, 40}, {16, 390, 2056}, {40, 60, halfKc + 264},
 	}
 	for _, dt := range halfTypes {
 		for _, c := range cases {
@@ -54,6 +55,23 @@ func TestHalfPanels(t *testing.T) {
 				q := &qmatTask{k: kern{avx2: true}, out: out, x: x, w: w, n: c.n}
 				q.prepareHalf(1)
 				q.halfPanels(lo, hi, &q.hp[0])
+				// with the activations packed once for the MatMul
+				// (packPanels, where the batch has two panels or more
+				// and the type's batches run on this path), the same
+				// bits
+				out2 := &kernels.Host{R: c.n, C: c.rows, F: slices.Clone(out.F)}
+				q2 := &qmatTask{k: kern{avx2: true}, out: out2, x: x, w: w, n: c.n}
+				q2.prepareHalf(1)
+				q2.packPanels()
+				if want := c.n > 16 && usePanels(dt, c.n, c.in); (q2.xpN == c.n) != want {
+					t.Fatalf("packPanels packed %d rows, want packed: %v", q2.xpN, want)
+				}
+				q2.halfPanels(lo, hi, &q2.hp[0])
+				for i := range out.F {
+					if math.Float32bits(out.F[i]) != math.Float32bits(out2.F[i]) {
+						t.Fatalf("[%d,%d] = %v packed once, %v packed per range", i/c.rows, i%c.rows, out2.F[i], out.F[i])
+					}
+				}
 				tol := func(j int) float64 {
 					return float64(halfPanelDepth(c.in))*0x1p-24*mag[j]*1.01 + 1e-6
 				}
@@ -148,27 +166,37 @@ func TestHalfPanelKernels(t *testing.T) {
 	}
 }
 
-// TestHalfPanelAllocs checks that a 16-row BF16 MatMul on the panel path
-// allocates nothing once the workers' scratch has grown.
+// TestHalfPanelAllocs checks that MatMuls on the panel path (16 rows, and
+// more with the activations packed once per MatMul) allocate nothing once
+// the workers' scratch and the packed buffer have grown.
 func TestHalfPanelAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 48))
-	const n, rows, in = 16, 200, 520
-	data := randBlocks(r, kernels.BF16, rows, in)
-	sanitizeHalves(kernels.BF16, data)
-	w, err := kernels.NewHostWeight(kernels.BF16, rows, in, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := New(Options{Threads: 2})
-	defer be.Close()
-	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
-	out := be.Alloc(n, rows)
-	be.MatMul(out, x, w, n)
-	if a := testing.AllocsPerRun(20, func() {
-		x.F[0]++
-		be.MatMul(out, x, w, n)
-	}); a != 0 {
-		t.Errorf("%v allocations per call", a)
+	// one panel (BF16), and two panels or more on both types (F16 with K
+	// past the tiles' slice), whose activations packPanels packs into a
+	// buffer that grows once
+	for _, c := range []struct {
+		dt          kernels.DType
+		n, rows, in int
+	}{{kernels.BF16, 16, 200, 520}, {kernels.BF16, 40, 100, 520}, {kernels.F16, 40, 100, halfKc + 64}} {
+		t.Run(fmt.Sprintf("%v/n%d", c.dt, c.n), func(t *testing.T) {
+			data := randBlocks(r, c.dt, c.rows, c.in)
+			sanitizeHalves(c.dt, data)
+			w, err := kernels.NewHostWeight(c.dt, c.rows, c.in, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := New(Options{Threads: 2})
+			defer be.Close()
+			x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
+			out := be.Alloc(c.n, c.rows)
+			be.MatMul(out, x, w, c.n)
+			if a := testing.AllocsPerRun(20, func() {
+				x.F[0]++
+				be.MatMul(out, x, w, c.n)
+			}); a != 0 {
+				t.Errorf("%v allocations per call", a)
+			}
+		})
 	}
 }
 
@@ -257,3 +285,50 @@ func BenchmarkHalfBatchPaths(b *testing.B) {
 }
 
 var halfBenchShapes = []struct{ out, in int }{{2048, 2048}, {2048, 8192}}
+
+// TestUsePanels pins which F16/BF16 batches run on the panel path: BF16
+// from halfPanelMinRows rows, F16 from two panels (17 rows) where K is
+// longer than the tiles' slice, nothing else.
+func TestUsePanels(t *testing.T) {
+	cases := []struct {
+		dt   kernels.DType
+		n, k int
+		want bool
+	}{
+		{kernels.BF16, halfPanelMinRows - 1, 2048, false},
+		{kernels.BF16, halfPanelMinRows, 64, true},
+		{kernels.BF16, 128, 8192, true},
+		{kernels.F16, 16, 8192, false},
+		{kernels.F16, 17, 8192, true},
+		{kernels.F16, 128, halfKc, false},
+		{kernels.F16, 128, halfKc + 8, true},
+		{kernels.F32, 128, 8192, false},
+		{kernels.Q8_0, 128, 8192, false},
+	}
+	for _, c := range cases {
+		if got := usePanels(c.dt, c.n, c.k); got != c.want {
+			t.Errorf("usePanels(%v, %d, %d) = %v, want %v", c.dt, c.n, c.k, got, c.want)
+		}
+	}
+}
+
+// TestPrefetchRows prefetches row spans that end exactly at the end of
+// their slice (lengths that are no multiple of a cache line included):
+// a hint that neither faults nor changes the data.
+func TestPrefetchRows(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	for _, c := range []struct{ stride, n, nb int }{{64, 1, 64}, {100, 3, 16}, {4096, 5, 4096}, {520, 7, 520}, {8, 0, 8}} {
+		w := make([]byte, max(1, (c.n-1)*c.stride+c.nb))
+		for i := range w {
+			w[i] = byte(i)
+		}
+		prefetchRows(w, c.stride, c.n, c.nb)
+		for i := range w {
+			if w[i] != byte(i) {
+				t.Fatalf("%+v: byte %d changed", c, i)
+			}
+		}
+	}
+}

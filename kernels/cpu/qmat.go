@@ -438,6 +438,8 @@ type qmatTask struct {
 	n         int
 	act       actQ
 	hp        []halfScratch // per worker, for the F16/BF16 panel path (prepareHalf)
+	xp        []float32     // the activations packed for the panel path (packPanels)
+	xpN       int           // rows packed in xp for the running MatMul; 0 when none
 }
 
 func (t *qmatTask) run(lo, hi, wk int) {
@@ -452,7 +454,7 @@ func (t *qmatTask) run(lo, hi, wk int) {
 		return
 	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 2 && t.k.avx2 && K >= 8 {
-		if usePanels(w.DT, t.n) && wk < len(t.hp) {
+		if usePanels(w.DT, t.n, K) && wk < len(t.hp) {
 			t.halfPanels(lo, hi, &t.hp[wk])
 			return
 		}
@@ -487,6 +489,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
 	t.prepareHalf(b.pool.n)
+	t.packPanels()
 	switch {
 	case n*w.R*w.C < 1<<15:
 		t.run(0, w.R, 0)
@@ -497,7 +500,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	default:
 		b.pool.parallel(w.R, 4, 0, t)
 	}
-	t.out, t.x, t.w = nil, nil, nil
+	t.out, t.x, t.w, t.xpN = nil, nil, nil, 0
 }
 
 // rows1 computes rows [lo, hi) of w into dst against a single activation
