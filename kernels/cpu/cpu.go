@@ -484,7 +484,7 @@ func (b *Backend) Attention(out, q, kCache, vCache kernels.Tensor, a *kernels.At
 			t.rowSeq[i] = int32(sq)
 		}
 	}
-	b.pool.parallel(rows*s.Heads, 1, 2, t)
+	b.pool.parallel(rows*s.KVHeads, 1, 2, t)
 	t.out, t.q, t.kc, t.vc, t.a = nil, nil, nil, nil, nil
 }
 
@@ -500,121 +500,135 @@ type attnTask struct {
 // attnAhead is how many KV blocks ahead attention prefetches.
 const attnAhead = 2
 
+// run computes units [lo, hi): unit u is row u/KVHeads and the query
+// heads of its KV head u%KVHeads (a GQA group), served together by the
+// grouped kernels (attngqa.go) where they apply, else head by head.
 func (t *attnTask) run(lo, hi, wk int) {
+	s := t.s
+	group := s.Heads / s.KVHeads
+	grouped := t.k.groupedAttn(group, s.HeadDim)
+	for u := lo; u < hi; u++ {
+		i, kvh := u/s.KVHeads, u%s.KVHeads
+		if grouped {
+			t.group(i, kvh, wk)
+			continue
+		}
+		// the query heads of one KV head read the same key and value
+		// rows: the first of them prefetches, the others find the rows
+		// in L1/L2
+		for h := kvh * group; h < (kvh+1)*group; h++ {
+			t.head(i, h, wk, h == kvh*group)
+		}
+	}
+}
+
+// head computes row i's attention for query head h; fetch makes it
+// prefetch the key and value rows ahead of use.
+func (t *attnTask) head(i, h, wk int, fetch bool) {
 	s, a := t.s, t.a
 	hd := s.HeadDim
 	kvDim := t.kc.C
 	group := s.Heads / s.KVHeads
 	bs := a.BlockSize
-	lastKV := -1 // row·KVHeads + KV head of the previous unit
-	for u := lo; u < hi; u++ {
-		i, h := u/s.Heads, u%s.Heads
-		// the query heads of one KV head (GQA) read the same key and value
-		// rows: the first of them in this call prefetches, the others
-		// find the rows in L1/L2
-		kvu := i*s.KVHeads + h/group
-		fetch := kvu != lastKV
-		lastKV = kvu
-		sq := int(t.rowSeq[i])
-		q1 := int(a.QStart[sq+1])
-		ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
-		// a sliding-window layer reads only positions [first, ctx); sc[j]
-		// is position first+j
-		first := s.AttnFirst(ctx - 1)
-		n := ctx - first
-		sink := float32(math.Inf(-1))
-		if s.Sinks != nil {
-			sink = s.Sinks[h]
-		}
-		table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
-		if cap(t.scores[wk]) < n+33*hd {
-			t.scores[wk] = make([]float32, n+33*hd+256)
-		}
-		sc := t.scores[wk][:n]
-		qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
-		off := (h / group) * hd
-		half := t.kc.DT == kernels.F16
-		if half {
-			// as ggml multiplies an F32 query with an F16 key cache: the
-			// query is rounded to float16 first
-			q16 := t.scores[wk][n : n+hd]
-			copy(q16, qh)
-			t.k.roundF16(q16, 1)
-			qh = q16
-			if !t.k.simd && !t.k.avx2 {
-				// ggml's summation order (attn16.go)
-				batched := len(t.rowSeq) > 1
-				for p := first; p < ctx; p++ {
-					at := (int(table[p/bs])*bs+p%bs)*kvDim + off
-					sc[p-first] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
-				}
-				softmaxF16Sink(sc, s.Scale, sink)
-				oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
-				part := t.scores[wk][n+hd : n+33*hd]
-				wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, off, first, oh, part, batched)
-				continue
-			}
-		}
-		// Blocks lie anywhere in the cache and a head's keys are kvDim
-		// apart, which defeats the hardware prefetcher: each block's rows
-		// are prefetched attnAhead blocks before use. Positions are walked
-		// in runs that stay inside one block: [p, end).
-		pf := func(c *kernels.Host, p int) {
-			if fetch && p < ctx {
-				end := min(ctx, (p/bs+1)*bs)
+	sq := int(t.rowSeq[i])
+	q1 := int(a.QStart[sq+1])
+	ctx := int(a.CtxLen[sq]) - (q1 - i) + 1
+	// a sliding-window layer reads only positions [first, ctx); sc[j]
+	// is position first+j
+	first := s.AttnFirst(ctx - 1)
+	n := ctx - first
+	sink := float32(math.Inf(-1))
+	if s.Sinks != nil {
+		sink = s.Sinks[h]
+	}
+	table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+	if cap(t.scores[wk]) < n+33*hd {
+		t.scores[wk] = make([]float32, n+33*hd+256)
+	}
+	sc := t.scores[wk][:n]
+	qh := t.q.F[i*t.q.C+h*hd : i*t.q.C+(h+1)*hd]
+	off := (h / group) * hd
+	half := t.kc.DT == kernels.F16
+	if half {
+		// as ggml multiplies an F32 query with an F16 key cache: the
+		// query is rounded to float16 first
+		q16 := t.scores[wk][n : n+hd]
+		copy(q16, qh)
+		t.k.roundF16(q16, 1)
+		qh = q16
+		if !t.k.simd && !t.k.avx2 {
+			// ggml's summation order (attn16.go)
+			batched := len(t.rowSeq) > 1
+			for p := first; p < ctx; p++ {
 				at := (int(table[p/bs])*bs+p%bs)*kvDim + off
-				if half {
-					t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
-				} else {
-					t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
-				}
+				sc[p-first] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
 			}
+			softmaxF16Sink(sc, s.Scale, sink)
+			oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
+			part := t.scores[wk][n+hd : n+33*hd]
+			wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, off, first, oh, part, batched)
+			return
 		}
-		// next returns the start of the block after the one holding p.
-		next := func(p int) int { return (p/bs + 1) * bs }
-		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
-			pf(t.kc, p)
-		}
-		for p := first; p < ctx; p = next(p) {
-			pf(t.kc, p+attnAhead*bs)
-			end := min(ctx, next(p))
-			base := (int(table[p/bs])*bs + p%bs) * kvDim
+	}
+	// Blocks lie anywhere in the cache and a head's keys are kvDim
+	// apart, which defeats the hardware prefetcher: each block's rows
+	// are prefetched attnAhead blocks before use. Positions are walked
+	// in runs that stay inside one block: [p, end).
+	pf := func(c *kernels.Host, p int) {
+		if fetch && p < ctx {
+			end := min(ctx, (p/bs+1)*bs)
+			at := (int(table[p/bs])*bs+p%bs)*kvDim + off
 			if half {
-				t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p-first:end-first])
+				t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
 			} else {
-				t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p-first:end-first])
+				t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
 			}
 		}
-		for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
-			pf(t.vc, p)
+	}
+	// next returns the start of the block after the one holding p.
+	next := func(p int) int { return (p/bs + 1) * bs }
+	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+		pf(t.kc, p)
+	}
+	for p := first; p < ctx; p = next(p) {
+		pf(t.kc, p+attnAhead*bs)
+		end := min(ctx, next(p))
+		base := (int(table[p/bs])*bs + p%bs) * kvDim
+		if half {
+			t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p-first:end-first])
+		} else {
+			t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p-first:end-first])
 		}
-		var inv float32
-		switch {
-		case half:
-			// the vector exponentials; the ggml-order loop is the plain path above
-			softmaxF16Vec(t.k, sc, s.Scale, sink)
-			inv = 1
-		case s.Sinks != nil:
-			inv = softmaxSinkUnnorm(t.k, sc, s.Scale, sink)
-		default:
-			inv = 1 / t.k.softmaxUnnorm(sc, s.Scale)
+	}
+	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+		pf(t.vc, p)
+	}
+	var inv float32
+	switch {
+	case half:
+		// the vector exponentials; the ggml-order loop is the plain path above
+		softmaxF16Vec(t.k, sc, s.Scale, sink)
+		inv = 1
+	case s.Sinks != nil:
+		inv = softmaxSinkUnnorm(t.k, sc, s.Scale, sink)
+	default:
+		inv = 1 / t.k.softmaxUnnorm(sc, s.Scale)
+	}
+	oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
+	clear(oh)
+	for p := first; p < ctx; p = next(p) {
+		pf(t.vc, p+attnAhead*bs)
+		end := min(ctx, next(p))
+		base := (int(table[p/bs])*bs + p%bs) * kvDim
+		if half {
+			t.k.wsumH(sc[p-first:end-first], t.vc.H[base+off:], kvDim, oh)
+		} else {
+			t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
 		}
-		oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
-		clear(oh)
-		for p := first; p < ctx; p = next(p) {
-			pf(t.vc, p+attnAhead*bs)
-			end := min(ctx, next(p))
-			base := (int(table[p/bs])*bs + p%bs) * kvDim
-			if half {
-				t.k.wsumH(sc[p-first:end-first], t.vc.H[base+off:], kvDim, oh)
-			} else {
-				t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
-			}
-		}
-		if !half {
-			for d := range oh {
-				oh[d] *= inv
-			}
+	}
+	if !half {
+		for d := range oh {
+			oh[d] *= inv
 		}
 	}
 }
