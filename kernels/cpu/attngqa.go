@@ -18,9 +18,9 @@ import (
 
 // groupedAttn reports whether attention serves groups of query heads
 // with the grouped kernels (AVX2 without AVX-512, groups of at least 2,
-// head sizes a multiple of 32).
+// head sizes a multiple of 16).
 func (k kern) groupedAttn(group, hd int) bool {
-	return k.avx2 && !k.simd && group >= 2 && hd%32 == 0
+	return k.avx2 && !k.simd && group >= 2 && hd%16 == 0
 }
 
 // gqaChunk returns how many of rem remaining heads the next grouped
@@ -87,6 +87,12 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 	}
 	_ = w[(g-1)*ws+n-1]
 	_ = out[g*hd-1]
+	if g == 2 && hd%32 != 0 {
+		// the pair kernel takes 32 columns per pass: head by head
+		k.wsumGroup(w, ws, 1, vc, vh, stride, n, hd, out)
+		k.wsumGroup(w[ws:], ws, 1, vc, vh, stride, n, hd, out[hd:])
+		return
+	}
 	if vh != nil {
 		_ = vh[(n-1)*stride+hd-1]
 		switch g {
