@@ -120,7 +120,12 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 // kvh: their scores in one pass over each block's keys, a softmax per
 // head (with its sink), and their outputs in one pass over each block's
 // values.
-func (t *attnTask) group(i, kvh, wk int) {
+//
+// When next ≥ 0, unit next (row next/KVHeads, KV head next%KVHeads) comes
+// after this one on this thread: its first key blocks are prefetched
+// during this unit's value pass, so that its start does not wait on
+// memory.
+func (t *attnTask) group(i, kvh, next, wk int) {
 	s, a := t.s, t.a
 	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
 	g := s.Heads / s.KVHeads
@@ -163,10 +168,10 @@ func (t *attnTask) group(i, kvh, wk int) {
 	// which defeats the hardware prefetcher: each block's rows are
 	// prefetched attnAhead blocks before use. Positions are walked in runs
 	// that stay inside one block: [p, end).
-	next := func(p int) int { return (p/bs + 1) * bs }
+	nextBlock := func(p int) int { return (p/bs + 1) * bs }
 	pf := func(c *kernels.Host, p int) {
 		if p < ctx {
-			end := min(ctx, next(p))
+			end := min(ctx, nextBlock(p))
 			at := (int(table[p/bs])*bs+p%bs)*kvDim + off
 			if half {
 				t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
@@ -183,12 +188,12 @@ func (t *attnTask) group(i, kvh, wk int) {
 		}
 		return f[at:], nil
 	}
-	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, nextBlock(p) {
 		pf(t.kc, p)
 	}
-	for p := first; p < ctx; p = next(p) {
+	for p := first; p < ctx; p = nextBlock(p) {
 		pf(t.kc, p+attnAhead*bs)
-		end := min(ctx, next(p))
+		end := min(ctx, nextBlock(p))
 		rf, rh := rows(kf, kh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
@@ -196,8 +201,11 @@ func (t *attnTask) group(i, kvh, wk int) {
 			c += gc
 		}
 	}
-	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
+	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, nextBlock(p) {
 		pf(t.vc, p)
+	}
+	if next >= 0 {
+		t.prefetchUnit(next)
 	}
 	for h := 0; h < g; h++ {
 		x := sc[h*n : (h+1)*n]
@@ -217,9 +225,9 @@ func (t *attnTask) group(i, kvh, wk int) {
 	}
 	oh := t.out.F[i*t.out.C+h0*hd : i*t.out.C+(h0+g)*hd]
 	clear(oh)
-	for p := first; p < ctx; p = next(p) {
+	for p := first; p < ctx; p = nextBlock(p) {
 		pf(t.vc, p+attnAhead*bs)
-		end := min(ctx, next(p))
+		end := min(ctx, nextBlock(p))
 		rf, rh := rows(vf, vh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
@@ -233,6 +241,26 @@ func (t *attnTask) group(i, kvh, wk int) {
 			for d := range o {
 				o[d] *= inv[h]
 			}
+		}
+	}
+}
+
+// prefetchUnit prefetches the first attnAhead key blocks of unit u (row
+// u/KVHeads, KV head u%KVHeads).
+func (t *attnTask) prefetchUnit(u int) {
+	s, a := t.s, t.a
+	i, kvh := u/s.KVHeads, u%s.KVHeads
+	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
+	sq := int(t.rowSeq[i])
+	ctx := int(a.CtxLen[sq]) - (int(a.QStart[sq+1]) - i) + 1
+	table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
+	for d, p := 0, s.AttnFirst(ctx-1); d < attnAhead && p < ctx; d, p = d+1, (p/bs+1)*bs {
+		end := min(ctx, (p/bs+1)*bs)
+		at := (int(table[p/bs])*bs+p%bs)*kvDim + kvh*hd
+		if t.kc.DT == kernels.F16 {
+			t.k.prefetchRowsH(t.kc.H, at, kvDim, end-p, hd)
+		} else {
+			t.k.prefetchRows(t.kc.F, at, kvDim, end-p, hd)
 		}
 	}
 }

@@ -512,7 +512,11 @@ func (t *attnTask) run(lo, hi, wk int) {
 	for u := lo; u < hi; u++ {
 		i, kvh := u/s.KVHeads, u%s.KVHeads
 		if grouped {
-			t.group(i, kvh, wk)
+			next := u + 1
+			if next == hi {
+				next = -1
+			}
+			t.group(i, kvh, next, wk)
 			continue
 		}
 		// the query heads of one KV head read the same key and value
