@@ -32,6 +32,9 @@
 // rows quantized in groups of blocks, integer sums across a group) and
 // mxgroup_amd64.go.
 //
+// attngqa.go writes attngqa_amd64.s (attention kernels serving all the
+// query heads of a KV head in one pass over its rows) and attngqa_amd64.go.
+//
 // swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
 // the Go loop) and swiglu_amd64.go.
 //
@@ -71,6 +74,7 @@ func Files() map[string]string {
 		"q6tile_amd64.s":  q6tileFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
+		"attngqa_amd64.s": attnGQA(), "attngqa_amd64.go": attnGQADecls(),
 	}
 }
 
