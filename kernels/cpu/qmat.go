@@ -465,6 +465,9 @@ func (t *qmatTask) run(lo, hi, wk int) {
 		t.qTiles(lo, hi)
 		return
 	}
+	if t.n > 1 && t.k.avx2 && t.rowsEach(lo, hi) {
+		return
+	}
 	for o := lo; o < hi; o++ {
 		wr := w.Q[o*rb : (o+1)*rb]
 		for m := 0; m < t.n; m++ {
@@ -501,6 +504,41 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		b.pool.parallel(w.R, 4, 0, t)
 	}
 	t.out, t.x, t.w, t.xpN = nil, nil, nil, 0
+}
+
+// rowsEachBlock is how many weight rows rowsEach runs for one activation
+// row before the next row's pass over them: 64 Q4_K rows of 2048 values
+// are 72 KiB, which the next pass finds in L2.
+const rowsEachBlock = 64
+
+// rowsEach computes rows [lo, hi) for t's 2 or 3 activation rows (fewer
+// than the tiles of qTiles take) with the batch-1 row loop of rows1, one
+// pass per activation row over each block of rowsEachBlock weight rows,
+// and reports whether w's type has such a loop. Groups of 1–3 rows are
+// what most experts get at 16-stream decode of a many-expert model
+// (Qwen3-30B-A3B: 16 tokens × top-8 over 128 experts); the plain loop in
+// run calls rowDot once per weight row and activation row. Results equal
+// rowDot's bit for bit (rows1's contract).
+func (t *qmatTask) rowsEach(lo, hi int) bool {
+	switch t.w.DT {
+	case kernels.Q8_0, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K:
+	default:
+		return false
+	}
+	a, K := &t.act, t.w.C
+	nb := K / a.blk
+	var one qmatTask // a view of one activation row (rows1 reads act only)
+	var dst kernels.Host
+	for b0 := lo; b0 < hi; b0 += rowsEachBlock {
+		b1 := min(hi, b0+rowsEachBlock)
+		for m := 0; m < t.n; m++ {
+			one.act.q, one.act.d, one.act.bs = a.q[m*K:(m+1)*K], a.d[m*nb:(m+1)*nb], a.bs[m*K/16:(m+1)*K/16]
+			one.act.blk, one.act.k, one.act.n = a.blk, K, 1
+			dst = kernels.Host{R: 1, C: t.out.C, F: t.out.F[m*t.out.C : (m+1)*t.out.C]}
+			one.rows1(t.w, &dst, b0, b1)
+		}
+	}
+	return true
 }
 
 // rows1 computes rows [lo, hi) of w into dst against a single activation

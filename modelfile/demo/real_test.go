@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,6 +162,55 @@ func TestVocabCoversEmbedding(t *testing.T) {
 			}
 			if v.EOS != c.wantEOS || v.EOT != c.wantT {
 				t.Errorf("EOS %d, EOT %d; want %d, %d", v.EOS, v.EOT, c.wantEOS, c.wantT)
+			}
+		})
+	}
+}
+
+// TestMoEQ4KMTypesMatchLlamaQuantize checks gen-model's Q4_K_M tensor types
+// for a 48-layer qwen3moe file, the full Qwen3-30B-A3B shape's included,
+// against the types llama-quantize (llama.cpp build 11669) chose when it
+// quantized a 48-layer F32 qwen3moe file of the same tensor names (Dim 256,
+// 16 experts of 256; written by GenerateShape): attn_v and ffn_down_exps of
+// the use_more_bits layers at Q6_K, the classifier at Q6_K, the router and
+// norms at F32, everything else Q4_K. The golden lists that file's
+// tensors as llama-quantize wrote them (name and type).
+func TestMoEQ4KMTypesMatchLlamaQuantize(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "qwen3moe-48-layers.q4_k_m.llama-quantize.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+		name, typ, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("golden line %q", line)
+		}
+		want[name] = typ
+	}
+	small := RealShape{Name: "qwen3moe-48", Arch: "qwen3moe", Dim: 256, Hidden: 512, Layers: 48, Heads: 4, KVHeads: 2, HeadDim: 64,
+		Vocab: 1024, MaxPos: 4096, RopeTheta: 1e6, QKNorm: true, Experts: 16, TopK: 2, ExpertHidden: 256}
+	for _, s := range []RealShape{small, RealShapes["qwen3-30b-a3b"]} {
+		t.Run(s.Name, func(t *testing.T) {
+			ts := realTensors(s, FormatGGUFQ4KM)
+			if len(ts) != len(want) {
+				t.Errorf("%d tensors, llama-quantize wrote %d", len(ts), len(want))
+			}
+			q6 := 0
+			for _, ti := range ts {
+				w, ok := want[ti.name]
+				switch {
+				case !ok:
+					t.Errorf("%s: not in llama-quantize's file", ti.name)
+				case ti.typ.String() != w:
+					t.Errorf("%s: %s, llama-quantize chose %s", ti.name, ti.typ, w)
+				}
+				if ti.typ == gguf.TypeQ6_K {
+					q6++
+				}
+			}
+			if q6 != 49 { // 24 attn_v, 24 ffn_down_exps, output
+				t.Errorf("%d Q6_K tensors, want 49", q6)
 			}
 		})
 	}
