@@ -16,7 +16,8 @@ import (
 // and runs of 1 to 17 groups of 8 rows (from every group for runs of 1
 // and 2, from the first two otherwise), in both of transposeK's layouts,
 // and through MatMul on 1 and 2 threads at 16 to 137 rows (×4 and
-// one-row leftovers), reductions of 1 to 64 super-blocks (L2 spans of 16
+// one-row leftovers; the tile takes 16–31 rows only at ktnMinK values or
+// more), reductions of 1 to 64 super-blocks (L2 spans of 16
 // to 128 rows), weight-row counts that are not multiples of the blocks.
 // Saturated blocks (every value 63, scales 127, −128 or −1, activations
 // ±1 or −127) check the word sums at their extremes. The direct calls'
@@ -178,18 +179,20 @@ func FuzzQ6TileTN(f *testing.F) {
 
 // TestQ6TileTNAllocs checks that Q6_K MatMuls on the transposed tile (its
 // accumulators on the stack) allocate nothing once the activations'
-// buffers have grown: 16 and 48 rows of 2048 values, on 1 and 2 threads.
+// buffers have grown: 16 rows of 8192 values and 48 of 2048, on 1 and 2
+// threads.
 func TestQ6TileTNAllocs(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(5, 7))
-	const out, in = 40, 2048
-	w, err := kernels.NewHostWeight(kernels.Q6_K, out, in, randBlocks(r, kernels.Q6_K, out, in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{16, 48} {
+	const out = 40
+	for _, c := range []struct{ n, in int }{{16, 8192}, {48, 2048}} {
+		n, in := c.n, c.in
+		w, err := kernels.NewHostWeight(kernels.Q6_K, out, in, randBlocks(r, kernels.Q6_K, out, in))
+		if err != nil {
+			t.Fatal(err)
+		}
 		x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
 		res := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
 		for _, threads := range []int{1, 2} {
@@ -199,6 +202,113 @@ func TestQ6TileTNAllocs(t *testing.T) {
 				t.Errorf("%d rows, %d threads: %v allocations per MatMul, want 0", n, threads, a)
 			}
 			b.Close()
+		}
+	}
+}
+
+// BenchmarkTransposeK compares, on one thread, transposeK in plain Go
+// (transposeKGo) and in AVX2 (transposeKAVX2 per row), alternated within
+// each iteration, at 16 and 128 rows of 2048 and 8192 values. Metrics:
+// activation bytes per CPU-nanosecond of each.
+func BenchmarkTransposeK(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{2048, 8192} {
+		for _, n := range []int{16, 128} {
+			a := actQ{blk: 256, k: k, n: n, q: make([]int8, n*k)}
+			for i := range a.q {
+				a.q[i] = int8(r.IntN(256) - 128)
+			}
+			a.transposeK()
+			gs, ss := a.ktStrides()
+			vs := [2]func(){
+				func() { a.transposeKGo(k/256, n/8, gs, ss) },
+				func() { a.transposeK() },
+			}
+			b.Run(fmt.Sprintf("k%d/n%d", k, n), func(b *testing.B) {
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for v, f := range vs {
+						c0 := processCPU()
+						f()
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"go", "avx2"} {
+					b.ReportMetric(float64(n*k)*float64(b.N)/cpu[v]/1e9, name+"-B/cpu-ns")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkQ6TileTN compares, on one thread in qTiles' pattern (groups of
+// 8 rows in L2 spans meeting every block of weight rows), the Q6_K path
+// before this tile (old: rows8 with dotQ6Kx8AVX2 below q6UMinRows rows,
+// q6Blocks with the unpacked tile from there) and the tile on transposed
+// super-blocks (new: rowsQ6TN), alternated within each iteration so both
+// see the same load, at the Q6_K shapes of a Q4_K_M 1B file (the output
+// projection 32000×2048 and ffn_down 2048×8192) and of a Q6_K file
+// (2048×2048, 8192×2048), 16 to 128 rows. Metrics: multiply-adds per
+// CPU-second of each.
+func BenchmarkQ6TileTN(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 23))
+	for _, sh := range []struct{ out, in int }{{32000, 2048}, {2048, 8192}, {2048, 2048}, {8192, 2048}} {
+		data := randBlocks(r, kernels.Q6_K, sh.out, sh.in)
+		w, err := kernels.NewHostWeight(kernels.Q6_K, sh.out, sh.in, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{16, 32, 64, 128} {
+			x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
+			t := &qmatTask{k: kern{avx2: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
+			t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
+			rows := max(1, qTileL1/kernels.Q6_K.RowBytes(sh.in))
+			if n < qTileMinRows {
+				rows = min(rows, qTileFewRows)
+			}
+			span := max(8, qTileL2/sh.in&^7)
+			var acc [ktnRows * ktnGroups * 16]float32
+			vs := [2]func(){
+				func() {
+					if n >= q6UMinRows {
+						t.q6Blocks(0, sh.out, n, span)
+						return
+					}
+					for m0 := 0; m0 < n; m0 += span {
+						for ob := 0; ob < sh.out; ob += rows {
+							for m := m0; m < min(m0+span, n); m += 8 {
+								t.rows8(ob, min(ob+rows, sh.out), m)
+							}
+						}
+					}
+				},
+				func() {
+					for m0 := 0; m0 < n; m0 += span {
+						for ob := 0; ob < sh.out; ob += ktnRows {
+							t.rowsQ6TN(ob, min(ob+ktnRows, sh.out), m0, min(m0+span, n), &acc)
+						}
+					}
+				},
+			}
+			b.Run(fmt.Sprintf("%dx%d/n%d", sh.out, sh.in, n), func(b *testing.B) {
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for v, f := range vs {
+						c0 := processCPU()
+						f()
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"old", "new"} {
+					b.ReportMetric(float64(n*sh.out*sh.in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+				}
+			})
 		}
 	}
 }
