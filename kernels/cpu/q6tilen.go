@@ -18,19 +18,17 @@ import "github.com/sluice-llm/sluice/kernels"
 // (as dotQ4KTxNAVX2's), so a super-block's transposed activations are read
 // from L2 once per call and from L1 by up to ktnRows weight rows.
 
-// q6tnMinRows is the batch from which Q6_K products take dotQ6KTxNAVX2
-// at ktnMinK values or more (the 2048×8192 down projection: at 16 rows
-// 31–37 → 49–52 GMAC per CPU-second); at fewer values it takes over from
-// qTileMinRows rows (at 16 rows and 2048 values it was level with the ×8
-// tile, or slower: docs/bench/q6k-tiles.md).
+// q6tnMinRows is the batch from which Q6_K products take dotQ6KTxNAVX2.
+// (Below 32 rows at 2048 values it was level with the ×8 tile, or slower,
+// until its prefetch reached into the next block of weight rows: at 2048
+// values a row has only 8 super-blocks, half of them were cold;
+// docs/bench/q6k-tiles.md.)
 const q6tnMinRows = 16
 
 // takesQ6TN reports whether t's Q6_K products go to rowsQ6TN: from
-// qTileMinRows rows, and from q6tnMinRows at ktnMinK values, where the
-// activations were transposed.
+// q6tnMinRows rows, where the activations were transposed.
 func (t *qmatTask) takesQ6TN() bool {
-	return t.w.DT == kernels.Q6_K && len(t.act.kt) > 0 &&
-		(t.n >= qTileMinRows || t.n >= q6tnMinRows && t.w.C >= ktnMinK)
+	return t.w.DT == kernels.Q6_K && len(t.act.kt) > 0 && t.n >= q6tnMinRows
 }
 
 // rowsQ6TN sets the products of Q6_K weight rows [ob, oe) with the groups

@@ -16,8 +16,7 @@ import (
 // and runs of 1 to 17 groups of 8 rows (from every group for runs of 1
 // and 2, from the first two otherwise), in both of transposeK's layouts,
 // and through MatMul on 1 and 2 threads at 16 to 137 rows (×4 and
-// one-row leftovers; the tile takes 16–31 rows only at ktnMinK values or
-// more), reductions of 1 to 64 super-blocks (L2 spans of 16
+// one-row leftovers), reductions of 1 to 64 super-blocks (L2 spans of 16
 // to 128 rows), weight-row counts that are not multiples of the blocks.
 // Saturated blocks (every value 63, scales 127, −128 or −1, activations
 // ±1 or −127) check the word sums at their extremes. The direct calls'

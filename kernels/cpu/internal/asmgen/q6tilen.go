@@ -75,9 +75,13 @@ RET`)
 // bytes apart) with 8·groups activation rows, stored into out (os floats
 // apart per activation row, one float per weight row). The loop runs over
 // super-blocks, then weight rows, then groups, as dotQ4KTxNAVX2's does
-// (each weight row's super-block 4 ahead prefetched). Frame: the scales
-// times −32 as words at 0(SP), d at 64(SP), the weight rows left at
-// 72(SP), the groups' distance in xd8 (64·nb bytes) at 80(SP). Registers:
+// (each weight row's super-block 4 ahead prefetched, and in the last 4
+// super-blocks the next block of rows' first ones: at 2048 values a row
+// has 8, and without it half of them came cold from memory). Frame: the
+// scales times −32 as words at 0(SP), d at 64(SP), the weight rows left
+// at 72(SP), the groups' distance in xd8 (64·nb bytes) at 80(SP), the
+// distance from a row's super-block to the next block's row's super-block
+// 4 places ahead ((rows−1)·rb + 840) at 88(SP). Registers:
 // R8 the super-block of weight row 0, SI that of the current weight row,
 // CX the super-blocks left, DI, DX and BX the super-block's transposed
 // activations, activation scales (xd8) and 16-value sums (bs) of group 0;
@@ -98,6 +102,10 @@ MOVQ gs+96(FP), R14
 MOVQ bsr+48(FP), AX
 MOVQ acc+88(FP), R10
 MOVQ rows+16(FP), R9
+LEAQ -1(R9), R15
+IMULQ rb+8(FP), R15
+ADDQ $840, R15
+MOVQ R15, 88(SP)
 IMULQ groups+80(FP), R9
 VXORPS Y0, Y0, Y0`)
 	a.l("q6ktnzero:")
@@ -119,11 +127,19 @@ MOVQ acc+88(FP), R10
 MOVQ rows+16(FP), R9
 MOVQ R9, 72(SP)`)
 	a.l("q6ktnrow:")
+	// the row's super-block 4 ahead, or in the last 4 the next block of
+	// rows' (its first super-blocks would come cold from memory)
 	a.code(`
-PREFETCHT0 840(SI)
-PREFETCHT0 904(SI)
-PREFETCHT0 968(SI)
-PREFETCHT0 1032(SI)`)
+MOVQ $840, R15
+CMPQ CX, $4
+JGT q6ktnpf
+MOVQ 88(SP), R15`)
+	a.l("q6ktnpf:")
+	a.code(`
+PREFETCHT0 (SI)(R15*1)
+PREFETCHT0 64(SI)(R15*1)
+PREFETCHT0 128(SI)(R15*1)
+PREFETCHT0 192(SI)(R15*1)`)
 	a.q6tnDecode()
 	a.code(`
 MOVQ DI, R11
