@@ -28,7 +28,7 @@ func BenchmarkStoredMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(17, 17))
 	for _, dt := range storedTypes {
 		for _, s := range llama1B {
-			for _, n := range []int{1, 16, 128} {
+			for _, n := range []int{1, 16, 32, 64, 128} {
 				b.Run(fmt.Sprintf("%v/%s/n%d", dt, s.name, n), func(b *testing.B) {
 					one := randBlocks(r, dt, s.out, s.in)
 					copies := 1

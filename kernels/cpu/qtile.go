@@ -37,7 +37,8 @@ const (
 // weight against all t.n activation rows (t.n ≥ 4) with the ×8 tiles
 // (qtile8.go; for Q4_K the tiles on transposed super-blocks, of qtilekt.go
 // below qTileMinRows rows and ktnMinK values and of qtilektn.go otherwise,
-// else those of qtilek.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
+// else those of qtilek.go; for Q6_K from q6tnMinRows rows the tile on
+// transposed super-blocks of q6tilen.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
 // tile of q8tile.go, weight rows in pairs) and the ×4 tiles in blocks of
 // weight rows, the activation rows left over (t.n mod 4) one by one. (The
 // 2×4 Q4_K tile, which the 8192-value reductions took at 32 rows or more,
@@ -58,6 +59,11 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		// L1 once for all of a block's weight rows, which stream: blocks
 		// of ktnRows rows at any row length (at 8192 values 16 rows were
 		// faster than qTileL1's 3: docs/bench/batch-tiles.md)
+		rows = ktnRows
+	}
+	q6tn := t.takesQ6TN()
+	if q6tn {
+		// dotQ6KTxNAVX2 (rowsQ6TN), as dotQ4KTxNAVX2: blocks of ktnRows
 		rows = ktnRows
 	}
 	n8 := 0
@@ -83,7 +89,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	// unpacking first was slower (docs/bench/batch-tiles.md).
 	span := max(8, qTileL2/K&^7)
 	g8 := n8 // rows left to the span loop below
-	if w.DT == kernels.Q6_K && n8 > 0 && t.n >= q6UMinRows {
+	if w.DT == kernels.Q6_K && n8 > 0 && t.n >= q6UMinRows && !q6tn {
 		// Q6_K: weight rows unpacked once per block and span (q6tile.go)
 		t.q6Blocks(lo, hi, n8, span)
 		g8 = 0
@@ -96,6 +102,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
 			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
+			case q6tn && t.rowsQ6TN(ob, oe, m0, m1, &kacc):
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
 				m := m0

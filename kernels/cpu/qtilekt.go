@@ -41,8 +41,25 @@ func (a *actQ) transposeK() {
 	}
 	a.kt = a.kt[:need]
 	gs, ss := a.ktStrides()
+	if hasAVX2 {
+		// transposeKAVX2 (q6tilen_amd64.s): one row's super-blocks per
+		// call, the same layout
+		for m := 0; m < 8*g; m++ {
+			transposeKAVX2(&a.q[m*a.k], &a.kt[(m/8)*gs+(m%8)*256], nb, ss)
+		}
+		return
+	}
+	a.transposeKGo(nb, g, gs, ss)
+}
+
+// transposeKGo is transposeK in plain Go (kept for builds without AVX2
+// and as the tests' reference).
+func (a *actQ) transposeKGo(nb, g, gs, ss int) {
+	if len(a.kt) == 0 {
+		return
+	}
 	src := unsafe.Slice((*uint16)(unsafe.Pointer(&a.q[0])), len(a.q)/2)
-	dst := unsafe.Slice((*uint16)(unsafe.Pointer(&a.kt[0])), need/2)
+	dst := unsafe.Slice((*uint16)(unsafe.Pointer(&a.kt[0])), len(a.kt)/2)
 	for gi := 0; gi < g; gi++ {
 		for b := 0; b < nb; b++ {
 			for r := 0; r < 8; r++ {

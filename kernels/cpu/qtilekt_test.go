@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -137,7 +138,8 @@ func checkKT(t *testing.T, data []byte, x []float32, n, out, in int) {
 	}
 }
 
-// TestTransposeK checks transposeK's layout in Go (groups' super-blocks
+// TestTransposeK checks transposeK's layout (made by transposeKAVX2 where
+// AVX2 is there; transposeKGo must make the same bytes): groups' super-blocks
 // contiguous below qTileMinRows rows and ktnMinK values, super-blocks'
 // groups otherwise, as ktStrides says): chunk v of a row's
 // super-block holds, for each 128-bit lane l and sub-block w, its values
@@ -163,10 +165,17 @@ func TestTransposeK(t *testing.T) {
 		if gs, ss := a.ktStrides(); gs != wantGS || ss != wantSS {
 			t.Fatalf("n=%d kb=%d: strides %d, %d, want %d, %d", c.n, c.kb, gs, ss, wantGS, wantSS)
 		}
+		// the plain-Go transposition (the AVX2 one where transposeK took
+		// it) makes the same bytes
+		gs, ss := a.ktStrides()
+		goKT := actQ{blk: 256, k: K, n: c.n, q: a.q, tile8Act: tile8Act{kt: make([]int8, len(a.kt))}}
+		goKT.transposeKGo(c.kb, g, gs, ss)
+		if !slices.Equal(goKT.kt, a.kt) {
+			t.Fatalf("n=%d kb=%d: transposeK and transposeKGo differ", c.n, c.kb)
+		}
 		for gi := 0; gi < g; gi++ {
 			for b := 0; b < c.kb; b++ {
 				for row := 0; row < 8; row++ {
-					gs, ss := a.ktStrides()
 					got := a.kt[gi*gs+b*ss+row*256:][:256]
 					src := a.q[(8*gi+row)*K+256*b:][:256]
 					for v := 0; v < 8; v++ {

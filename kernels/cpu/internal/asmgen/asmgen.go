@@ -14,7 +14,9 @@
 // (the Q6_K row loop with its scales in registers, the Q5_K loop prefetching
 // farther ahead), q6s2_amd64.s and q6s2_amd64.go (the two-stream Q6_K row
 // loop, from q6s2.go), f32panel_amd64.s (the AVX2 twins of the
-// panel kernels) and q6tile_amd64.s (the Q6_K ×8 tile on unpacked rows). The kernels differ
+// panel kernels), q6tile_amd64.s (the Q6_K ×8 tile on unpacked rows) and
+// q6tilen_amd64.s (the Q6_K tile on transposed super-blocks for many
+// groups of 8 rows). The kernels differ
 // only in register numbering and unrolling, which a generator states once
 // instead of four times by hand.
 //
@@ -72,6 +74,7 @@ func Files() map[string]string {
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
 		"q6tile_amd64.s":  q6tileFile(),
+		"q6tilen_amd64.s": q6tilenFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
 		"attngqa_amd64.s": attnGQA(), "attngqa_amd64.go": attnGQADecls(),

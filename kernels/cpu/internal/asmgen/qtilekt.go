@@ -141,7 +141,14 @@ VPSRLW $4, Y%d, Y%d
 VPAND Y14, Y%d, Y%d
 VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
 	}
-	// 8×8 words per lane: words, dwords, qwords (Y8-Y15, Y0-Y7, Y8-Y15)
+	a.transposeW8()
+	a.l("\tVBROADCASTI128 0(SP), Y7")
+}
+
+// transposeW8 transposes Y0-Y7 as 8×8 words per 128-bit lane into
+// Y8-Y15: word w of Y(8+v) is word v of Yw (lane by lane). Clobbers Y0-Y7.
+func (a *asm) transposeW8() {
+	// words, dwords, qwords (Y8-Y15, Y0-Y7, Y8-Y15)
 	for i := 0; i < 4; i++ {
 		a.l("\tVPUNPCKLWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 8+2*i)
 		a.l("\tVPUNPCKHWD Y%d, Y%d, Y%d", 2*i+1, 2*i, 9+2*i)
@@ -154,7 +161,6 @@ VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
 		a.l("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", 4+i, i, 8+2*i)
 		a.l("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", 4+i, i, 9+2*i)
 	}
-	a.l("\tVBROADCASTI128 0(SP), Y7")
 }
 
 // kxtHalf writes the products of 4 activation rows (act(r, v): row r's
