@@ -180,42 +180,8 @@ ADDQ $64, DX
 ADDQ $32, BX
 DECQ CX
 JNZ q6ktnloop`)
-	// each 4 rows' two halves summed as rows8Q6 does, then stored one
-	// row at a time, os floats apart
-	a.code(`
-MOVQ os+72(FP), DX
-SHLQ $2, DX
-MOVQ out+64(FP), R11
-MOVQ acc+88(FP), R10
-MOVQ rows+16(FP), CX`)
-	a.l("q6ktnstorerow:")
-	a.code(`
-MOVQ R11, DI
-MOVQ groups+80(FP), R9`)
-	a.l("q6ktnstore:")
-	for s := 0; s < 2; s++ {
-		a.code(fmt.Sprintf(`
-VMOVUPS %d(R10), Y8
-VEXTRACTF128 $1, Y8, X9
-VADDPS X9, X8, X8`, 32*s))
-		for i := 0; i < 4; i++ {
-			if i == 0 {
-				a.l("\tVMOVSS X8, (DI)")
-			} else {
-				a.l("\tVEXTRACTPS $%d, X8, (DI)", i)
-			}
-			a.l("\tADDQ DX, DI")
-		}
-	}
-	a.code(`
-ADDQ $64, R10
-DECQ R9
-JNZ q6ktnstore
-ADDQ $4, R11
-DECQ CX
-JNZ q6ktnstorerow
-VZEROUPPER
-RET`)
+	// each 4 rows' two halves summed as rows8Q6 does, then stored
+	a.ktnStore("q6ktn", 64, 72, 80, 88)
 }
 
 // q6tnDecode writes the head of a super-block (SI) of dotQ6KTxNAVX2: its

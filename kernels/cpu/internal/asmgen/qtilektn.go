@@ -103,19 +103,29 @@ ADDQ $64, DX
 ADDQ $128, BX
 DECQ CX
 JNZ q4ktnloop`)
-	// each 4 rows' two halves summed as OUT8 does, then stored one row
-	// at a time, os floats apart
-	a.code(`
-MOVQ os+64(FP), DX
+	// each 4 rows' two halves summed as OUT8 does, then stored
+	a.ktnStore("q4ktn", 56, 64, 72, 80)
+}
+
+// ktnStore writes the epilogue of the transposed-tile kernels
+// (dotQ4KTxNAVX2, dotQ6KTxNAVX2): per weight row, for each group of 8
+// activation rows, the two halves of each 4 rows' sums (acc, 64 bytes per
+// group and row) are added and stored one activation row at a time, os
+// floats apart; then VZEROUPPER and RET. The arguments are the frame
+// offsets of out, os, groups and acc (rows is at 16), and prefix names
+// the labels.
+func (a *asm) ktnStore(prefix string, outOff, osOff, groupsOff, accOff int) {
+	a.code(fmt.Sprintf(`
+MOVQ os+%d(FP), DX
 SHLQ $2, DX
-MOVQ out+56(FP), R11
-MOVQ acc+80(FP), R10
-MOVQ rows+16(FP), CX`)
-	a.l("q4ktnstorerow:")
-	a.code(`
+MOVQ out+%d(FP), R11
+MOVQ acc+%d(FP), R10
+MOVQ rows+16(FP), CX`, osOff, outOff, accOff))
+	a.l("%sstorerow:", prefix)
+	a.code(fmt.Sprintf(`
 MOVQ R11, DI
-MOVQ groups+72(FP), R9`)
-	a.l("q4ktnstore:")
+MOVQ groups+%d(FP), R9`, groupsOff))
+	a.l("%sstore:", prefix)
 	for s := 0; s < 2; s++ {
 		a.code(fmt.Sprintf(`
 VMOVUPS %d(R10), Y8
@@ -130,13 +140,13 @@ VADDPS X9, X8, X8`, 32*s))
 			a.l("\tADDQ DX, DI")
 		}
 	}
-	a.code(`
+	a.code(fmt.Sprintf(`
 ADDQ $64, R10
 DECQ R9
-JNZ q4ktnstore
+JNZ %sstore
 ADDQ $4, R11
 DECQ CX
-JNZ q4ktnstorerow
+JNZ %sstorerow
 VZEROUPPER
-RET`)
+RET`, prefix, prefix))
 }
