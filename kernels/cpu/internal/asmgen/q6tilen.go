@@ -106,27 +106,8 @@ LEAQ -1(R9), R15
 IMULQ rb+8(FP), R15
 ADDQ $840, R15
 MOVQ R15, 88(SP)
-IMULQ groups+80(FP), R9
-VXORPS Y0, Y0, Y0`)
-	a.l("q6ktnzero:")
-	a.code(`
-VMOVUPS Y0, (R10)
-VMOVUPS Y0, 32(R10)
-ADDQ $64, R10
-DECQ R9
-JNZ q6ktnzero
-MOVQ w+0(FP), R8
-MOVQ xt+24(FP), DI
-MOVQ xd8+32(FP), DX
-MOVQ bs+40(FP), BX
-MOVQ nb+56(FP), CX`)
-	a.l("q6ktnloop:")
-	a.code(`
-MOVQ R8, SI
-MOVQ acc+88(FP), R10
-MOVQ rows+16(FP), R9
-MOVQ R9, 72(SP)`)
-	a.l("q6ktnrow:")
+IMULQ groups+80(FP), R9`)
+	a.ktnHead("q6ktn", "bs", 40, 56, 88)
 	// the row's super-block 4 ahead, or in the last 4 the next block of
 	// rows' (its first super-blocks would come cold from memory)
 	a.code(`

@@ -49,27 +49,8 @@ MOVQ gs+88(FP), R14
 SHLQ $6, R15
 MOVQ acc+80(FP), R10
 MOVQ rows+16(FP), R9
-IMULQ groups+72(FP), R9
-VXORPS Y0, Y0, Y0`)
-	a.l("q4ktnzero:")
-	a.code(`
-VMOVUPS Y0, (R10)
-VMOVUPS Y0, 32(R10)
-ADDQ $64, R10
-DECQ R9
-JNZ q4ktnzero
-MOVQ w+0(FP), R8
-MOVQ xt+24(FP), DI
-MOVQ xd8+32(FP), DX
-MOVQ bp+40(FP), BX
-MOVQ nb+48(FP), CX`)
-	a.l("q4ktnloop:")
-	a.code(`
-MOVQ R8, SI
-MOVQ acc+80(FP), R10
-MOVQ rows+16(FP), R9
-MOVQ R9, 72(SP)`)
-	a.l("q4ktnrow:")
+IMULQ groups+72(FP), R9`)
+	a.ktnHead("q4ktn", "bp", 40, 48, 80)
 	a.code(`
 PREFETCHT0 576(SI)
 PREFETCHT0 640(SI)
@@ -149,4 +130,34 @@ DECQ CX
 JNZ %sstorerow
 VZEROUPPER
 RET`, prefix, prefix))
+}
+
+// ktnHead writes the part of the transposed-tile kernels (dotQ4KTxNAVX2,
+// dotQ6KTxNAVX2) between their set-up and a row's body: the accumulators
+// (acc, R10; R9 = rows × groups blocks of 64 bytes) zeroed, w, xt, xd8,
+// the scales (named scales at frame offset scalesOff) and nb (nbOff)
+// loaded into R8, DI, DX, BX and CX, then the super-block loop's head
+// (prefix+"loop": SI at the block's first row, R10 at acc, the row count
+// at 72(SP)) and the row label prefix+"row".
+func (a *asm) ktnHead(prefix, scales string, scalesOff, nbOff, accOff int) {
+	a.l("\tVXORPS Y0, Y0, Y0")
+	a.l("%szero:", prefix)
+	a.code(fmt.Sprintf(`
+VMOVUPS Y0, (R10)
+VMOVUPS Y0, 32(R10)
+ADDQ $64, R10
+DECQ R9
+JNZ %szero
+MOVQ w+0(FP), R8
+MOVQ xt+24(FP), DI
+MOVQ xd8+32(FP), DX
+MOVQ %s+%d(FP), BX
+MOVQ nb+%d(FP), CX`, prefix, scales, scalesOff, nbOff))
+	a.l("%sloop:", prefix)
+	a.code(fmt.Sprintf(`
+MOVQ R8, SI
+MOVQ acc+%d(FP), R10
+MOVQ rows+16(FP), R9
+MOVQ R9, 72(SP)`, accOff))
+	a.l("%srow:", prefix)
 }
