@@ -37,6 +37,7 @@ type FieldError struct {
 	Message string
 }
 
+// Error formats the error as the flag's name and the message.
 func (e *FieldError) Error() string { return fmt.Sprintf("--%s: %s", e.Field, e.Message) }
 
 // Errorf builds a FieldError.

@@ -204,6 +204,7 @@ type ResultError struct {
 	Name string // its name, e.g. "CUDA_ERROR_OUT_OF_MEMORY"
 }
 
+// Error names the call, the result's name and its number.
 func (e *ResultError) Error() string { return fmt.Sprintf("%s: %s (%d)", e.Op, e.Name, e.Code) }
 
 // check turns a CUresult into nil or a *ResultError.
