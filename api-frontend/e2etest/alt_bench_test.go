@@ -43,7 +43,11 @@ import (
 //
 //     SLUICE_E2E_BIN=bin SLUICE_BENCH_SECONDS=3 go test -run XXX -bench 'FrontendAlt/streams=256/interval=1$' -benchtime 1x ./api-frontend/e2etest/
 //
-// SLUICE_BENCH_SECONDS is each phase's window (default 3 s here).
+// SLUICE_BENCH_SECONDS is each phase's window (default 3 s here). After
+// the rounds, with the clients stopped, the same run measures the send
+// floor under the per-token figure (BenchmarkSendFloor's paced mode:
+// SLUICE_BENCH_ALT_FLOOR rounds, default 200, of one 150-byte send to
+// each of 256 loopback connections): floor-cpu-us/send.
 func BenchmarkFrontendAlt(b *testing.B) {
 	streams := envInt("SLUICE_BENCH_SPLIT_STREAMS", 256)
 	stepMS := envInt("SLUICE_BENCH_STEP_MS", 20)
@@ -226,11 +230,12 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 			}
 		}(uint64(i))
 	}
-	defer func() {
+	stopClients := sync.OnceFunc(func() {
 		cancel()
 		conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
 		wg.Wait()
-	}()
+	})
+	defer stopClients()
 
 	pid := fe.Cmd.Process.Pid
 	measure := func(name string, maxTokens int, settle time.Duration) splitPhase {
@@ -244,14 +249,16 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 		if err != nil {
 			b.Fatal(err)
 		}
+		m0 := scrape(b, base, "go_memstats_mallocs_total")
 		st0, fi0, g0 := started.Load(), finished.Load(), generated()
 		t0 := time.Now()
 		time.Sleep(window)
 		c1, _ := threadsCPU(pid)
 		u1, s1, _ := procCPUSplit(pid)
 		st1, fi1, g1 := started.Load(), finished.Load(), generated()
+		m1 := scrape(b, base, "go_memstats_mallocs_total")
 		return splitPhase{name: name, maxTokens: maxTokens, cpu: c1 - c0, user: u1 - u0, sys: s1 - s0, tokens: g1 - g0,
-			requests: float64(st1-st0+fi1-fi0) / 2, elapsed: time.Since(t0)}
+			requests: float64(st1-st0+fi1-fi0) / 2, elapsed: time.Since(t0), mallocs: m1 - m0}
 	}
 	// Settling: a short phase waits for the long requests before it to end
 	// (long steps), a long phase for the short ones (short steps); both
@@ -259,7 +266,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	stepD := time.Duration(stepMS) * time.Millisecond
 	settleShort := time.Duration(long+4)*stepD + 300*time.Millisecond
 	settleLong := time.Duration(short+4)*stepD + 300*time.Millisecond
-	var perReq, perTok, userReq, sysReq, userTok, sysTok, allIn, rate []float64
+	var perReq, perTok, userReq, sysReq, userTok, sysTok, allIn, rate, allocReq, allocTok []float64
 	for r := 0; r < rounds; r++ {
 		settle := settleShort
 		if r == 0 {
@@ -278,11 +285,17 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 		sa, st := solveSplit(sp, lp, func(p splitPhase) time.Duration { return p.sys })
 		perReq, perTok = append(perReq, a), append(perTok, t)
 		userReq, sysReq, userTok, sysTok = append(userReq, ua), append(sysReq, sa), append(userTok, ut), append(sysTok, st)
+		ma, mt := solveSplitF(sp, lp, func(p splitPhase) float64 { return p.mallocs })
+		allocReq, allocTok = append(allocReq, ma), append(allocTok, mt)
 		allIn = append(allIn, float64(sp.cpu.Nanoseconds())/1e3/sp.requests)
 		rate = append(rate, sp.requests/sp.elapsed.Seconds())
 		b.Logf("round %d: short %.0f requests, %d tokens, CPU %s; long %.0f requests, %d tokens, CPU %s → %.1f µs/request + %.2f µs/token",
 			r, sp.requests, sp.tokens, sp.cpu.Round(time.Millisecond), lp.requests, lp.tokens, lp.cpu.Round(time.Millisecond), a, t)
 	}
+	stopClients()
+	floor := measureSendFloor(b, "paced", envInt("SLUICE_BENCH_ALT_FLOOR", 200))
+	b.ReportMetric(floor.cpu, "floor-cpu-us/send")
+	b.ReportMetric(floor.sys, "floor-sys-us/send")
 	lo, hi := slices.Min(perReq), slices.Max(perReq)
 	b.ReportMetric(median(perReq), "cpu-us/request")
 	b.ReportMetric(lo, "min-cpu-us/request")
@@ -294,4 +307,8 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	b.ReportMetric(median(sysTok), "sys-us/token")
 	b.ReportMetric(median(allIn), "short-cpu-us/request")
 	b.ReportMetric(median(rate), "short-requests/s")
+	// Allocations: each phase's /metrics scrape adds its own (the same in
+	// both phases), ≈ 0.1 per request here.
+	b.ReportMetric(median(allocReq), "allocs/request")
+	b.ReportMetric(median(allocTok), "allocs/token")
 }

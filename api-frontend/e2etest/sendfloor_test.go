@@ -52,15 +52,32 @@ const (
 )
 
 func sendFloor(b *testing.B, mode string) {
+	rounds := b.N
+	if mode == "unread" {
+		rounds = min(rounds, 200) // stay inside the receive buffers
+	}
+	b.ResetTimer()
+	f := measureSendFloor(b, mode, rounds)
+	b.StopTimer()
+	b.ReportMetric(f.cpu, "cpu-us/send")
+	b.ReportMetric(f.sys, "sys-us/send")
+	b.ReportMetric(f.user, "user-us/send")
+	b.ReportMetric(f.reader, "reader-cpu-us/send")
+	b.ReportMetric(f.cpu+f.reader, "total-cpu-us/send")
+}
+
+// sendFloorResult is one measureSendFloor: the sending thread's CPU per
+// send (all, system, user) and the reader process's, in µs.
+type sendFloorResult struct{ cpu, sys, user, reader float64 }
+
+// measureSendFloor runs rounds rounds of BenchmarkSendFloor's sends in
+// mode (paced, busy, unread) and returns the CPU per send.
+func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ln.Close()
-	rounds := b.N
-	if mode == "unread" {
-		rounds = min(rounds, 200) // stay inside the receive buffers
-	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestSendFloorReader$")
 	cmd.Env = append(os.Environ(), "SLUICE_FLOOR_READER="+ln.Addr().String(), "SLUICE_FLOOR_MODE="+mode,
 		"SLUICE_E2E_BIN="+os.TempDir())
@@ -98,7 +115,6 @@ func sendFloor(b *testing.B, mode string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -134,7 +150,6 @@ func sendFloor(b *testing.B, mode string) {
 		time.Sleep(20 * time.Millisecond) // the reader drains the last round
 	}
 	reader1, err := threadsCPU(cmd.Process.Pid)
-	b.StopTimer()
 	if res.err != nil {
 		b.Fatal(res.err)
 	}
@@ -144,12 +159,8 @@ func sendFloor(b *testing.B, mode string) {
 	// getrusage's thread times tick in ~1–4 ms steps; summed over
 	// hundreds of rounds the error averages out.
 	n := float64(res.sends)
-	b.ReportMetric(float64((res.user+res.sys).Nanoseconds())/1e3/n, "cpu-us/send")
-	b.ReportMetric(float64(res.sys.Nanoseconds())/1e3/n, "sys-us/send")
-	b.ReportMetric(float64(res.user.Nanoseconds())/1e3/n, "user-us/send")
-	reader := reader1 - reader0
-	b.ReportMetric(float64(reader.Nanoseconds())/1e3/n, "reader-cpu-us/send")
-	b.ReportMetric(float64((res.user+res.sys+reader).Nanoseconds())/1e3/n, "total-cpu-us/send")
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / n }
+	return sendFloorResult{cpu: us(res.user + res.sys), sys: us(res.sys), user: us(res.user), reader: us(reader1 - reader0)}
 }
 
 // threadsCPU returns the on-CPU time of every thread of process pid so far
