@@ -31,7 +31,10 @@ import (
 //     asleep at each round's first sends: the frontend's pattern;
 //   - busy: rounds back to back (the reader is still draining);
 //   - unread: the reader connects and never reads: the sender's cost
-//     without waking anyone (the receive path itself still runs).
+//     without waking anyone (the receive path itself still runs);
+//   - uring: as paced, but each round's 256 sends are one io_uring_enter
+//     (IORING_OP_SEND, MSG_DONTWAIT; sendRing, raw system calls): what
+//     batching an engine step's sends into one system call would save.
 //
 // On loopback the receiver's TCP work (softirq) and its wake-up run inside
 // the sender's send(2) and are charged to the sender's system time; what
@@ -41,7 +44,7 @@ import (
 // so everything it does for the sends), and total-cpu-us/send is the two
 // together: the whole machine's CPU per chunk on loopback.
 func BenchmarkSendFloor(b *testing.B) {
-	for _, mode := range []string{"paced", "busy", "unread"} {
+	for _, mode := range []string{"paced", "busy", "unread", "uring"} {
 		b.Run(mode, func(b *testing.B) { sendFloor(b, mode) })
 	}
 }
@@ -115,6 +118,13 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var ring *sendRing
+	if mode == "uring" {
+		if ring, err = newSendRing(floorConns); err != nil {
+			b.Skip("SKIP: io_uring: ", err)
+		}
+		defer ring.close()
+	}
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -130,13 +140,19 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 				pause += time.Since(t)
 			}
 			_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
-			for _, fd := range fds {
-				_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
-				if e != 0 && e != syscall.EAGAIN {
-					res.err = e
-					break
+			if ring != nil {
+				failed, err := ring.sendAll(fds, p, floorChunk)
+				res.sends += len(fds) - failed
+				res.err = err
+			} else {
+				for _, fd := range fds {
+					_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+					if e != 0 && e != syscall.EAGAIN {
+						res.err = e
+						break
+					}
+					res.sends++
 				}
-				res.sends++
 			}
 			_ = syscall.Getrusage(1, &r1)
 			res.user += time.Duration(r1.Utime.Nano() - r0.Utime.Nano())
