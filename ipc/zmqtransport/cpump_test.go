@@ -238,3 +238,58 @@ func TestPumpCloseReleasesEverything(t *testing.T) {
 		t.Fatalf("%d descriptors after 5 dial/close rounds, %d before", n, before)
 	}
 }
+
+// TestPumpWakesWhenAsleep: Go pokes the pump thread only when it is going
+// to sleep (out_sleeping); frames sent in bursts from two goroutines, with
+// pauses that let the thread fall asleep between them, all arrive at once.
+// Pings are 30 s apart, so a lost wake-up would leave a frame waiting for
+// the next ping and fail the one-second deadline.
+func TestPumpWakesWhenAsleep(t *testing.T) {
+	addr := ipcAddr(t)
+	s, err := Listen(EngineConfig{Addr: addr, Ready: ipc.Ready{EngineID: "e1", ModelName: "m", MaxModelLen: 128, PID: os.Getpid()},
+		PingInterval: 30 * time.Second, LivenessTimeout: 120 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close("test over")
+	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-wake", ModelName: "m", PingInterval: 30 * time.Second, LivenessTimeout: 120 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitUp(t, c)
+	for round := 0; round < 300; round++ {
+		// 0, 0.1, ... 0.9 ms apart: some bursts find the thread awake,
+		// some asleep, some on its way to sleep.
+		time.Sleep(time.Duration(round%10) * 100 * time.Microsecond)
+		n := 1 + round%4
+		errs := make(chan error, 2)
+		for g := 0; g < 2; g++ {
+			go func(g int) {
+				for i := 0; i < n; i++ {
+					id := fmt.Sprintf("r%d-g%d-%d", round, g, i)
+					if err := c.Send(ipc.KindAbort, &ipc.Abort{RequestIDs: []string{id}}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}(g)
+		}
+		for g := 0; g < 2; g++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 2*n; i++ {
+			select {
+			case in := <-s.Inbound():
+				if in.Kind != ipc.KindAbort {
+					t.Fatalf("round %d: kind %d, want ABORT", round, in.Kind)
+				}
+			case <-time.After(time.Second):
+				t.Fatalf("round %d: frame %d of %d not received within 1 s (a lost wake-up)", round, i+1, 2*n)
+			}
+		}
+	}
+}
