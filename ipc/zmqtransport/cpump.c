@@ -236,14 +236,6 @@ static void *sl_run(void *arg) {
 		    LOAD_ACQ(&p->out_head) != p->out_tail) {
 			continue;
 		}
-		// From here Go pokes for a new record; one it published before
-		// seeing the flag is caught by this last look (both sequentially
-		// consistent: one of the two sides sees the other's store).
-		STORE_SC(&p->out_sleeping, 1);
-		if (LOAD_SC(&p->out_head) != p->out_tail) {
-			STORE_SC(&p->out_sleeping, 0);
-			continue;
-		}
 		struct pollfd fds[3];
 		int nfds = 0;
 		fds[nfds++] = (struct pollfd){.fd = p->wake_r, .events = POLLIN};
@@ -257,7 +249,6 @@ static void *sl_run(void *arg) {
 			break;
 		}
 		poll(fds, nfds, -1);
-		STORE_SC(&p->out_sleeping, 0);
 		sl_drain_fd(p->wake_r);
 	}
 	return NULL;

@@ -171,10 +171,10 @@ func (c *cPump) release() {
 // errPumpClosed is returned by send after close.
 var errPumpClosed = errors.New("zmqtransport: connection closed")
 
-// send appends frame to the Go → C ring and wakes the pump thread if it
-// sleeps; the thread sends it without waiting (DONTWAIT); with report, a
-// failed send comes back as a SL_SENDFAIL slot. A full ring (the thread is
-// behind by a whole ring) makes send wait for room.
+// send appends frame to the Go → C ring and wakes the pump thread, which
+// sends it without waiting (DONTWAIT); with report, a failed send comes
+// back as a SL_SENDFAIL slot. A full ring (the thread is behind by a whole ring)
+// makes send wait for room.
 func (c *cPump) send(frame []byte, report bool) error {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
@@ -231,12 +231,7 @@ func (c *cPump) send(frame []byte, report bool) error {
 	c.outHead += need
 	atomic.StoreUint64(c.u64(&c.p.out_head), c.outHead)
 	runtime.KeepAlive(frame)
-	// An awake thread sends the record on its next pass: poke only one
-	// that is going to sleep (out_sleeping; see sl_run), saving a write(2)
-	// and a pass over the pipe per frame in a burst of requests.
-	if atomic.LoadUint32(c.u32(&c.p.out_sleeping)) != 0 {
-		c.poke()
-	}
+	c.poke()
 	return nil
 }
 

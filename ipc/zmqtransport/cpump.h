@@ -44,9 +44,8 @@ typedef struct {
 	// C → Go: C fills slots [in_tail, in_head), Go consumes them.
 	uint64_t in_head; // C
 	uint64_t in_tail; // Go
-	uint32_t in_full;      // C sets it before waiting for Go to free slots
-	uint32_t stop;         // Go sets it to end the thread
-	uint32_t out_sleeping; // C sets it before its last look at out_head and poll: Go pokes only then
+	uint32_t in_full; // C sets it before waiting for Go to free slots
+	uint32_t stop;    // Go sets it to end the thread
 	// Go → C: Go appends records [u32 len][u32 flags][payload, padded to 8].
 	uint64_t out_head; // Go
 	uint64_t out_tail; // C
