@@ -34,7 +34,8 @@ import (
 //     without waking anyone (the receive path itself still runs);
 //   - uring: as paced, but each round's 256 sends are one io_uring_enter
 //     (IORING_OP_SEND, MSG_DONTWAIT; sendRing, raw system calls): what
-//     batching an engine step's sends into one system call would save.
+//     batching an engine step's sends into one system call would save;
+//   - uring-busy: as busy, batched as uring.
 //
 // On loopback the receiver's TCP work (softirq) and its wake-up run inside
 // the sender's send(2) and are charged to the sender's system time; what
@@ -44,7 +45,7 @@ import (
 // so everything it does for the sends), and total-cpu-us/send is the two
 // together: the whole machine's CPU per chunk on loopback.
 func BenchmarkSendFloor(b *testing.B) {
-	for _, mode := range []string{"paced", "busy", "unread", "uring"} {
+	for _, mode := range []string{"paced", "busy", "unread", "uring", "uring-busy"} {
 		b.Run(mode, func(b *testing.B) { sendFloor(b, mode) })
 	}
 }
@@ -74,7 +75,8 @@ func sendFloor(b *testing.B, mode string) {
 type sendFloorResult struct{ cpu, sys, user, reader float64 }
 
 // measureSendFloor runs rounds rounds of BenchmarkSendFloor's sends in
-// mode (paced, busy, unread) and returns the CPU per send.
+// mode (paced, busy, unread, uring, uring-busy) and returns the CPU per
+// send.
 func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,7 +121,8 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 		b.Fatal(err)
 	}
 	var ring *sendRing
-	if mode == "uring" {
+	busy := mode == "busy" || mode == "uring-busy"
+	if strings.HasPrefix(mode, "uring") {
 		if ring, err = newSendRing(floorConns); err != nil {
 			b.Skip("SKIP: io_uring: ", err)
 		}
@@ -133,7 +136,7 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 		p := uintptr(unsafe.Pointer(&chunk[0]))
 		var pause time.Duration
 		for i := 0; i < rounds && res.err == nil; i++ {
-			if mode != "busy" {
+			if !busy {
 				// Not counted: the rusage window covers the sends only.
 				t := time.Now()
 				time.Sleep(20 * time.Millisecond)
@@ -162,7 +165,7 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 		done <- res
 	}()
 	res := <-done
-	if mode != "busy" {
+	if !busy {
 		time.Sleep(20 * time.Millisecond) // the reader drains the last round
 	}
 	reader1, err := threadsCPU(cmd.Process.Pid)
