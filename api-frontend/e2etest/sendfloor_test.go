@@ -31,7 +31,11 @@ import (
 //     asleep at each round's first sends: the frontend's pattern;
 //   - busy: rounds back to back (the reader is still draining);
 //   - unread: the reader connects and never reads: the sender's cost
-//     without waking anyone (the receive path itself still runs).
+//     without waking anyone (the receive path itself still runs);
+//   - uring: as paced, but each round's 256 sends are one io_uring_enter
+//     (IORING_OP_SEND, MSG_DONTWAIT; sendRing, raw system calls): what
+//     batching an engine step's sends into one system call would save;
+//   - uring-busy: as busy, batched as uring.
 //
 // On loopback the receiver's TCP work (softirq) and its wake-up run inside
 // the sender's send(2) and are charged to the sender's system time; what
@@ -41,7 +45,7 @@ import (
 // so everything it does for the sends), and total-cpu-us/send is the two
 // together: the whole machine's CPU per chunk on loopback.
 func BenchmarkSendFloor(b *testing.B) {
-	for _, mode := range []string{"paced", "busy", "unread"} {
+	for _, mode := range []string{"paced", "busy", "unread", "uring", "uring-busy"} {
 		b.Run(mode, func(b *testing.B) { sendFloor(b, mode) })
 	}
 }
@@ -52,15 +56,33 @@ const (
 )
 
 func sendFloor(b *testing.B, mode string) {
+	rounds := b.N
+	if mode == "unread" {
+		rounds = min(rounds, 200) // stay inside the receive buffers
+	}
+	b.ResetTimer()
+	f := measureSendFloor(b, mode, rounds)
+	b.StopTimer()
+	b.ReportMetric(f.cpu, "cpu-us/send")
+	b.ReportMetric(f.sys, "sys-us/send")
+	b.ReportMetric(f.user, "user-us/send")
+	b.ReportMetric(f.reader, "reader-cpu-us/send")
+	b.ReportMetric(f.cpu+f.reader, "total-cpu-us/send")
+}
+
+// sendFloorResult is one measureSendFloor: the sending thread's CPU per
+// send (all, system, user) and the reader process's, in µs.
+type sendFloorResult struct{ cpu, sys, user, reader float64 }
+
+// measureSendFloor runs rounds rounds of BenchmarkSendFloor's sends in
+// mode (paced, busy, unread, uring, uring-busy) and returns the CPU per
+// send.
+func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ln.Close()
-	rounds := b.N
-	if mode == "unread" {
-		rounds = min(rounds, 200) // stay inside the receive buffers
-	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestSendFloorReader$")
 	cmd.Env = append(os.Environ(), "SLUICE_FLOOR_READER="+ln.Addr().String(), "SLUICE_FLOOR_MODE="+mode,
 		"SLUICE_E2E_BIN="+os.TempDir())
@@ -98,7 +120,14 @@ func sendFloor(b *testing.B, mode string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
+	var ring *sendRing
+	busy := mode == "busy" || mode == "uring-busy"
+	if strings.HasPrefix(mode, "uring") {
+		if ring, err = newSendRing(floorConns); err != nil {
+			b.Skip("SKIP: io_uring: ", err)
+		}
+		defer ring.close()
+	}
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -107,20 +136,26 @@ func sendFloor(b *testing.B, mode string) {
 		p := uintptr(unsafe.Pointer(&chunk[0]))
 		var pause time.Duration
 		for i := 0; i < rounds && res.err == nil; i++ {
-			if mode != "busy" {
+			if !busy {
 				// Not counted: the rusage window covers the sends only.
 				t := time.Now()
 				time.Sleep(20 * time.Millisecond)
 				pause += time.Since(t)
 			}
 			_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
-			for _, fd := range fds {
-				_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
-				if e != 0 && e != syscall.EAGAIN {
-					res.err = e
-					break
+			if ring != nil {
+				failed, err := ring.sendAll(fds, p, floorChunk)
+				res.sends += len(fds) - failed
+				res.err = err
+			} else {
+				for _, fd := range fds {
+					_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+					if e != 0 && e != syscall.EAGAIN {
+						res.err = e
+						break
+					}
+					res.sends++
 				}
-				res.sends++
 			}
 			_ = syscall.Getrusage(1, &r1)
 			res.user += time.Duration(r1.Utime.Nano() - r0.Utime.Nano())
@@ -130,11 +165,10 @@ func sendFloor(b *testing.B, mode string) {
 		done <- res
 	}()
 	res := <-done
-	if mode != "busy" {
+	if !busy {
 		time.Sleep(20 * time.Millisecond) // the reader drains the last round
 	}
 	reader1, err := threadsCPU(cmd.Process.Pid)
-	b.StopTimer()
 	if res.err != nil {
 		b.Fatal(res.err)
 	}
@@ -144,12 +178,8 @@ func sendFloor(b *testing.B, mode string) {
 	// getrusage's thread times tick in ~1–4 ms steps; summed over
 	// hundreds of rounds the error averages out.
 	n := float64(res.sends)
-	b.ReportMetric(float64((res.user+res.sys).Nanoseconds())/1e3/n, "cpu-us/send")
-	b.ReportMetric(float64(res.sys.Nanoseconds())/1e3/n, "sys-us/send")
-	b.ReportMetric(float64(res.user.Nanoseconds())/1e3/n, "user-us/send")
-	reader := reader1 - reader0
-	b.ReportMetric(float64(reader.Nanoseconds())/1e3/n, "reader-cpu-us/send")
-	b.ReportMetric(float64((res.user+res.sys+reader).Nanoseconds())/1e3/n, "total-cpu-us/send")
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / n }
+	return sendFloorResult{cpu: us(res.user + res.sys), sys: us(res.sys), user: us(res.user), reader: us(reader1 - reader0)}
 }
 
 // threadsCPU returns the on-CPU time of every thread of process pid so far
