@@ -3,10 +3,11 @@ package cpu
 import "github.com/sluice-llm/sluice/kernels"
 
 // Mixture-of-experts execution: MatMulExperts runs each routed group of
-// activation rows through its expert's weight. The work units of one call
-// are the (group, weight row) pairs of all groups with rows, laid end to
-// end, and the pool cuts that range into chunks: a big expert's rows are
-// split across workers and small experts are spread over them alike, and
+// activation rows through its expert's weight. The work of one call is
+// the (group, weight row) pairs of all groups with rows, laid end to end
+// and weighed by their cost (unitRow), and the pool cuts that range into
+// chunks of equal cost: a big expert's rows are split across workers and
+// small experts are spread over them alike, and
 // each weight row is read once, by one worker, for every row of its group
 // (the stored-format kernels of qmat.go: batch-1 row loops for a group of
 // one row, 4-row tiles above). The activations of the whole call are
