@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -267,6 +268,10 @@ func BenchmarkMoEBlock(b *testing.B) {
 					}
 					s := m.NewScratch(n)
 					out := make([]float32, n*sh.dim)
+					stats := os.Getenv("SLUICE_BENCH_OPSTATS") != "" && v == "cpu"
+					if stats {
+						be.RecordOps(true) // locks the pool's threads: off for the figures compared
+					}
 					c0 := processCPUSeconds()
 					for i := 0; b.Loop(); i++ {
 						if err := m.Forward(s, out, xs[i%len(xs)], n); err != nil {
@@ -274,6 +279,14 @@ func BenchmarkMoEBlock(b *testing.B) {
 						}
 					}
 					cpuS := processCPUSeconds() - c0
+					if stats {
+						st := be.OpStats()
+						be.RecordOps(false)
+						b.ReportMetric(100*st.Imbalance(), "op-wait-%")
+						if cpuS > 0 {
+							b.ReportMetric(100*st.ChunkCPU.Seconds()/cpuS, "ops-cpu-%")
+						}
+					}
 					experts := float64(s.RowsRead) / float64(rowsPerExpert) / float64(b.N)
 					bytes := experts * float64(perExpert)
 					b.SetBytes(int64(bytes))

@@ -314,9 +314,7 @@ func (b *Backend) AddRow(x, bias kernels.Tensor, n int) {
 	xh, bh := x.(*kernels.Host), bias.(*kernels.Host)
 	for i := 0; i < n; i++ {
 		row := xh.F[i*xh.C : (i+1)*xh.C]
-		for j, v := range bh.F[:len(row)] {
-			row[j] += v
-		}
+		b.k.addRow(row, bh.F[:len(row)])
 	}
 }
 

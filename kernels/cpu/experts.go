@@ -3,10 +3,11 @@ package cpu
 import "github.com/sluice-llm/sluice/kernels"
 
 // Mixture-of-experts execution: MatMulExperts runs each routed group of
-// activation rows through its expert's weight. The work units of one call
-// are the (group, weight row) pairs of all groups with rows, laid end to
-// end, and the pool cuts that range into chunks: a big expert's rows are
-// split across workers and small experts are spread over them alike, and
+// activation rows through its expert's weight. The work of one call is
+// the (group, weight row) pairs of all groups with rows, laid end to end
+// and weighed by their cost (unitRow), and the pool cuts that range into
+// chunks of equal cost: a big expert's rows are split across workers and
+// small experts are spread over them alike, and
 // each weight row is read once, by one worker, for every row of its group
 // (the stored-format kernels of qmat.go: batch-1 row loops for a group of
 // one row, 4-row tiles above). The activations of the whole call are
@@ -25,6 +26,7 @@ type expertsTask struct {
 	ng     int             // the groups of the first weight list
 	out2   *kernels.Host   // a pair's second output (groups ng and on)
 	rows   int             // weight rows per expert
+	cost   []int           // the groups' first work units, then the end (see unitRow)
 	quant  bool            // act holds the call's quantized activations
 	act    actQ
 
@@ -120,7 +122,17 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 		// make), each group's used by its rows only
 		t.act.mxfp4Corr(b.mxgRows(minRows), b.mxgRows(maxRows))
 	}
-	total := len(t.w) * t.rows
+	t.cost = t.cost[:0]
+	total := 0
+	for g := range t.w {
+		gs := g
+		if g >= t.ng {
+			gs = g - t.ng
+		}
+		t.cost = append(t.cost, total)
+		total += (int(t.start[gs+1]-t.start[gs]) + 1) * t.rows
+	}
+	t.cost = append(t.cost, total)
 	if n*t.rows*w0.C*len(t.w)/t.ng < 1<<15 { // (the rows' work, twice for a pair)
 		t.run(0, total, 0)
 	} else {
@@ -145,8 +157,33 @@ func (b *Backend) expertKernels(w *kernels.Host) bool {
 	return true
 }
 
-// run computes units [lo, hi): weight rows of the groups, rows apart.
+// unitRow maps a work unit to a weight row of the groups laid end to end
+// (group g's row r is g·rows + r). The units weigh the groups by their
+// cost: a weight row of a group of n activation rows is n + 1 units (its
+// tiles cost about n block-rows plus the weight block's decode and
+// stream), so that the pool's equal chunks are of about equal CPU time
+// however the rows fall on the experts. Unit u of group g maps to its
+// weight row (u − cost[g]) / (n+1) rounded down to a multiple of 4; the
+// map is monotone with unitRow(0) = 0 and unitRow(total) = the rows' end,
+// so the chunks [lo, hi) that the pool hands out cover every weight row
+// once.
+func (t *expertsTask) unitRow(u int) int {
+	g := len(t.cost) - 2
+	if u >= t.cost[g+1] {
+		return (g + 1) * t.rows
+	}
+	for u < t.cost[g] {
+		g--
+	}
+	per := (t.cost[g+1] - t.cost[g]) / t.rows
+	r := (u - t.cost[g]) / per &^ 3
+	return g*t.rows + r
+}
+
+// run computes work units [lo, hi): the weight rows of the groups from
+// unitRow(lo) to unitRow(hi).
 func (t *expertsTask) run(lo, hi, wk int) {
+	lo, hi = t.unitRow(lo), t.unitRow(hi)
 	K := t.x.C
 	for u := lo; u < hi; {
 		g, r0 := u/t.rows, u%t.rows

@@ -251,3 +251,93 @@ func TestCheckExperts(t *testing.T) {
 		}
 	}
 }
+
+// TestExpertUnitRows checks the cost-weighted work units of MatMulExperts
+// (expertsTask.unitRow): for groups of 1 to 40 activation rows (some calls
+// a pair: each group twice), weight rows not a multiple of 4 among them,
+// the chunks that the pool cuts (and random cuts) cover every weight row of
+// every group exactly once, in order; and the pool's chunks are of about
+// equal cost (Σ over their weight rows of the group's rows + 1) where the
+// groups' sizes differ by up to 40×, where equal numbers of weight rows
+// would differ by that much.
+func TestExpertUnitRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 11))
+	for _, c := range []struct {
+		groups []int
+		rows   int
+		pair   bool
+	}{
+		{[]int{1}, 8, false},
+		{[]int{1, 1, 1, 1}, 2880, false},
+		{[]int{40, 1, 1, 1, 1, 1, 1, 1}, 2880, false},
+		{[]int{1, 2, 3, 4, 5, 16, 1, 1, 2}, 2880, true},
+		{[]int{3, 1, 7}, 17, false},
+		{[]int{2, 9, 1}, 33, true},
+		{[]int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 36}, 2880, true},
+	} {
+		t.Run(fmt.Sprintf("%v_%d_pair=%v", c.groups, c.rows, c.pair), func(t *testing.T) {
+			ex := &expertsTask{rows: c.rows, ng: len(c.groups)}
+			ex.start = []int32{0}
+			for _, n := range c.groups {
+				ex.start = append(ex.start, ex.start[len(ex.start)-1]+int32(n))
+			}
+			gs := len(c.groups)
+			if c.pair {
+				gs *= 2
+			}
+			total := 0
+			for g := 0; g < gs; g++ {
+				ex.cost = append(ex.cost, total)
+				total += (c.groups[g%len(c.groups)] + 1) * c.rows
+			}
+			ex.cost = append(ex.cost, total)
+			// the pool's cuts for 2 and 3 threads, and random cuts
+			var cuts [][]int
+			for _, threads := range []int{2, 3} {
+				p := &pool{n: threads, bounds: make([]int, 16*threads+2)}
+				nc := p.cut(total, 4, false)
+				cuts = append(cuts, append([]int(nil), p.bounds[:nc+1]...))
+			}
+			for range 20 {
+				b := []int{0}
+				for b[len(b)-1] < total {
+					b = append(b, min(total, b[len(b)-1]+1+r.IntN(total/3+1)))
+				}
+				cuts = append(cuts, b)
+			}
+			for ci, b := range cuts {
+				seen := make([]int, gs*c.rows)
+				next := 0
+				var costs []int
+				for i := 0; i+1 < len(b); i++ {
+					lo, hi := ex.unitRow(b[i]), ex.unitRow(b[i+1])
+					if lo != next || hi < lo {
+						t.Fatalf("cut %d: chunk %d covers rows [%d, %d) after %d", ci, i, lo, hi, next)
+					}
+					cost := 0
+					for u := lo; u < hi; u++ {
+						seen[u]++
+						cost += c.groups[(u/c.rows)%len(c.groups)] + 1
+					}
+					costs = append(costs, cost)
+					next = hi
+				}
+				for u, k := range seen {
+					if k != 1 {
+						t.Fatalf("cut %d: weight row %d of group %d covered %d times", ci, u%c.rows, u/c.rows, k)
+					}
+				}
+				if ci < 2 && len(costs) > 2 && c.rows >= 2880 {
+					// every chunk but the last (the remainder) within one
+					// 4-row step of the group with the most rows of its share
+					share := costs[0]
+					for i, k := range costs[:len(costs)-1] {
+						if d := k - share; d > 8*41 || d < -8*41 {
+							t.Fatalf("cut %d: chunk %d costs %d units, the first %d (%v)", ci, i, k, share, costs)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -12,11 +12,7 @@ func (b *Backend) ScatterAdd(out, x kernels.Tensor, rows []int32, w []float32) {
 	oh, xh := out.(*kernels.Host), x.(*kernels.Host)
 	for i, dst := range rows {
 		o := oh.F[int(dst)*oh.C : (int(dst)+1)*oh.C]
-		xr := xh.F[i*xh.C : i*xh.C+oh.C]
-		wi := w[i]
-		for j, v := range xr {
-			o[j] += wi * v
-		}
+		b.k.scaleAdd(o, xh.F[i*xh.C:i*xh.C+oh.C], w[i])
 	}
 }
 

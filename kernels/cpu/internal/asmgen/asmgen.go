@@ -37,6 +37,9 @@
 // attngqa.go writes attngqa_amd64.s (attention kernels serving all the
 // query heads of a KV head in one pass over its rows) and attngqa_amd64.go.
 //
+// vadd.go writes vadd_amd64.s (the backend's element-wise bias and
+// weighted adds, bit-equal to the Go loops) and vadd_amd64.go.
+//
 // swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
 // the Go loop) and swiglu_amd64.go.
 //
@@ -70,6 +73,7 @@ func Files() map[string]string {
 		"half_amd64.s":     halfFile(), "half_amd64.go": halfDecls(),
 		"halfrow_amd64.s": halfRowFile(), "halfrow_amd64.go": halfRowDecls(),
 		"mxtile_amd64.s": mxtileFile(), "mxtile_amd64.go": mxtileDecls(),
+		"vadd_amd64.s": vaddFile(), "vadd_amd64.go": vaddDecls(),
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
