@@ -7,7 +7,7 @@ import (
 )
 
 // Batches of at least halfPanelMinRows activation rows on BF16 weights,
-// and F16 batches of 16 rows or of over 16 rows with K past halfKc (usePanels): the
+// and F16 batches of 13 to 16 rows or of over 16 rows with K past halfKc (usePanels): the
 // weights are widened to float32 once per call and chunk of K, not once per group of activation rows as in the register tiles of
 // half.go, and the products run on halfPanel kernels (halfpanel_amd64.s):
 // 16 activation rows in the lanes of two ymm, stored k-major in a panel,
@@ -42,13 +42,13 @@ const (
 	halfPanelRange   = 384  // weight rows whose accumulators are held at once
 	halfPanelMaxW    = 6    // the widest halfPanel kernel (weight rows per call)
 	halfPanelKb1     = 1024 // one panel: values of K per block that all the range's rows pass (the block's panel share, 64 KiB, stays in L2)
-	halfPanelF16Min  = 16   // F16 batches of halfPanelF16Min to 16 rows run on the one-panel path (15 rows: slower than the tiles)
+	halfPanelF16Min  = 13   // F16 batches of halfPanelF16Min to 16 rows run on the one-panel path
 )
 
 // usePanels reports whether a batch of n rows on weights of type dt (F16
 // or BF16) with k values per row runs on the panel path: BF16 batches of
-// halfPanelMinRows rows or more; F16 batches of one full panel
-// (halfPanelF16Min = 16 rows: the decode of 16 sequences), and F16
+// halfPanelMinRows rows or more; F16 batches of one nearly full panel
+// (halfPanelF16Min to 16 rows: the decode of many sequences), and F16
 // batches of two panels or more (over 16 rows) whose rows are longer than
 // the tiles' slice of K (halfKc). Widening BF16 takes two vector ALU
 // operations (zero-extend, shift) per 8 weights, which the register tiles
@@ -57,10 +57,9 @@ const (
 // and packing) to gain where K fits one slice; past it each tile call
 // ends in horizontal sums added to out per slice, and the panel path
 // (sums held in acc per chunk) is faster. One panel widens as it goes
-// (no widening pass) and, blocked over K (halfPanelKb1), runs level
-// with the tiles or up to 8 % faster at 16 rows, and slower at 12 to 15
-// (lanes left empty) (docs/bench/f16-bf16.md, "Panel path",
-// "Prefetching the panel path's weights" and "16 rows").
+// (no widening pass) and, blocked over K (halfPanelKb1), runs 5–15 %
+// faster than the tiles at 16 rows (docs/bench/f16-bf16.md, "Panel
+// path", "Prefetching the panel path's weights" and "16 rows").
 func usePanels(dt kernels.DType, n, k int) bool {
 	switch dt {
 	case kernels.BF16:
