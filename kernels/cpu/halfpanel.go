@@ -7,7 +7,7 @@ import (
 )
 
 // Batches of at least halfPanelMinRows activation rows on BF16 weights,
-// and F16 batches of 13 to 16 rows or of over 16 rows with K past halfKc (usePanels): the
+// and F16 batches of over 16 rows with K past halfKc (usePanels): the
 // weights are widened to float32 once per call and chunk of K, not once per group of activation rows as in the register tiles of
 // half.go, and the products run on halfPanel kernels (halfpanel_amd64.s):
 // 16 activation rows in the lanes of two ymm, stored k-major in a panel,
@@ -22,10 +22,8 @@ import (
 //	        for each 6 weight rows: prefetch the next block's rows,
 //	          then for each panel: halfPanel, added to acc
 //	  one panel (n ≤ 16): pack all of K once, then
-//	    for each halfPanelKb1-value block of K (its panel share in L2):
-//	      for each 6 weight rows, for each chunk of the block:
-//	        halfPanel{W}{F16,BF16}, which widens as it goes (each weight
-//	        is used by one panel only)
+//	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
+//	    which widens as it goes (each weight is used by one panel only)
 //
 // Each output sums its products in one lane, one fused multiply-add after
 // another, into two accumulators: the even chunks of K into one and the
@@ -36,36 +34,30 @@ import (
 
 // The panel path's batch threshold and cache blocking.
 const (
-	halfPanelMinRows = 8    // fewer activation rows run on the register tiles of half.go
-	halfPanelKc      = 256  // values of K per chunk: a panel's chunk (16 KiB) stays in L1
-	halfPanelNb      = 48   // weight rows widened per block (48 KiB of float32 at halfPanelKc)
-	halfPanelRange   = 384  // weight rows whose accumulators are held at once
-	halfPanelMaxW    = 6    // the widest halfPanel kernel (weight rows per call)
-	halfPanelKb1     = 1024 // one panel: values of K per block that all the range's rows pass (the block's panel share, 64 KiB, stays in L2)
-	halfPanelF16Min  = 13   // F16 batches of halfPanelF16Min to 16 rows run on the one-panel path
+	halfPanelMinRows = 8   // fewer activation rows run on the register tiles of half.go
+	halfPanelKc      = 256 // values of K per chunk: a panel's chunk (16 KiB) stays in L1
+	halfPanelNb      = 48  // weight rows widened per block (48 KiB of float32 at halfPanelKc)
+	halfPanelRange   = 384 // weight rows whose accumulators are held at once
+	halfPanelMaxW    = 6   // the widest halfPanel kernel (weight rows per call)
 )
 
 // usePanels reports whether a batch of n rows on weights of type dt (F16
 // or BF16) with k values per row runs on the panel path: BF16 batches of
-// halfPanelMinRows rows or more; F16 batches of one nearly full panel
-// (halfPanelF16Min to 16 rows: the decode of many sequences), and F16
-// batches of two panels or more (over 16 rows) whose rows are longer than
-// the tiles' slice of K (halfKc). Widening BF16 takes two vector ALU
-// operations (zero-extend, shift) per 8 weights, which the register tiles
-// repeat for every group of 4 activation rows. F16's single VCVTPH2PS
-// costs the tiles too little for the two-panel path (its widening pass
-// and packing) to gain where K fits one slice; past it each tile call
-// ends in horizontal sums added to out per slice, and the panel path
-// (sums held in acc per chunk) is faster. One panel widens as it goes
-// (no widening pass) and, blocked over K (halfPanelKb1), runs 5–15 %
-// faster than the tiles at 16 rows (docs/bench/f16-bf16.md, "Panel
-// path", "Prefetching the panel path's weights" and "16 rows").
+// halfPanelMinRows rows or more, and F16 batches of two panels or more
+// (over 16 rows) whose rows are longer than the tiles' slice of K
+// (halfKc). Widening BF16 takes two vector ALU operations (zero-extend,
+// shift) per 8 weights, which the register tiles repeat for every group
+// of 4 activation rows; F16's single VCVTPH2PS costs the tiles too little
+// for the panel path to gain where K fits one slice, but past it each
+// tile call ends in horizontal sums added to out per slice, and the panel
+// path (sums held in acc per chunk) is faster (docs/bench/f16-bf16.md,
+// "Panel path" and "Prefetching the panel path's weights").
 func usePanels(dt kernels.DType, n, k int) bool {
 	switch dt {
 	case kernels.BF16:
 		return n >= halfPanelMinRows
 	case kernels.F16:
-		return n >= halfPanelF16Min && n <= 16 || n > 16 && k > halfKc
+		return n > 16 && k > halfKc
 	}
 	return false
 }
@@ -117,7 +109,23 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	clear(s.acc)
 	set := G * R * 16
 	if G == 1 {
-		t.halfPanelOne(lo, hi, s, halfPanelKb1)
+		// one panel: all of K packed at once (16·K floats), then each
+		// group of weight rows runs through K, so that its rows stream
+		// from memory one after another
+		s.xp = halfGrow(s.xp, 16*K8)
+		for kb := 0; kb < K8; kb += halfPanelKc {
+			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
+		}
+		for o := lo; o < hi; {
+			W := min(halfPanelMaxW, hi-o)
+			_ = w.Q[(o+W-1)*rb+2*K8-1]
+			for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
+				kn := min(halfPanelKc, K8-kb)
+				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
+				halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+			}
+			o += W
+		}
 	}
 	// two panels or more: a block of weight rows is widened once into wf
 	// for all of them (halfPanelAVX2 on wf gives the sums of
@@ -188,41 +196,6 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 				o := lo + i
 				or[i] += dotHalfGo(w.DT, w.Q[o*rb+2*K8:(o+1)*rb], xr)
 			}
-		}
-	}
-}
-
-// halfPanelOne is halfPanelRows' one-panel case (n ≤ 16): all of K is
-// packed at once (16·K floats, K8 = K rounded down to 8), then for each
-// kB-value block of K (a positive multiple of halfPanelKc), each group of
-// up to six weight rows runs through the block with
-// halfPanelWidenAVX2, one halfPanelKc chunk after another, into the
-// accumulators of s.acc (even chunks into the first set, odd ones into
-// the second). Each output's sums run in the same order for every kB, so
-// kB only changes which data sit in the caches: the block's share of the
-// panel (16·kB floats) stays in L1/L2 while all rows stream past it.
-func (t *qmatTask) halfPanelOne(lo, hi int, s *halfScratch, kB int) {
-	w, x := t.w, t.x
-	K8 := w.C &^ 7
-	rb := w.DT.RowBytes(w.C)
-	bf := w.DT == kernels.BF16
-	set := (hi - lo) * 16
-	s.xp = halfGrow(s.xp, 16*K8)
-	for kb := 0; kb < K8; kb += halfPanelKc {
-		packRowPanels(s.xp[16*kb:], x.F, x.C, t.n, kb, min(halfPanelKc, K8-kb))
-	}
-	for k0 := 0; k0 < K8; k0 += kB {
-		ke := min(k0+kB, K8)
-		for o := lo; o < hi; {
-			W := min(halfPanelMaxW, hi-o)
-			_ = w.Q[(o+W-1)*rb+2*ke-1]
-			for kb := k0; kb < ke; kb += halfPanelKc {
-				kn := min(halfPanelKc, K8-kb)
-				ci := kb / halfPanelKc
-				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
-				halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
-			}
-			o += W
 		}
 	}
 }
