@@ -17,7 +17,9 @@ import "unsafe"
 // VPMADDUBSW, 7 VPADDW and 1 VPMADDWD instead of 16 multiplies and 15
 // adds of each kind. Each 128-bit lane still holds values 0-15 or 16-31 of
 // every sub-block, so the lanes' integer sums, and the fold after them,
-// are those of dotQ4Kx8PAVX2: the results equal it bit for bit.
+// are those of dotQ4Kx8PAVX2: the results equal it bit for bit. The ×16
+// tile (16-sequence decode) prefetches each weight row's super-block 4
+// ahead, running on into the block's next rows.
 
 // transposeK fills a.kt from a.q for activations in blocks of 256 with
 // at least 8 rows: for each group g of 8 rows, super-block b and row r of

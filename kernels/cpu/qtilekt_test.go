@@ -227,15 +227,16 @@ func FuzzTileKT(f *testing.F) {
 }
 
 // BenchmarkTileKT times one block of 8 Q4_K weight rows against 16
-// activation rows, over and over (operands in L1/L2), for 2048- and
-// 8192-value reductions: the ×8 tile on precomputed sums (rows8's calls,
-// two per weight row), and the transposed tiles ×8 (two calls) and ×16.
+// activation rows, over and over, for 512-value reductions (every operand
+// in L1: the tiles' own rate), 2048 and 8192 (activations from L2): the
+// ×8 tile on precomputed sums (rows8's calls, two per weight row), and the
+// transposed tiles ×8 (two calls) and ×16.
 // GMAC/cpu-s counts multiply-adds per CPU-second.
 func BenchmarkTileKT(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no AVX2 kernels on this machine or build")
 	}
-	for _, in := range []int{2048, 8192} {
+	for _, in := range []int{512, 2048, 8192} {
 		const rows, n = 8, 16
 		r := rand.New(rand.NewPCG(16, uint64(in)))
 		data := randBlocks(r, kernels.Q4_K, rows, in)

@@ -63,6 +63,15 @@ VXORPS Y0, Y0, Y0`)
 		a.l("\tVMOVUPS Y0, %d(SP)", 96+32*s)
 	}
 	a.l("%sloop:", lbl)
+	if groups == 2 {
+		// the weight stream, 4 super-blocks ahead (on into the block's
+		// next rows): at 16 rows the 8192×2048 products gained ≈ 5 %
+		// (docs/bench/batch-tiles.md)
+		a.code(`
+PREFETCHT0 576(SI)
+PREFETCHT0 640(SI)
+PREFETCHT0 704(SI)`)
+	}
 	a.kxtDecode()
 	for s := 0; s < 2*groups; s++ {
 		g, half := s/2, s%2

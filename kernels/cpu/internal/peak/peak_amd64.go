@@ -14,3 +14,11 @@ func maddOnlyLoop(n int)
 
 // available reports whether the loops may run.
 const available = true
+
+// chainLoop runs n iterations of 8 rows' VPMADDUBSW, VPMADDWD, VPADDD
+// (256 int8 multiply-adds into int32 accumulators).
+func chainLoop(n int)
+
+// ktLoop runs n iterations of 2 rows' 8 VPMADDUBSW, 7 VPADDW, VPMADDWD,
+// VPADDD (512 int8 multiply-adds, the transposed Q4_K tiles' form).
+func ktLoop(n int)

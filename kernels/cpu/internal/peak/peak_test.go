@@ -39,5 +39,15 @@ func BenchmarkInt8(b *testing.B) { run(b, maddLoop, 8*32) }
 // BenchmarkInt8MaddubsOnly is VPMADDUBSW alone.
 func BenchmarkInt8MaddubsOnly(b *testing.B) { run(b, maddOnlyLoop, 8*32) }
 
+// BenchmarkInt8Chain is the ×8 tiles' chain per 32 multiply-adds and row:
+// VPMADDUBSW, VPMADDWD by the sub-block scale, VPADDD into an int32
+// accumulator.
+func BenchmarkInt8Chain(b *testing.B) { run(b, chainLoop, 8*32) }
+
+// BenchmarkInt8KT is the transposed Q4_K tiles' chain per 256
+// multiply-adds and row: 8 VPMADDUBSW, 7 VPADDW (word sums), one VPMADDWD
+// by the 8 sub-block scales, one VPADDD.
+func BenchmarkInt8KT(b *testing.B) { run(b, ktLoop, 2*256) }
+
 // BenchmarkF32FMA is float32 FMA (the F16/BF16 kernels' arithmetic).
 func BenchmarkF32FMA(b *testing.B) { run(b, fmaLoop, 10*8) }
