@@ -58,6 +58,7 @@ func Files() map[string]string {
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s": krows(),
 		"ks2_amd64.s":   ks2File(), "ks2_amd64.go": ks2Decls(),
+		"k4rp_amd64.s": k4rpFile(), "k4rp_amd64.go": k4rpDecls(),
 		"q6rows_amd64.s": q6rows(),
 		"q6s2_amd64.s":   q6s2File(), "q6s2_amd64.go": q6s2Decls(),
 		"f32panel_amd64.s": f32panel(),

@@ -1,0 +1,196 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// checkQ4KRows1R repacks rows Q4_K rows of nb blocks and checks that
+// q4kRows1R on them writes len(out) results only, each equal bit for bit
+// to q4kRows1's on the file's rows, and that unrepacking gives the file's
+// bytes back.
+func checkQ4KRows1R(t *testing.T, data []byte, x []float32, rows, nb int) {
+	t.Helper()
+	in := nb * 256
+	var a actQ
+	a.quantize(kern{avx2: true}, x, in, 1, in, 256)
+	qp := make([]int8, in)
+	permuteQ4KAct(qp, a.q[:in])
+	rp := make([]byte, len(data))
+	repackQ4K(rp, data)
+	back := append([]byte(nil), rp...)
+	unrepackQ4K(back, back)
+	if !bytes.Equal(back, data) {
+		t.Fatalf("%d rows × %d blocks: unrepacking does not give the file's bytes", rows, nb)
+	}
+	want := make([]float32, rows)
+	q4kRows1(data, a.q, a.d, a.bs, nb, want)
+	got := make([]float32, rows+2)
+	got[rows], got[rows+1] = 12345, -6789 // must stay
+	q4kRows1R(rp, qp, a.q, a.d, a.bs, nb, got[:rows], make([]byte, nb*144))
+	if got[rows] != 12345 || got[rows+1] != -6789 {
+		t.Fatalf("%d rows × %d blocks: wrote past the rows", rows, nb)
+	}
+	for o := range want {
+		if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+			t.Fatalf("%d rows × %d blocks, row %d = %v, the file's loop gives %v", rows, nb, o, got[o], want[o])
+		}
+	}
+}
+
+// TestQ4KRows1R checks the repacked two-stream loop against the file
+// layout's loop on the row counts and lengths of TestQ4KRows1, random and
+// saturated blocks.
+func TestQ4KRows1R(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 47))
+	for _, sat := range []bool{false, true} {
+		for _, nb := range []int{1, 2, 3, 8, 32} {
+			for _, rows := range []int{1, 2, 3, 4, 5, 9, 10, 31, 64, 65, 97} {
+				t.Run(fmt.Sprintf("sat=%v/%dx%d", sat, rows, nb), func(t *testing.T) {
+					in := nb * 256
+					data := randBlocks(r, kernels.Q4_K, rows, in)
+					x := randF(r, in)
+					if sat {
+						saturateQ4K(data, x)
+					}
+					checkQ4KRows1R(t, data, x, rows, nb)
+				})
+			}
+		}
+	}
+}
+
+// TestRepackQ4KLayout checks repackQ4K against its definition value by
+// value: repacked byte 4j+k of group g holds, for k < 2, values 4j+k and
+// 4j+k+2 of sub-block 2g, for k ≥ 2 values 4j+k−2 and 4j+k of sub-block
+// 2g+1; the permuted activations follow the same order.
+func TestRepackQ4KLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	blk := make([]byte, 144)
+	for i := range blk {
+		blk[i] = byte(r.Uint32())
+	}
+	val := func(v int) byte { // value v (0..255) of the file's block
+		g, i := v/64, v%64
+		if i < 32 {
+			return blk[16+32*g+i] & 15
+		}
+		return blk[16+32*g+i-32] >> 4
+	}
+	rp := make([]byte, 144)
+	repackQ4K(rp, blk)
+	if !bytes.Equal(rp[:16], blk[:16]) {
+		t.Fatal("d, dmin or scales moved")
+	}
+	x := make([]int8, 256)
+	for i := range x {
+		x[i] = int8(i - 128)
+	}
+	xp := make([]int8, 256)
+	permuteQ4KAct(xp, x)
+	for g := 0; g < 4; g++ {
+		for j := 0; j < 8; j++ {
+			for k := 0; k < 4; k++ {
+				lo := 64*g + 4*j + k // value in the low nibble
+				if k >= 2 {
+					lo = 64*g + 32 + 4*j + k - 2
+				}
+				b := rp[16+32*g+4*j+k]
+				if b&15 != val(lo) || b>>4 != val(lo+2) {
+					t.Fatalf("group %d byte %d = %#x, want values %d and %d (%d, %d)", g, 4*j+k, b, lo, lo+2, val(lo), val(lo+2))
+				}
+				if xp[64*g+4*j+k] != x[lo] || xp[64*g+32+4*j+k] != x[lo+2] {
+					t.Fatalf("group %d activation %d: %d/%d, want %d/%d", g, 4*j+k, xp[64*g+4*j+k], xp[64*g+32+4*j+k], x[lo], x[lo+2])
+				}
+			}
+		}
+	}
+}
+
+// FuzzQ4KRepack checks, on Q4_K rows from the fuzzer's bytes (d and dmin
+// kept finite), that unrepacking restores them and that the repacked loop
+// equals the file layout's bit for bit.
+func FuzzQ4KRepack(f *testing.F) {
+	if !hasAVX2 {
+		f.Skip("no AVX2 kernels on this machine or build")
+	}
+	f.Add(uint8(7), uint8(3), []byte{1, 2, 3})
+	f.Add(uint8(98), uint8(11), []byte{0xff, 0x7b, 0, 0x80})
+	f.Add(uint8(0), uint8(0), []byte{0x00, 0x3c})
+	f.Fuzz(func(t *testing.T, rows8, nb8 uint8, seed []byte) {
+		rows, nb := int(rows8%100)+1, int(nb8%12)+1
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(rows*nb)))
+		data := randBlocks(r, kernels.Q4_K, rows, nb*256)
+		for i, v := range seed {
+			data[i%len(data)] ^= v
+		}
+		for o := 0; o < len(data); o += 144 {
+			data[o+1] &= 0xbb
+			data[o+3] &= 0xbb
+		}
+		checkQ4KRows1R(t, data, randF(r, nb*256), rows, nb)
+	})
+}
+
+// BenchmarkQ4KRepack compares the two-stream Q4_K loop on the file's
+// layout (q4kRows1, served) with the repacked loop (q4kRows1R) on one
+// thread, alternated within each iteration: weights in L2 (256 rows) and
+// streamed from memory (streamBytes of rows in chunks of 256 rows), rows
+// of 2048 and 8192 values. GB/cpu-s counts weight bytes per CPU-second.
+func BenchmarkQ4KRepack(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	const chunk = 256
+	r := rand.New(rand.NewPCG(17, 48))
+	for _, in := range []int{2048, 8192} {
+		var a actQ
+		a.quantize(kern{avx2: true}, randF(r, in), in, 1, in, 256)
+		qp := make([]int8, in)
+		permuteQ4KAct(qp, a.q[:in])
+		nb := in / 256
+		rb := kernels.Q4_K.RowBytes(in)
+		tmp := make([]byte, rb)
+		for _, place := range []struct {
+			name string
+			rows int
+		}{{"L2", 256 * 2048 / in}, {"mem", streamBytes / rb}} {
+			b.Run(fmt.Sprintf("k%d/%s", in, place.name), func(b *testing.B) {
+				ch := min(chunk, place.rows)
+				rows := place.rows / ch * ch
+				data := randBlocks(r, kernels.Q4_K, rows, in)
+				rp := make([]byte, len(data))
+				repackQ4K(rp, data)
+				out := make([]float32, rows)
+				loops := [2]func(o int){
+					func(o int) { q4kRows1(data[o*rb:(o+ch)*rb], a.q, a.d, a.bs, nb, out[o:o+ch]) },
+					func(o int) { q4kRows1R(rp[o*rb:(o+ch)*rb], qp, a.q, a.d, a.bs, nb, out[o:o+ch], tmp) },
+				}
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for j := range loops {
+						v := (i + j) % 2
+						c0 := processCPU()
+						for o := 0; o < rows; o += ch {
+							loops[v](o)
+						}
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"file", "repacked"} {
+					if cpu[v] > 0 {
+						b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
+					}
+				}
+			})
+		}
+	}
+}
