@@ -11,3 +11,17 @@ package cpu
 //
 //go:noescape
 func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)
+
+// dotQ4KTx8RAVX2, dotQ4KTx16RAVX2 and dotQ4KTxNRAVX2 are dotQ4KTx8AVX2,
+// dotQ4KTx16AVX2 and dotQ4KTxNAVX2 on repacked weights (repackQ4K) and
+// the same transposed activations; each result equals theirs on the
+// unrepacked rows bit for bit.
+//
+//go:noescape
+func dotQ4KTx8RAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTx16RAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTxNRAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)

@@ -194,3 +194,81 @@ func BenchmarkQ4KRepack(b *testing.B) {
 		}
 	}
 }
+
+// TestTileKTRepacked checks the Q4_K tiles on transposed super-blocks on
+// repacked weights (dotQ4KTx8RAVX2, dotQ4KTx16RAVX2, dotQ4KTxNRAVX2)
+// against the same tiles on the file's rows (checked by TestTileKT) bit
+// for bit, every output written by one written by the other, on random
+// and saturated blocks, 1 to 9 weight rows per call, 1 to all groups.
+func TestTileKTRepacked(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	for _, c := range []struct {
+		n, out, kb int
+		saturated  bool
+	}{{8, 3, 1, false}, {16, 9, 8, false}, {24, 13, 3, false}, {16, 6, 8, true}, {32, 5, 2, false}, {128, 14, 8, false}, {136, 4, 3, true}, {72, 3, 64, false}} {
+		t.Run(fmt.Sprintf("n%d/%dx%d/sat=%v", c.n, c.out, c.kb*256, c.saturated), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.n)+7, uint64(c.out*c.kb)))
+			in := c.kb * 256
+			data := randBlocks(r, kernels.Q4_K, c.out, in)
+			x := randF(r, c.n*in)
+			if c.saturated {
+				saturateQ4K(data, x)
+			}
+			rp := make([]byte, len(data))
+			repackQ4K(rp, data)
+			var a actQ
+			a.quantize(kern{avx2: true}, x, in, c.n, in, 256)
+			nb, rb := in/256, kernels.Q4_K.RowBytes(in)
+			gs, ss := a.ktStrides()
+			oc := c.out + 3
+			for _, tile := range []string{"x8", "x16", "xN"} {
+				for groups := 1; groups <= c.n/8; groups++ {
+					own := gs == 2048*nb
+					if (tile == "x8" && (groups != 1 || !own)) || (tile == "x16" && (groups != 2 || !own)) || (tile == "xN" && groups > ktnGroups) {
+						continue
+					}
+					var res [2][]float32
+					for v, w := range [][]byte{data, rp} {
+						res[v] = make([]float32, c.n*oc)
+						for i := range res[v] {
+							res[v][i] = float32(math.Inf(-1))
+						}
+						for ob, blk := 0, 1; ob < c.out; ob, blk = ob+blk, blk+1 {
+							oe := min(ob+blk, c.out)
+							xt, xd8, bp, o := &a.kt[0], &a.d8[0], &a.bp8(0, nb)[0], &res[v][ob]
+							acc := make([]float32, (oe-ob)*groups*16)
+							switch {
+							case tile == "x8" && v == 0:
+								dotQ4KTx8AVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc)
+							case tile == "x8":
+								dotQ4KTx8RAVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc)
+							case tile == "x16" && v == 0:
+								dotQ4KTx16AVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc)
+							case tile == "x16":
+								dotQ4KTx16RAVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc)
+							case v == 0:
+								dotQ4KTxNAVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc, groups, &acc[0], gs, ss)
+							default:
+								dotQ4KTxNRAVX2(&w[ob*rb], rb, oe-ob, xt, xd8, bp, nb, o, oc, groups, &acc[0], gs, ss)
+							}
+						}
+					}
+					written := 0
+					for i := range res[0] {
+						if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
+							t.Fatalf("%s, %d groups: output %d = %v on repacked rows, %v on the file's", tile, groups, i, res[1][i], res[0][i])
+						}
+						if !math.IsInf(float64(res[0][i]), -1) {
+							written++
+						}
+					}
+					if written != 8*groups*c.out {
+						t.Fatalf("%s, %d groups: %d outputs written, want %d", tile, groups, written, 8*groups*c.out)
+					}
+				}
+			}
+		})
+	}
+}

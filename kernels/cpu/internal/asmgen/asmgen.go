@@ -82,7 +82,22 @@ func Files() map[string]string {
 	}
 }
 
-type asm struct{ b strings.Builder }
+type asm struct {
+	b strings.Builder
+	// k4rp makes the Q4_K tiles on transposed super-blocks read weights
+	// repacked by kernels/cpu's repackQ4K (k4rp.go): their functions are
+	// named with an R before AVX2 and decode with transposeD4x2.
+	k4rp bool
+}
+
+// k4Name returns a Q4_K tile's function name (dotQ4K…AVX2), with the R of
+// the repacked variant where a.k4rp.
+func (a *asm) k4Name(stem string) string {
+	if a.k4rp {
+		return stem + "RAVX2"
+	}
+	return stem + "AVX2"
+}
 
 // header writes the build constraint, include and generated-code notice
 // every generated file starts with.

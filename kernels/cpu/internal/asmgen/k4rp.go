@@ -27,7 +27,35 @@ func k4rpFile() string {
 // asmgen and in kernels/cpu): rows i and groups+i per pass.`)
 	a.l("%s", k4rpLocal(krowsConsts))
 	a.q4kRows2R("dotQ4KRows2RAVX2", ks2Ahead)
+	// the tiles on transposed super-blocks (qtilekt.go, qtilektn.go) on
+	// repacked weights: the same code but for the decode's transpose
+	a.l("")
+	a.l("%s", macrosTile8)
+	a.k4rp = true
+	a.kxt(1)
+	a.kxt(2)
+	a.kxtn()
 	return a.b.String()
+}
+
+// transposeD4x2 is transposeW8 for repacked weights: the nibbles of group
+// g in Y(2g) (low) and Y(2g+1) (high) hold, per 128-bit lane l and j < 4,
+// in dword j: Y(2g+h) the word pairs 8l+2j+h of sub-blocks 2g and 2g+1.
+// Two 4×4 dword transposes per lane (the low vectors, then the high ones)
+// put word w of Y(8+v) = pair 8l+v of sub-block w, exactly what
+// transposeW8 makes from the file's layout, in 16 unpacks instead of 24.
+// Clobbers Y0-Y7.
+func (a *asm) transposeD4x2() {
+	for h, tmp := range [2][4]int{{9, 11, 13, 15}, {0, 2, 4, 6}} {
+		a.l("\tVPUNPCKLDQ Y%d, Y%d, Y%d", 2+h, h, tmp[0])
+		a.l("\tVPUNPCKHDQ Y%d, Y%d, Y%d", 2+h, h, tmp[1])
+		a.l("\tVPUNPCKLDQ Y%d, Y%d, Y%d", 6+h, 4+h, tmp[2])
+		a.l("\tVPUNPCKHDQ Y%d, Y%d, Y%d", 6+h, 4+h, tmp[3])
+		a.l("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", tmp[2], tmp[0], 8+h)
+		a.l("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", tmp[2], tmp[0], 10+h)
+		a.l("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", tmp[3], tmp[1], 12+h)
+		a.l("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", tmp[3], tmp[1], 14+h)
+	}
 }
 
 // k4rpDecls returns k4rp_amd64.go, the Go declarations of k4rp_amd64.s.
@@ -45,6 +73,20 @@ package cpu
 //
 //go:noescape
 func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)
+
+// dotQ4KTx8RAVX2, dotQ4KTx16RAVX2 and dotQ4KTxNRAVX2 are dotQ4KTx8AVX2,
+// dotQ4KTx16AVX2 and dotQ4KTxNAVX2 on repacked weights (repackQ4K) and
+// the same transposed activations; each result equals theirs on the
+// unrepacked rows bit for bit.
+//
+//go:noescape
+func dotQ4KTx8RAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTx16RAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTxNRAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
 `
 }
 
