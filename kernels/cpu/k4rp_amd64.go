@@ -6,11 +6,12 @@ package cpu
 
 // dotQ4KRows2RAVX2 sets out[i] and out[groups+i], for i < groups, to the
 // permuted Q8_K activation row (permuteQ4KAct) times repacked Q4_K weight
-// rows i and groups+i (repackQ4K; nb blocks each, consecutive at w). Each
-// result equals dotQ4KRowsAVX2's on the unrepacked rows bit for bit.
+// rows i and i+bstride/(144·nb) (quant.RepackQ4K; nb blocks each,
+// consecutive at w; bstride 0 computes row i twice). Each result equals
+// dotQ4KRowsAVX2's on the unrepacked rows bit for bit.
 //
 //go:noescape
-func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)
+func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, bstride int, out *float32)
 
 // dotQ4KTx8RAVX2, dotQ4KTx16RAVX2 and dotQ4KTxNRAVX2 are dotQ4KTx8AVX2,
 // dotQ4KTx16AVX2 and dotQ4KTxNAVX2 on repacked weights (repackQ4K) and

@@ -23,17 +23,16 @@ DATA k4rdmin<>+16(SB)/8, $0x0000000300000003
 DATA k4rdmin<>+24(SB)/8, $0x0000000300000003
 GLOBL k4rdmin<>(SB), RODATA|NOPTR, $32
 
-// func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)
-TEXT ·dotQ4KRows2RAVX2(SB), NOSPLIT, $32-56
+// func dotQ4KRows2RAVX2(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, bstride int, out *float32)
+TEXT ·dotQ4KRows2RAVX2(SB), NOSPLIT, $32-64
 	MOVQ w+0(FP), SI
 	MOVQ nb+32(FP), R12
 	IMULQ $144, R12
 	MOVQ groups+40(FP), R9
-	MOVQ R9, R8
-	IMULQ R12, R8
+	MOVQ bstride+48(FP), R8
 	MOVQ R9, R13
 	SHLQ $2, R13
-	MOVQ out+48(FP), R15
+	MOVQ out+56(FP), R15
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
 )
 
 // checkQ4KRows1R repacks rows Q4_K rows of nb blocks and checks that
@@ -22,9 +24,9 @@ func checkQ4KRows1R(t *testing.T, data []byte, x []float32, rows, nb int) {
 	qp := make([]int8, in)
 	permuteQ4KAct(qp, a.q[:in])
 	rp := make([]byte, len(data))
-	repackQ4K(rp, data)
+	quant.RepackQ4K(rp, data)
 	back := append([]byte(nil), rp...)
-	unrepackQ4K(back, back)
+	quant.UnrepackQ4K(back, back)
 	if !bytes.Equal(back, data) {
 		t.Fatalf("%d rows × %d blocks: unrepacking does not give the file's bytes", rows, nb)
 	}
@@ -32,7 +34,7 @@ func checkQ4KRows1R(t *testing.T, data []byte, x []float32, rows, nb int) {
 	q4kRows1(data, a.q, a.d, a.bs, nb, want)
 	got := make([]float32, rows+2)
 	got[rows], got[rows+1] = 12345, -6789 // must stay
-	q4kRows1R(rp, qp, a.q, a.d, a.bs, nb, got[:rows], make([]byte, nb*144))
+	q4kRows1R(rp, qp, a.d, a.bs, nb, got[:rows])
 	if got[rows] != 12345 || got[rows+1] != -6789 {
 		t.Fatalf("%d rows × %d blocks: wrote past the rows", rows, nb)
 	}
@@ -86,7 +88,7 @@ func TestRepackQ4KLayout(t *testing.T) {
 		return blk[16+32*g+i-32] >> 4
 	}
 	rp := make([]byte, 144)
-	repackQ4K(rp, blk)
+	quant.RepackQ4K(rp, blk)
 	if !bytes.Equal(rp[:16], blk[:16]) {
 		t.Fatal("d, dmin or scales moved")
 	}
@@ -158,7 +160,6 @@ func BenchmarkQ4KRepack(b *testing.B) {
 		permuteQ4KAct(qp, a.q[:in])
 		nb := in / 256
 		rb := kernels.Q4_K.RowBytes(in)
-		tmp := make([]byte, rb)
 		for _, place := range []struct {
 			name string
 			rows int
@@ -168,11 +169,11 @@ func BenchmarkQ4KRepack(b *testing.B) {
 				rows := place.rows / ch * ch
 				data := randBlocks(r, kernels.Q4_K, rows, in)
 				rp := make([]byte, len(data))
-				repackQ4K(rp, data)
+				quant.RepackQ4K(rp, data)
 				out := make([]float32, rows)
 				loops := [2]func(o int){
 					func(o int) { q4kRows1(data[o*rb:(o+ch)*rb], a.q, a.d, a.bs, nb, out[o:o+ch]) },
-					func(o int) { q4kRows1R(rp[o*rb:(o+ch)*rb], qp, a.q, a.d, a.bs, nb, out[o:o+ch], tmp) },
+					func(o int) { q4kRows1R(rp[o*rb:(o+ch)*rb], qp, a.d, a.bs, nb, out[o:o+ch]) },
 				}
 				var cpu [2]float64
 				for i := 0; i < b.N; i++ {
@@ -217,7 +218,7 @@ func TestTileKTRepacked(t *testing.T) {
 				saturateQ4K(data, x)
 			}
 			rp := make([]byte, len(data))
-			repackQ4K(rp, data)
+			quant.RepackQ4K(rp, data)
 			var a actQ
 			a.quantize(kern{avx2: true}, x, in, c.n, in, 256)
 			nb, rb := in/256, kernels.Q4_K.RowBytes(in)
@@ -270,5 +271,162 @@ func TestTileKTRepacked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTileKTNRepacked compares dotQ4KTxNAVX2 on the file's rows with
+// dotQ4KTxNRAVX2 on repacked rows, alternated within each iteration, one
+// thread: 64 weight rows of 2048 and 8192 values against 16 and 128
+// activation rows (decode of 16 sequences, prefill), ktnRows rows per
+// call as rowsKTN makes them. GMAC/cpu-s per variant.
+func BenchmarkTileKTNRepacked(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	const rows = 64
+	for _, in := range []int{2048, 8192} {
+		for _, n := range []int{16, 128} {
+			b.Run(fmt.Sprintf("k%d/n%d", in, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(16, uint64(in+n)))
+				data := randBlocks(r, kernels.Q4_K, rows, in)
+				rp := make([]byte, len(data))
+				quant.RepackQ4K(rp, data)
+				var a actQ
+				a.quantize(kern{avx2: true}, randF(r, n*in), in, n, in, 256)
+				nb, rb := in/256, kernels.Q4_K.RowBytes(in)
+				gs, ss := a.ktStrides()
+				res := make([]float32, n*rows)
+				var acc [ktnRows * ktnGroups * 16]float32
+				run := func(v int) {
+					for m := 0; m < n; m += 8 * ktnGroups {
+						g := min(ktnGroups, (n-m)/8)
+						for r0 := 0; r0 < rows; r0 += ktnRows {
+							if v == 0 {
+								dotQ4KTxNAVX2(&data[r0*rb], rb, ktnRows, &a.kt[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+							} else {
+								dotQ4KTxNRAVX2(&rp[r0*rb], rb, ktnRows, &a.kt[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+							}
+						}
+					}
+				}
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for j := 0; j < 2; j++ {
+						v := (i + j) % 2
+						c0 := processCPU()
+						run(v)
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"file", "repacked"} {
+					if cpu[v] > 0 {
+						b.ReportMetric(float64(rows*n*in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRepackedMatMul checks MatMul on a Q4_K weight repacked by
+// PrepareMatMul against MatMul on the file's bytes, bit for bit, for batch
+// sizes that take every path (rows1; rowsEach at 2–3; the ×4 tile and
+// single rows left over; the transposed tiles in pairs, singles and
+// dotQ4KTxNRAVX2 at 8–137 rows), 1 and 2 threads, odd weight row counts,
+// and that the embedding (keepRows) and weights without AVX2 stay as the
+// file has them; RowF32 decodes a repacked row as the file's.
+func TestRepackedMatMul(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 49))
+	for _, c := range []struct{ out, kb int }{{37, 1}, {64, 8}, {21, 16}, {130, 2}} {
+		in := c.kb * 256
+		data := randBlocks(r, kernels.Q4_K, c.out, in)
+		for _, threads := range []int{1, 2} {
+			b := New(Options{Threads: threads, QuantizeActivations: true})
+			file, err := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, _ := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
+			if err := b.PrepareMatMul(rp, false); err != nil || !rp.Repacked || bytes.Equal(rp.Q, data) || len(rp.Q) != len(data) {
+				t.Fatalf("%dx%d: PrepareMatMul did not repack (err %v)", c.out, in, err)
+			}
+			kept, _ := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
+			if err := b.PrepareMatMul(kept, true); err != nil || kept.Repacked || !bytes.Equal(kept.Q, data) {
+				t.Fatalf("%dx%d: PrepareMatMul repacked a weight read as rows", c.out, in)
+			}
+			row, want := make([]float32, in), make([]float32, in)
+			for _, o := range []int{0, c.out - 1} {
+				rp.RowF32(row, o)
+				file.RowF32(want, o)
+				if !slices.Equal(row, want) {
+					t.Fatalf("%dx%d: RowF32(%d) of the repacked weight differs", c.out, in, o)
+				}
+			}
+			for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 23, 24, 31, 32, 40, 137} {
+				x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+				want := b.Alloc(n, c.out).(*kernels.Host)
+				got := b.Alloc(n, c.out).(*kernels.Host)
+				b.MatMul(want, x, file, n)
+				b.MatMul(got, x, rp, n)
+				for i := range want.F[:n*c.out] {
+					if math.Float32bits(got.F[i]) != math.Float32bits(want.F[i]) {
+						t.Fatalf("%dx%d, %d rows, %d threads: out[%d] = %v repacked, %v from the file's bytes", c.out, in, n, threads, i, got.F[i], want.F[i])
+					}
+				}
+			}
+			b.Close()
+		}
+	}
+	plain := New(Options{Threads: 1, Plain: true, QuantizeActivations: true})
+	defer plain.Close()
+	w, _ := kernels.NewHostWeight(kernels.Q4_K, 8, 256, randBlocks(r, kernels.Q4_K, 8, 256))
+	if err := plain.PrepareMatMul(w, false); err != nil || w.Repacked {
+		t.Fatal("the plain backend repacked a Q4_K weight")
+	}
+}
+
+// TestRepackedShared checks MatMulShared with repacked Q4_K weights (q and
+// k) beside a Q6_K one (v) against MatMul on the file's bytes bit for bit,
+// and that a decode-sized call allocates nothing.
+func TestRepackedShared(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const in = 2048
+	b := New(Options{Threads: 2, QuantizeActivations: true})
+	defer b.Close()
+	rows := []int{257, 64, 65}
+	dts := []kernels.DType{kernels.Q4_K, kernels.Q4_K, kernels.Q6_K}
+	var files, ws, outs, wants []kernels.Tensor
+	for i, n := range rows {
+		data := randBlocks(r, dts[i], n, in)
+		f, _ := kernels.NewHostWeight(dts[i], n, in, bytes.Clone(data))
+		w, _ := kernels.NewHostWeight(dts[i], n, in, bytes.Clone(data))
+		if err := b.PrepareMatMul(w, false); err != nil || w.Repacked != (dts[i] == kernels.Q4_K) {
+			t.Fatalf("weight %d: Repacked %v (err %v)", i, w.Repacked, err)
+		}
+		files, ws = append(files, f), append(ws, w)
+		outs = append(outs, &kernels.Host{R: 1, C: n, DT: kernels.F32, F: make([]float32, n)})
+		wants = append(wants, &kernels.Host{R: 1, C: n, DT: kernels.F32, F: make([]float32, n)})
+	}
+	x := &kernels.Host{R: 1, C: in, DT: kernels.F32, F: randF(r, in)}
+	b.MatMulShared(outs, x, ws, 1)
+	for i := range files {
+		b.MatMul(wants[i], x, files[i], 1)
+		if g, w := outs[i].(*kernels.Host).F, wants[i].(*kernels.Host).F; !slices.Equal(g, w) {
+			t.Fatalf("weight %d: MatMulShared on repacked rows differs from MatMul on the file's", i)
+		}
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		x.F[0]++ // a new activation row: quantized and permuted again
+		b.MatMulShared(outs, x, ws, 1)
+		b.MatMul(outs[0], x, ws[0], 1)
+	})
+	if allocs != 0 {
+		t.Errorf("repacked batch-1 products allocate %v times per call", allocs)
 	}
 }
