@@ -11,7 +11,9 @@ import (
 )
 
 // Matrix products on weights in their stored encodings (F16, BF16, Q8_0,
-// Q4_0, Q4_K, Q5_K, Q6_K), read in place: no widened or re-quantized copy.
+// Q4_0, Q4_K, Q5_K, Q6_K), read in place: no widened or re-quantized copy
+// (Q4_K matrix weights on AVX2 are repacked at load into the same number
+// of bytes, replacing the file's copy: k4rp.go).
 //
 // Numeric contract:
 //
