@@ -28,6 +28,11 @@ type Host struct {
 	// H holds an F16 tensor's elements (a KV cache made by a backend's
 	// AllocKV).
 	H []uint16
+	// Repacked says Q holds a Q4_K weight's blocks in the CPU backend's
+	// batch-1 layout (quant.RepackQ4K: the same bytes reordered within each
+	// block), not the file's; set by that backend's PrepareMatMul, which
+	// alone multiplies with it. RowF32 still decodes it.
+	Repacked bool
 }
 
 // Rows returns the number of rows.
@@ -115,6 +120,15 @@ func (h *Host) RowF32(out []float32, i int) {
 		return
 	}
 	rb := h.DT.RowBytes(h.C)
+	if h.Repacked {
+		var blk [quant.Q4KBlockBytes]byte
+		for o := 0; o < rb; o += len(blk) {
+			quant.UnrepackQ4K(blk[:], h.Q[i*rb+o:i*rb+o+len(blk)])
+			v := o / len(blk) * quant.QKBlock
+			quant.DequantizeQ4K(out[v:v+quant.QKBlock], blk[:])
+		}
+		return
+	}
 	DequantizeRow(h.DT, out[:h.C], h.Q[i*rb:(i+1)*rb])
 }
 

@@ -12,7 +12,9 @@
 // on first use.
 //
 // Weights of every stored encoding (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K, MXFP4) are used in place, as the model file holds them: MatMul on
+// Q6_K, MXFP4) are used in place, as the model file holds them (except
+// Q4_K matrix weights on AVX2, which PrepareMatMul replaces at load with a
+// repacked copy of the same size, k4rp.go): MatMul on
 // them streams each weight row once and multiplies it, from L1, with every
 // activation row of the batch (qmat.go, mxfp4.go), with activations
 // quantized to int8 once per MatMul for the block-quantized types.
@@ -142,7 +144,8 @@ func (b *Backend) Close() { b.pool.close() }
 
 // Weight makes a host tensor over data, which may be a read-only memory
 // map: every type (F32 when 4-byte aligned, F16, BF16, Q8_0, Q4_0, Q4_K,
-// Q5_K, Q6_K, MXFP4) is used in place, never copied or written.
+// Q5_K, Q6_K, MXFP4) is used in place, never copied or written (a later
+// PrepareMatMul may swap a Q4_K weight's bytes for a repacked copy).
 func (b *Backend) Weight(dt kernels.DType, rows, cols int, data []byte) (kernels.Tensor, error) {
 	return kernels.NewHostWeight(dt, rows, cols, data)
 }

@@ -50,7 +50,8 @@ func packPanels(w []float32, rows, k int) []float32 {
 	return p
 }
 
-// PrepareMatMul packs an F32 weight into panels for the assembly kernels
+// PrepareMatMul repacks a Q4_K weight for the AVX2 kernels (repackQ4K,
+// k4rp.go) and packs an F32 weight into panels for the assembly kernels
 // (see packPanels; AVX-512, or AVX2 and FMA), which then serve every MatMul with it, batch 1
 // included. Without keepRows the row-major floats are dropped: a weight
 // converted from F16 or BF16 at load is then held once, and a
@@ -61,6 +62,9 @@ func (b *Backend) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
 	h, ok := w.(*kernels.Host)
 	if !ok {
 		return fmt.Errorf("cpu: PrepareMatMul: %T is not a host tensor", w)
+	}
+	if b.repackQ4K(h, keepRows) {
+		return nil
 	}
 	if !(b.k.simd || b.k.avx2) || h.DT != kernels.F32 || h.P != nil || h.R < panelCols || h.C < 1 {
 		return nil

@@ -11,7 +11,9 @@ import (
 )
 
 // Matrix products on weights in their stored encodings (F16, BF16, Q8_0,
-// Q4_0, Q4_K, Q5_K, Q6_K), read in place: no widened or re-quantized copy.
+// Q4_0, Q4_K, Q5_K, Q6_K), read in place: no widened or re-quantized copy
+// (Q4_K matrix weights on AVX2 are repacked at load into the same number
+// of bytes, replacing the file's copy: k4rp.go).
 //
 // Numeric contract:
 //
@@ -73,6 +75,11 @@ type actQ struct {
 
 	src []float32 // a copy of the rows last quantized (n×k)
 
+	// qp are q's rows permuted for repacked Q4_K weights (permuteK,
+	// k4rp.go), valid while qpOK (cleared when new rows are quantized)
+	qp   []int8
+	qpOK bool
+
 	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
 
 	// mxs are MXFP4's scale tables of up to mxTabRows activation rows
@@ -133,7 +140,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	}
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
 	a.blk, a.k, a.n = blk, k, n
-	a.mxsOK, a.mxg.ok = false, false
+	a.mxsOK, a.mxg.ok, a.qpOK = false, false, false
 	if cap(a.src) < n*k {
 		a.src = make([]float32, n*k)
 	}
@@ -491,6 +498,10 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
 	}
+	if w.Repacked && n < 4 {
+		// the row loops of repacked Q4_K weights (rows1, rowsEach)
+		t.act.permuteK()
+	}
 	t.prepareHalf(b.pool.n)
 	t.packPanels()
 	switch {
@@ -533,6 +544,9 @@ func (t *qmatTask) rowsEach(lo, hi int) bool {
 		b1 := min(hi, b0+rowsEachBlock)
 		for m := 0; m < t.n; m++ {
 			one.act.q, one.act.d, one.act.bs = a.q[m*K:(m+1)*K], a.d[m*nb:(m+1)*nb], a.bs[m*K/16:(m+1)*K/16]
+			if t.w.Repacked {
+				one.act.qp = a.qp[m*K : (m+1)*K]
+			}
 			one.act.blk, one.act.k, one.act.n = a.blk, K, 1
 			dst = kernels.Host{R: 1, C: t.out.C, F: t.out.F[m*t.out.C : (m+1)*t.out.C]}
 			one.rows1(t.w, &dst, b0, b1)
@@ -582,6 +596,12 @@ func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
 		_, _, _ = a.q[nb*256-1], a.d[nb-1], a.bs[nb*16-1]
 		switch w.DT {
 		case kernels.Q4_K:
+			if w.Repacked {
+				// repacked at load: fewer instructions per block
+				// (k4rp_amd64.s), on the permuted activations
+				q4kRows1R(wr, a.qp[:nb*256], a.d, a.bs, nb, out)
+				break
+			}
 			// two rows half the range apart per pass (ks2_amd64.s)
 			q4kRows1(wr, a.q, a.d, a.bs, nb, out)
 		case kernels.Q5_K:

@@ -103,6 +103,10 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				t.q8Pairs(ob, oe, m0, m1)
 			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case q6tn && t.rowsQ6TN(ob, oe, m0, m1, &kacc):
+			case w.Repacked:
+				// repacked Q4_K (k4rp.go): the transposed tiles, else
+				// the file's layout one weight row at a time
+				t.rowsKR(ob, oe, m0, m1)
 			case w.DT == kernels.Q4_K && t.n >= qTileMinRows && t.rows8K(ob, oe, m0, m1, &ksc):
 			default:
 				m := m0
@@ -122,7 +126,10 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			}
 		}
 	}
-	for ob := lo; ob < hi; ob += rows {
+	for ob := lo; ob < hi && w.Repacked && n8 < t.n; ob += rows {
+		t.leftoversR(ob, min(ob+rows, hi), n8, n4)
+	}
+	for ob := lo; ob < hi && !w.Repacked; ob += rows {
 		oe := min(ob+rows, hi)
 		for m := n8; m < n4; m += 4 {
 			for o := ob; o < oe; o++ {
@@ -144,11 +151,18 @@ func (t *qmatTask) qTiles(lo, hi int) {
 // tile4 sets acc to the products of weight row o with activation rows
 // m..m+3 over values [k0, k0+kn) of the reduction.
 func (t *qmatTask) tile4(o, m, k0, kn int, acc *[4]float32) {
+	rb := t.w.DT.RowBytes(t.w.C)
+	t.tile4W(t.w.Q[o*rb:(o+1)*rb], m, k0, kn, acc)
+}
+
+// tile4W is tile4 on the weight row wr (in t.w's encoding and the file's
+// layout).
+func (t *qmatTask) tile4W(row []byte, m, k0, kn int, acc *[4]float32) {
 	w, a := t.w, &t.act
 	K := w.C
 	nbRow := K / a.blk // activation scales per row
 	b0, nb := k0/a.blk, kn/a.blk
-	wr := w.Q[o*w.DT.RowBytes(K)+w.DT.RowBytes(k0):]
+	wr := row[w.DT.RowBytes(k0):]
 	_ = wr[w.DT.RowBytes(kn)-1]
 	xq := a.q[m*K+k0 : (m+3)*K+k0+kn]
 	xd := a.d[m*nbRow+b0 : (m+3)*nbRow+b0+nb]

@@ -80,11 +80,16 @@ func (a *actQ) scales8() {
 // m..m+7 (m a multiple of 8) over the whole reduction, which holds at
 // least one block.
 func (t *qmatTask) tile8(o, m int, acc *[8]float32) {
+	rb := t.w.DT.RowBytes(t.w.C)
+	t.tile8W(t.w.Q[o*rb:(o+1)*rb], m, acc)
+}
+
+// tile8W is tile8 on the weight row wr (in t.w's encoding and the file's
+// layout).
+func (t *qmatTask) tile8W(wr []byte, m int, acc *[8]float32) {
 	w, a := t.w, &t.act
 	K := w.C
 	nb := K / a.blk
-	rb := w.DT.RowBytes(K)
-	wr := w.Q[o*rb : (o+1)*rb]
 	xq := a.q[m*K : (m+8)*K]
 	xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
 	switch w.DT {

@@ -107,9 +107,15 @@ func (t *qmatTask) rowsKT(ob, oe, m, groups int) bool {
 	xd8 := a.d8[g0*nb*16 : g1*nb*16]
 	bp := a.bp[g0*nb*64 : g1*nb*64]
 	o := out.F[m*out.C+ob : (m+8*groups-1)*out.C+oe]
-	if groups == 2 {
+	switch {
+	case groups == 2 && w.Repacked:
+		dotQ4KTx16RAVX2(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
+	case groups == 2:
 		dotQ4KTx16AVX2(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
-	} else {
+	case w.Repacked:
+		// repacked at load (k4rp.go): the same tile, another transpose
+		dotQ4KTx8RAVX2(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
+	default:
 		dotQ4KTx8AVX2(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
 	}
 	return true

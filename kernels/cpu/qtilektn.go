@@ -64,6 +64,11 @@ func (t *qmatTask) rowsKTN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]fl
 			re := min(rb0+ktnRows, oe)
 			wq := w.Q[rb0*rb : re*rb]
 			o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
+			if w.Repacked {
+				// repacked at load (k4rp.go): the same tile, another transpose
+				dotQ4KTxNRAVX2(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
+				continue
+			}
 			dotQ4KTxNAVX2(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
 		}
 	}

@@ -52,6 +52,12 @@ func (b *Backend) MatMulShared(outs []kernels.Tensor, x kernels.Tensor, ws []ker
 	if ok, blk := quantized(w0.DT); ok {
 		q.act.quantize(b.k, xh.F, xh.C, 1, w0.C, blk)
 	}
+	for _, w := range ws {
+		if w.(*kernels.Host).Repacked {
+			q.act.permuteK()
+			break
+		}
+	}
 	t := &b.sh
 	t.q, t.np = q, len(ws)
 	total := 0

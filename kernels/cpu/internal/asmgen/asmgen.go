@@ -61,6 +61,7 @@ func Files() map[string]string {
 		"attn2_amd64.s": attn2(), "qdotgen_amd64.s": qdot(), "mxfp4_amd64.s": mxfp4File(), "qtile_amd64.s": qtile(),
 		"krows_amd64.s": krows(),
 		"ks2_amd64.s":   ks2File(), "ks2_amd64.go": ks2Decls(),
+		"k4rp_amd64.s": k4rpFile(), "k4rp_amd64.go": k4rpDecls(),
 		"q6rows_amd64.s": q6rows(),
 		"q6s2_amd64.s":   q6s2File(), "q6s2_amd64.go": q6s2Decls(),
 		"f32panel_amd64.s": f32panel(),
@@ -85,7 +86,22 @@ func Files() map[string]string {
 	}
 }
 
-type asm struct{ b strings.Builder }
+type asm struct {
+	b strings.Builder
+	// k4rp makes the Q4_K tiles on transposed super-blocks read weights
+	// repacked by kernels/cpu's repackQ4K (k4rp.go): their functions are
+	// named with an R before AVX2 and decode with transposeD4x2.
+	k4rp bool
+}
+
+// k4Name returns a Q4_K tile's function name (dotQ4K…AVX2), with the R of
+// the repacked variant where a.k4rp.
+func (a *asm) k4Name(stem string) string {
+	if a.k4rp {
+		return stem + "RAVX2"
+	}
+	return stem + "AVX2"
+}
 
 // header writes the build constraint, include and generated-code notice
 // every generated file starts with.

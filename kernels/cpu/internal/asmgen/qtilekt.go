@@ -38,7 +38,7 @@ func qtilektFile() string {
 // scales (xd8) and 32-value sums (bp), groups R15 = 64·nb and 2·R15 bytes
 // apart. Y8-Y15 hold the transposed super-block, Y7 the scales as words.
 func (a *asm) kxt(groups int) {
-	name := fmt.Sprintf("dotQ4KTx%dAVX2", 8*groups)
+	name := a.k4Name(fmt.Sprintf("dotQ4KTx%d", 8*groups))
 	lbl := fmt.Sprintf("q4kt%d", 8*groups)
 	a.l(``)
 	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)`, name)
@@ -150,7 +150,11 @@ VPSRLW $4, Y%d, Y%d
 VPAND Y14, Y%d, Y%d
 VPAND Y14, Y%d, Y%d`, 16+32*g, 2*g, 2*g, 2*g+1, 2*g, 2*g, 2*g+1, 2*g+1))
 	}
-	a.transposeW8()
+	if a.k4rp {
+		a.transposeD4x2()
+	} else {
+		a.transposeW8()
+	}
 	a.l("\tVBROADCASTI128 0(SP), Y7")
 }
 

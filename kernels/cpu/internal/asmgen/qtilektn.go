@@ -41,8 +41,8 @@ func qtilektnFile() string {
 // scales as words.
 func (a *asm) kxtn() {
 	a.l(``)
-	a.l(`// func dotQ4KTxNAVX2(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
-	a.l(`TEXT ·dotQ4KTxNAVX2(SB), NOSPLIT, $96-104`)
+	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`, a.k4Name("dotQ4KTxN"))
+	a.l(`TEXT ·%s(SB), NOSPLIT, $96-104`, a.k4Name("dotQ4KTxN"))
 	a.code(`
 MOVQ nb+48(FP), R15
 MOVQ gs+88(FP), R14
