@@ -139,64 +139,8 @@ func (a *asm) q4kRows2R(name string, pf int) {
 	for g := 0; g < 4; g++ {
 		body.WriteString(q4kGroup2R(g))
 	}
-	body.WriteString(`VCVTDQ2PS Y2, Y2
-VFMADD231PS Y2, Y5, Y0
-VCVTDQ2PS Y3, Y3
-VFMADD231PS Y3, Y6, Y1
-`)
-	lbl := strings.ToLower(name)
-	a.l("")
-	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, bstride int, out *float32)", name)
-	a.l("TEXT ·%s(SB), NOSPLIT, $32-64", name)
-	a.code(`
-MOVQ w+0(FP), SI
-MOVQ nb+32(FP), R12
-IMULQ $144, R12
-MOVQ groups+40(FP), R9
-MOVQ bstride+48(FP), R8
-MOVQ R9, R13
-SHLQ $2, R13
-MOVQ out+56(FP), R15
-` + broadcast(0x0f0f0f0f, 14) + `
+	body.WriteString(q4kRows2Acc)
+	a.rows2S(name, "$32-64", 144, true, broadcast(0x0f0f0f0f, 14)+`
 VPXOR Y13, Y13, Y13
-VMOVDQU k4rdmin<>(SB), Y15`)
-	a.l("%srows:", lbl)
-	a.code(`
-MOVQ SI, R11
-MOVQ xq+8(FP), DI
-MOVQ xd+16(FP), DX
-MOVQ bs+24(FP), BX
-MOVQ nb+32(FP), CX
-VXORPS Y0, Y0, Y0
-VXORPS Y1, Y1, Y1
-VXORPS Y4, Y4, Y4`)
-	a.l("%sloop:", lbl)
-	a.code(body.String() + fmt.Sprintf(`ADDQ $144, SI
-ADDQ $256, DI
-ADDQ $4, DX
-ADDQ $32, BX
-DECQ CX
-JNZ %sloop`, lbl))
-	// each row as the one-row loop reduces it (see krows.go), row A to
-	// lane 0 of X0, row B to lane 1
-	a.code(`
-VEXTRACTF128 $1, Y0, X7
-VADDPS X7, X0, X0
-VEXTRACTF128 $1, Y1, X8
-VADDPS X8, X1, X1
-VHADDPS X1, X0, X0
-VHADDPS X0, X0, X0
-VEXTRACTF128 $1, Y4, X9
-VHADDPS X9, X4, X4
-VHADDPS X4, X4, X4
-VSUBPS X4, X0, X0
-VMOVSS X0, (R15)
-VEXTRACTPS $1, X0, (R15)(R13*1)
-LEAQ (R11)(R12*1), SI
-ADDQ $4, R15
-DECQ R9`)
-	a.l("\tJNZ %srows", lbl)
-	a.code(`
-VZEROUPPER
-RET`)
+VMOVDQU k4rdmin<>(SB), Y15`, q4kRows2Zero, body.String(), q4kRows2Reduce)
 }

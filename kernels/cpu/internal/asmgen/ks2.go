@@ -66,18 +66,29 @@ func (a *asm) q4kRows2S(name string, pf int) {
 	for g := 0; g < 4; g++ {
 		body.WriteString(q4kGroup2(g))
 	}
-	body.WriteString(`VCVTDQ2PS Y2, Y2
+	body.WriteString(q4kRows2Acc)
+	a.rows2S(name, "$64-56", 144, false, broadcast(0x0f0f0f0f, 14)+`
+VPXOR Y13, Y13, Y13
+VMOVDQU ksdmin<>(SB), Y15`, q4kRows2Zero, body.String(), q4kRows2Reduce)
+}
+
+// q4kRows2Acc ends a pass of the two-stream Q4_K loops: each row's
+// integer sums (Y2, Y3) converted and accumulated with its d·xd (Y5, Y6).
+const q4kRows2Acc = `VCVTDQ2PS Y2, Y2
 VFMADD231PS Y2, Y5, Y0
 VCVTDQ2PS Y3, Y3
 VFMADD231PS Y3, Y6, Y1
-`)
-	// each row as the one-row loop reduces it (see krows.go), row A to
-	// lane 0 of X0, row B to lane 1
-	a.rows2S(name, "$64-56", 144, broadcast(0x0f0f0f0f, 14)+`
-VPXOR Y13, Y13, Y13
-VMOVDQU ksdmin<>(SB), Y15`, `VXORPS Y0, Y0, Y0
+`
+
+// q4kRows2Zero clears the two-stream Q4_K loops' accumulators: Y0 and Y1
+// the rows' scaled sums, Y4 their mins terms.
+const q4kRows2Zero = `VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1
-VXORPS Y4, Y4, Y4`, body.String(), `VEXTRACTF128 $1, Y0, X7
+VXORPS Y4, Y4, Y4`
+
+// q4kRows2Reduce reduces each row as the one-row loop does (see
+// krows.go): row A to lane 0 of X0, row B to lane 1.
+const q4kRows2Reduce = `VEXTRACTF128 $1, Y0, X7
 VADDPS X7, X0, X0
 VEXTRACTF128 $1, Y1, X8
 VADDPS X8, X1, X1
@@ -86,8 +97,7 @@ VHADDPS X0, X0, X0
 VEXTRACTF128 $1, Y4, X9
 VHADDPS X9, X4, X4
 VHADDPS X4, X4, X4
-VSUBPS X4, X0, X0`)
-}
+VSUBPS X4, X0, X0`
 
 // rows2SPrefetch writes the two-stream loops' prefetches: the three cache
 // lines of each stream's block (row A at SI, row B at SI+R8) pf bytes
@@ -109,23 +119,28 @@ func rows2SPrefetch(b *strings.Builder, pf int) {
 // one row (R12) and the results go to out[i] (R15) and out[groups+i]
 // (R15+R13). setup follows the common prologue (constants in registers),
 // zero clears a row pair's accumulators, reduce leaves row A's result in
-// lane 0 of X0 and row B's in lane 1.
-func (a *asm) rows2S(name, frame string, blockBytes int, setup, zero, body, reduce string) {
+// lane 0 of X0 and row B's in lane 1. strided adds an argument bstride
+// before out: the distance from row A to row B in bytes (R8), in place of
+// groups rows.
+func (a *asm) rows2S(name, frame string, blockBytes int, strided bool, setup, zero, body, reduce string) {
 	lbl := strings.ToLower(name)
+	args, rowB, outArg := "", "MOVQ R9, R8\nIMULQ R12, R8", "out+48(FP)"
+	if strided {
+		args, rowB, outArg = " bstride int,", "MOVQ bstride+48(FP), R8", "out+56(FP)"
+	}
 	a.l("")
-	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int, out *float32)", name)
+	a.l("// func %s(w *byte, xq *int8, xd *float32, bs *int16, nb int, groups int,%s out *float32)", name, args)
 	a.l("TEXT ·%s(SB), NOSPLIT, %s", name, frame)
 	a.code(fmt.Sprintf(`
 MOVQ w+0(FP), SI
 MOVQ nb+32(FP), R12
 IMULQ $%d, R12
 MOVQ groups+40(FP), R9
-MOVQ R9, R8
-IMULQ R12, R8
+%s
 MOVQ R9, R13
 SHLQ $2, R13
-MOVQ out+48(FP), R15
-`, blockBytes) + setup)
+MOVQ %s, R15
+`, blockBytes, rowB, outArg) + setup)
 	a.l("%srows:", lbl)
 	a.code(`
 MOVQ SI, R11

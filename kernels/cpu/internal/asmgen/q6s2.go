@@ -62,7 +62,7 @@ func (a *asm) q6kRows2S(name string, pf int) {
 	}
 	// each row as HSUM8R reduces it, row A to lane 0 of X0, row B to
 	// lane 1
-	a.rows2S(name, "$0-56", 210, broadcast(0x0f0f0f0f, 14)+"\n"+broadcast(0x30303030, 15), `VXORPS Y0, Y0, Y0
+	a.rows2S(name, "$0-56", 210, false, broadcast(0x0f0f0f0f, 14)+"\n"+broadcast(0x30303030, 15), `VXORPS Y0, Y0, Y0
 VXORPS Y3, Y3, Y3`, body.String(), `VEXTRACTF128 $1, Y0, X1
 VADDPS X1, X0, X0
 VEXTRACTF128 $1, Y3, X12
