@@ -1,5 +1,10 @@
 package asmgen
 
+import (
+	"fmt"
+	"strings"
+)
+
 // vaddFile writes vadd_amd64.s: the element-wise adds of the CPU backend's
 // host ops, eight floats at a time with the Go loops' float32 operations
 // (a multiply and an add rounded apart, no FMA), so that their results
@@ -13,40 +18,9 @@ func vaddFile() string {
 TEXT ·addRowAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
 	MOVQ b+8(FP), SI
-	MOVQ n+16(FP), CX
-	CMPQ CX, $32
-	JL   addrow8
-addrow32:
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VADDPS (DI), Y0, Y0
-	VADDPS 32(DI), Y1, Y1
-	VADDPS 64(DI), Y2, Y2
-	VADDPS 96(DI), Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	CMPQ CX, $32
-	JGE  addrow32
-addrow8:
-	CMPQ CX, $8
-	JL   addrowdone
-	VMOVUPS (SI), Y0
-	VADDPS (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  addrow8
-addrowdone:
-	VZEROUPPER
-	RET
+	MOVQ n+16(FP), CX` + vaddLoop("addrow", func(o, y int) string {
+		return fmt.Sprintf("VMOVUPS %s(SI), Y%d", off(o), y)
+	}) + `
 
 // func scaleAddAVX2(o, x *float32, w float32, n int)
 // o[i] += w·x[i] for i < n (a multiple of 8): the product rounded to
@@ -55,41 +29,46 @@ TEXT ·scaleAddAVX2(SB), NOSPLIT, $0-32
 	MOVQ o+0(FP), DI
 	MOVQ x+8(FP), SI
 	VBROADCASTSS w+16(FP), Y4
-	MOVQ n+24(FP), CX
-	CMPQ CX, $32
-	JL   scadd8
-scadd32:
-	VMULPS (SI), Y4, Y0
-	VMULPS 32(SI), Y4, Y1
-	VMULPS 64(SI), Y4, Y2
-	VMULPS 96(SI), Y4, Y3
-	VADDPS (DI), Y0, Y0
-	VADDPS 32(DI), Y1, Y1
-	VADDPS 64(DI), Y2, Y2
-	VADDPS 96(DI), Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, SI
+	MOVQ n+24(FP), CX` + vaddLoop("scadd", func(o, y int) string {
+		return fmt.Sprintf("VMULPS %s(SI), Y4, Y%d", off(o), y)
+	}))
+	return a.b.String()
+}
+
+// vaddLoop writes the loop both adds share after their prologue (DI the
+// row added to, SI the other operand, CX the count): 32 floats per pass,
+// then 8; load(o, y) puts the eight operand floats at SI+o into Yy.
+func vaddLoop(lbl string, load func(o, y int) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\tCMPQ CX, $32\n\tJL   %s8\n%s32:\n", lbl, lbl)
+	for y := 0; y < 4; y++ {
+		fmt.Fprintf(&b, "\t%s\n", load(32*y, y))
+	}
+	for y := 0; y < 4; y++ {
+		fmt.Fprintf(&b, "\tVADDPS %s(DI), Y%d, Y%d\n", off(32*y), y, y)
+	}
+	for y := 0; y < 4; y++ {
+		fmt.Fprintf(&b, "\tVMOVUPS Y%d, %s(DI)\n", y, off(32*y))
+	}
+	fmt.Fprintf(&b, `	ADDQ $128, SI
 	ADDQ $128, DI
 	SUBQ $32, CX
 	CMPQ CX, $32
-	JGE  scadd32
-scadd8:
+	JGE  %[1]s32
+%[1]s8:
 	CMPQ CX, $8
-	JL   scadddone
-	VMULPS (SI), Y4, Y0
+	JL   %[1]sdone
+	%[2]s
 	VADDPS (DI), Y0, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	SUBQ $8, CX
-	JMP  scadd8
-scadddone:
+	JMP  %[1]s8
+%[1]sdone:
 	VZEROUPPER
-	RET`)
-	return a.b.String()
+	RET`, lbl, load(0, 0))
+	return b.String()
 }
 
 // vaddDecls writes vadd_amd64.go: the Go declarations of vadd_amd64.s.
