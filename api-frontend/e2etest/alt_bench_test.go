@@ -133,17 +133,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	fe := start(b, "api-frontend", "--model", "demo", "--engine", addr, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--stream-interval", strconv.Itoa(interval), "--log-format", "json")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if r, err := http.Get(base + "/health"); err == nil && r.StatusCode == 200 {
-			r.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("frontend not healthy")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHealth(b, base, http.StatusOK, 60*time.Second)
 	conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: addr, FrontendID: "bench-observer"})
 	if err != nil {
 		b.Fatal(err)

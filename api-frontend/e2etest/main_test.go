@@ -86,7 +86,7 @@ func startFrontend(t *testing.T, addr string, extra ...string) (string, *proc) {
 	return base, p
 }
 
-func waitHealth(t *testing.T, base string, want int, timeout time.Duration) {
+func waitHealth(t testing.TB, base string, want int, timeout time.Duration) {
 	t.Helper()
 	testproc.WaitHealth(t, base, want, timeout)
 }

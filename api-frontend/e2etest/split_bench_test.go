@@ -77,17 +77,7 @@ func benchmarkSplit(b *testing.B, streams, interval, stepMS int, window time.Dur
 	fe := start(b, "api-frontend", "--model", "demo", "--engine", addr, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--stream-interval", strconv.Itoa(interval), "--log-format", "json", "--pprof-addr", os.Getenv("SLUICE_BENCH_PPROF"))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if r, err := http.Get(base + "/health"); err == nil && r.StatusCode == 200 {
-			r.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("frontend not healthy")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHealth(b, base, http.StatusOK, 60*time.Second)
 	conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: addr, FrontendID: "bench-observer"})
 	if err != nil {
 		b.Fatal(err)

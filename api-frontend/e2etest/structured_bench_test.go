@@ -47,17 +47,7 @@ func BenchmarkStructuredThroughput(b *testing.B) {
 	port := freePort(b)
 	fe := start(b, "api-frontend", "--model", model, "--engine", addr, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--log-format", "json")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if r, err := http.Get(base + "/health"); err == nil && r.StatusCode == 200 {
-			r.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("frontend not healthy")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHealth(b, base, http.StatusOK, 60*time.Second)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams}}
 	plain := fmt.Sprintf(`{"messages":[{"role":"user","content":"List things."}],"max_tokens":%d,"ignore_eos":true,"temperature":1}`, benchMaxTokens)
 	constrained := fmt.Sprintf(`{"messages":[{"role":"user","content":"List things."}],"max_tokens":%d,"temperature":1,"response_format":{"type":"json_schema","json_schema":{"name":"list","schema":%s}}}`, benchMaxTokens, longSchema)
