@@ -114,7 +114,7 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 	if t.quant = q; q {
 		t.act.quantize(b.k, xh.F, xh.C, n, w0.C, blk)
 	}
-	t.act.c16 = t.act.c16[:0]
+	t.act.c16, t.act.c32 = t.act.c16[:0], t.act.c32[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
 		// corrections, tables for all rows when there are no more than
 		// mxTabRows and the group quantization when a group takes the
@@ -203,6 +203,9 @@ func (t *expertsTask) run(lo, hi, wk int) {
 			sub.act.scales8() // the ×8 tiles' scales of these rows (the worker's buffer)
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]
+			}
+			if len(a.c32) > 0 {
+				sub.act.c32 = a.c32[s*K/4 : e*K/4]
 			}
 			if a.mxsOK { // the group's rows' MXFP4 scale tables
 				sub.act.mxs, sub.act.mxsOK = a.mxs[s*nb*256:e*nb*256], true

@@ -97,6 +97,26 @@ func TestMXFP4Scales(t *testing.T) {
 	}
 }
 
+// sentinelF marks outputs a kernel must not write.
+const sentinelF = -7.5
+
+// mxKern is a named kernel selection of the MXFP4 tests.
+type mxKern struct {
+	name string
+	k    kern
+}
+
+// mxKerns are the MXFP4 kernel variants this machine runs: the AVX2
+// kernels, and the AVX-512 VNNI kernels where it has them (hasVNNI), so
+// that both paths are checked on a machine with AVX-512.
+func mxKerns() []mxKern {
+	ks := []mxKern{{"avx2", kern{avx2: true}}}
+	if hasVNNI {
+		ks = append(ks, mxKern{"vnni", kern{avx2: true, simd: true, vnni: true}})
+	}
+	return ks
+}
+
 // TestMXFP4Kernels compares the AVX2 kernels with the Go twin on the same
 // quantized activations: the row loop (groups of four rows and the rows
 // left over) and the 2-, 3- and 4-row tiles equal the single-row kernel
@@ -117,18 +137,26 @@ func TestMXFP4Kernels(t *testing.T) {
 			a.quantize(kern{}, x, in, 4, in, 32)
 			a.mxfp4Corr(1, 1)
 			out := make([]float32, rows)
-			mxfp4Rows(data, &a, nb, rows, out) // one row at a time (no tables)
-			var a1 actQ                        // activation row 0 alone: the tables
+			mxfp4Rows(fast, data, &a, nb, rows, out) // one row at a time (no tables)
+			var a1 actQ                              // activation row 0 alone: the tables
 			a1.quantize(kern{}, x[:in], in, 1, in, 32)
 			a1.mxfp4Corr(1, 1)
 			if !a1.mxsOK {
 				t.Fatal("no scale tables for a single activation row")
 			}
-			out1 := make([]float32, rows)
-			mxfp4Rows(data, &a1, nb, rows, out1)
-			for o := range out1 {
-				if math.Float32bits(out1[o]) != math.Float32bits(out[o]) {
-					t.Errorf("nb=%d rows=%d row %d: table loop %v, row loop %v", nb, rows, o, out1[o], out[o])
+			// the table loop of each variant (AVX2; VNNI where the
+			// machine has it) equals the AVX2 row loop bit for bit
+			for _, v := range mxKerns() {
+				out1 := make([]float32, rows+1)
+				out1[rows] = sentinelF
+				mxfp4Rows(v.k, data, &a1, nb, rows, out1[:rows])
+				for o := range rows {
+					if math.Float32bits(out1[o]) != math.Float32bits(out[o]) {
+						t.Errorf("%s nb=%d rows=%d row %d: table loop %v, row loop %v", v.name, nb, rows, o, out1[o], out[o])
+					}
+				}
+				if out1[rows] != sentinelF {
+					t.Errorf("%s nb=%d rows=%d: wrote past the rows", v.name, nb, rows)
 				}
 			}
 			rb := kernels.MXFP4.RowBytes(in)
@@ -329,8 +357,9 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 			}
 		}
 		outR := make([]float32, 4*rows)
-		tab := func(R int) func() {
-			return func() { mxfp4TabTile(data, rb, &a, 0, R, rows, outR, rows) }
+		avx2, vnni := kern{avx2: true}, kern{avx2: true, simd: hasAVX512, vnni: hasVNNI}
+		tab := func(k kern, R int) func() {
+			return func() { mxfp4TabTile(k, data, rb, &a, 0, R, rows, outR, rows) }
 		}
 		// tabRm: the same tiles on weights from memory (256 MB of rows,
 		// a different block of 64 rows each op, as at batched decode)
@@ -346,12 +375,12 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 		}
 		big := randMXFP4Fast(r, 256<<20/rb, in)
 		chunk := 0
-		tabMem := func(R int) func() {
+		tabMem := func(k kern, R int) func() {
 			return func() {
 				n := len(big) / (rows * rb)
 				c := big[(chunk%n)*rows*rb:]
 				chunk++
-				mxfp4TabTile(c, rb, &a, 0, R, rows, outR, rows)
+				mxfp4TabTile(k, c, rb, &a, 0, R, rows, outR, rows)
 			}
 		}
 		for _, v := range []struct {
@@ -359,19 +388,25 @@ func BenchmarkMXFP4Kernels(b *testing.B) {
 			per  int // blocks × activation rows per op
 			run  func()
 		}{
-			{"rows", rows * nb, func() { mxfp4Rows(data, &a1, nb, rows, out) }},
-			{"rows1", rows * nb, func() { mxfp4Rows(data, &a, nb, rows, out) }},
+			{"rows", rows * nb, func() { mxfp4Rows(avx2, data, &a1, nb, rows, out) }},
+			{"rows-vnni", rows * nb, func() { mxfp4Rows(vnni, data, &a1, nb, rows, out) }},
+			{"rows1", rows * nb, func() { mxfp4Rows(avx2, data, &a, nb, rows, out) }},
 			{"tile4", 4 * rows * nb, tile(4)},
 			{"tile3", 3 * rows * nb, tile(3)},
 			{"tile2", 2 * rows * nb, tile(2)},
-			{"tab4", 4 * rows * nb, tab(4)},
-			{"tab3", 3 * rows * nb, tab(3)},
-			{"tab2", 2 * rows * nb, tab(2)},
+			{"tab4", 4 * rows * nb, tab(avx2, 4)},
+			{"tab3", 3 * rows * nb, tab(avx2, 3)},
+			{"tab2", 2 * rows * nb, tab(avx2, 2)},
+			{"tab4-vnni", 4 * rows * nb, tab(vnni, 4)},
+			{"tab3-vnni", 3 * rows * nb, tab(vnni, 3)},
+			{"tab2-vnni", 2 * rows * nb, tab(vnni, 2)},
 			{"grp8", 8 * rows * nb, grp(8)},
 			{"grp4", 4 * rows * nb, grp(4)},
 			{"grp2", 2 * rows * nb, grp(2)},
-			{"tab4m", 4 * rows * nb, tabMem(4)},
-			{"tab2m", 2 * rows * nb, tabMem(2)},
+			{"tab4m", 4 * rows * nb, tabMem(avx2, 4)},
+			{"tab2m", 2 * rows * nb, tabMem(avx2, 2)},
+			{"tab4m-vnni", 4 * rows * nb, tabMem(vnni, 4)},
+			{"tab2m-vnni", 2 * rows * nb, tabMem(vnni, 2)},
 		} {
 			b.Run(fmt.Sprintf("e%d/%s", span, v.name), func(b *testing.B) {
 				c0 := processCPU()

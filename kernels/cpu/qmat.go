@@ -81,6 +81,7 @@ type actQ struct {
 	qpOK bool
 
 	c16 []int16 // MXFP4's pair corrections (mxfp4.go), made by mxfp4Corr
+	c32 []int32 // and its quad corrections for the VNNI kernels (mxvnni.go)
 
 	// mxs are MXFP4's scale tables of up to mxTabRows activation rows
 	// (mxfp4.go), valid while mxsOK: quantize clears it when it quantizes
@@ -613,7 +614,7 @@ func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
 			q6kRows1(wr, a.q, a.d, a.bs, nb, out)
 		}
 	case kernels.MXFP4:
-		mxfp4Rows(wr, a, K/32, rows, out)
+		mxfp4Rows(t.k, wr, a, K/32, rows, out)
 	default:
 		return false
 	}

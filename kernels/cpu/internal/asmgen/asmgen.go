@@ -30,6 +30,9 @@
 // mxtile.go writes mxtile_amd64.s (the MXFP4 tiles with the activation
 // rows' scale tables) and its Go declarations, mxtile_amd64.go.
 //
+// mxvnni.go writes mxvnni_amd64.s (the AVX-512 VNNI twins of the MXFP4
+// table kernels) and mxvnni_amd64.go.
+//
 // mxgroup.go writes mxgroup_amd64.s (MXFP4 tiles of up to 8 activation
 // rows quantized in groups of blocks, integer sums across a group) and
 // mxgroup_amd64.go.
@@ -81,6 +84,7 @@ func Files() map[string]string {
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
+		"mxvnni_amd64.s": mxvnniFile(), "mxvnni_amd64.go": mxvnniDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
 		"attngqa_amd64.s": attnGQA(), "attngqa_amd64.go": attnGQADecls(),
 	}

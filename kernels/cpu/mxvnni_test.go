@@ -1,0 +1,206 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+	"github.com/sluice-llm/sluice/quant"
+)
+
+// mxVNNIWeights returns rows MXFP4 rows of nb blocks of the given kind:
+// random codes and scales, saturated blocks (every code ±12, the largest
+// |dword|), extreme scale bytes (0, 1, 254 and the NaN byte 255) or a mix.
+func mxVNNIWeights(r *rand.Rand, kind string, rows, nb int) []byte {
+	data := randMXFP4(r, rows, nb*32, 118, 18)
+	for b := 0; b < len(data); b += quant.MXFP4BlockBytes {
+		blk := data[b : b+quant.MXFP4BlockBytes]
+		switch kind {
+		case "saturated":
+			c := byte(0x77) // +12 in both nibbles
+			if r.IntN(2) == 0 {
+				c = 0xff // −12
+			}
+			for j := 1; j < len(blk); j++ {
+				blk[j] = c
+			}
+		case "scales":
+			blk[0] = []byte{0, 1, 127, 254, 255}[r.IntN(5)]
+		}
+	}
+	return data
+}
+
+// mxVNNIActs returns n activation rows of k values of the given kind:
+// random, or saturated (±1 per block, so every quantized value is ±127).
+func mxVNNIActs(r *rand.Rand, kind string, n, k int) []float32 {
+	x := randF(r, n*k)
+	if kind == "saturated" {
+		for i := range x {
+			x[i] = 1
+			if (i/32)%2 == 1 {
+				x[i] = -1
+			}
+		}
+	}
+	return x
+}
+
+// TestMXFP4VNNI checks the AVX-512 VNNI MXFP4 kernels (mxvnni_amd64.s)
+// against the AVX2 kernels they replace, bit for bit: the batch-1 table
+// loop for 1 to 13 weight rows (groups of four and the rows left over),
+// and the table tiles of 2 to 4 activation rows for 1 to 9 weight rows
+// (pairs and an odd row left over), for 1, 2, 3, 5 and 90 blocks, on
+// random, saturated (every code ±12 and every activation ±127) and
+// extreme-scale blocks (scale bytes 0, 1, 254 and NaN's 255); outputs past
+// the range are not written.
+func TestMXFP4VNNI(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX-512 VNNI on this machine or build")
+	}
+	avx2, vnni := kern{avx2: true}, kern{avx2: true, simd: true, vnni: true}
+	r := rand.New(rand.NewPCG(20, 51))
+	for _, kind := range []string{"random", "saturated", "scales"} {
+		for _, nb := range []int{1, 2, 3, 5, 90} {
+			t.Run(fmt.Sprintf("%s/nb%d", kind, nb), func(t *testing.T) {
+				in := nb * 32
+				rb := nb * quant.MXFP4BlockBytes
+				const maxRows = 13
+				data := mxVNNIWeights(r, kind, maxRows, nb)
+				x := mxVNNIActs(r, kind, 4, in)
+				var a1 actQ
+				a1.quantize(kern{}, x[:in], in, 1, in, 32)
+				a1.mxfp4Corr(1, 1)
+				for rows := 1; rows <= maxRows; rows++ {
+					want := make([]float32, rows)
+					mxfp4Rows(avx2, data, &a1, nb, rows, want)
+					got := make([]float32, rows+1)
+					got[rows] = sentinelF
+					mxfp4Rows(vnni, data, &a1, nb, rows, got[:rows])
+					for o := range rows {
+						if !sameF32(got[o], want[o]) {
+							t.Errorf("rows=%d row %d: vnni %v, avx2 %v", rows, o, got[o], want[o])
+						}
+					}
+					if got[rows] != sentinelF {
+						t.Errorf("rows=%d: wrote past the rows", rows)
+					}
+				}
+				var a actQ
+				a.quantize(kern{}, x, in, 4, in, 32)
+				a.mxfp4Corr(1, 1)
+				for R := 2; R <= 4; R++ {
+					for rows := 1; rows <= 9; rows++ {
+						os := rows + 1
+						want := make([]float32, R*os)
+						got := make([]float32, R*os)
+						for i := range got {
+							got[i] = sentinelF
+						}
+						mxfp4TabTile(avx2, data, rb, &a, 4-R, R, rows, want, os)
+						mxfp4TabTile(vnni, data, rb, &a, 4-R, R, rows, got, os)
+						for m := range R {
+							for o := range os {
+								g, w := got[m*os+o], want[m*os+o]
+								if o == rows {
+									if g != sentinelF {
+										t.Errorf("R=%d rows=%d act %d: wrote past the rows", R, rows, m)
+									}
+									continue
+								}
+								if !sameF32(g, w) {
+									t.Errorf("R=%d rows=%d act %d row %d: vnni %v, avx2 %v", R, rows, m, o, g, w)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMXFP4VNNIMatMul checks MatMul and MatMulExperts' table paths on a
+// backend with the VNNI kernels against one without (Options.Plain off
+// for both: the AVX2 kernels by clearing vnni), bit for bit, for decode
+// batches of 1 to 6 rows and gpt-oss's 2880 columns.
+func TestMXFP4VNNIMatMul(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX-512 VNNI on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 52))
+	const out, in = 70, 2880
+	data := randMXFP4(r, out, in, 118, 18)
+	w := &kernels.Host{R: out, C: in, DT: kernels.MXFP4, Q: data}
+	bv := New(Options{Threads: 2, QuantizeActivations: true})
+	defer bv.Close()
+	ba := New(Options{Threads: 2, QuantizeActivations: true})
+	defer ba.Close()
+	ba.k.vnni = false
+	if !bv.k.vnni {
+		t.Fatal("the default backend does not take the VNNI kernels")
+	}
+	for n := 1; n <= 6; n++ {
+		x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+		gv := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
+		ga := &kernels.Host{R: n, C: out, F: make([]float32, n*out)}
+		bv.MatMul(gv, x, w, n)
+		ba.MatMul(ga, x, w, n)
+		for i := range gv.F {
+			if !sameF32(gv.F[i], ga.F[i]) {
+				t.Fatalf("n=%d out[%d]: vnni %v, avx2 %v", n, i, gv.F[i], ga.F[i])
+			}
+		}
+	}
+}
+
+// FuzzMXFP4VNNI checks the VNNI table loop and tiles against the AVX2
+// kernels, bit for bit, on arbitrary weight bytes (any codes and scale
+// bytes) and activations.
+func FuzzMXFP4VNNI(f *testing.F) {
+	f.Add([]byte{0x7f, 0x77, 0xff, 0x12}, int64(1), uint8(3))
+	f.Add([]byte{0, 0, 0}, int64(7), uint8(9))
+	f.Fuzz(func(t *testing.T, seed []byte, xs int64, shape uint8) {
+		if !hasVNNI {
+			t.Skip("no AVX-512 VNNI on this machine or build")
+		}
+		nb, rows := 1+int(shape%4), 1+int(shape/4%9)
+		in, rb := nb*32, nb*quant.MXFP4BlockBytes
+		data := make([]byte, rows*rb)
+		for i := range data {
+			if len(seed) > 0 {
+				data[i] = seed[i%len(seed)] ^ byte(i*37)
+			}
+		}
+		r := rand.New(rand.NewPCG(uint64(xs), 53))
+		x := randF(r, 4*in)
+		var a actQ
+		a.quantize(kern{}, x, in, 4, in, 32)
+		a.mxfp4Corr(1, 1)
+		avx2, vnni := kern{avx2: true}, kern{avx2: true, simd: true, vnni: true}
+		for R := 2; R <= 4; R++ {
+			want := make([]float32, R*rows)
+			got := make([]float32, R*rows)
+			mxfp4TabTile(avx2, data, rb, &a, 4-R, R, rows, want, rows)
+			mxfp4TabTile(vnni, data, rb, &a, 4-R, R, rows, got, rows)
+			for i := range got {
+				if !sameF32(got[i], want[i]) {
+					t.Fatalf("R=%d out[%d]: vnni %v, avx2 %v", R, i, got[i], want[i])
+				}
+			}
+		}
+		var a1 actQ
+		a1.quantize(kern{}, x[:in], in, 1, in, 32)
+		a1.mxfp4Corr(1, 1)
+		want := make([]float32, rows)
+		got := make([]float32, rows)
+		mxfp4Rows(avx2, data, &a1, nb, rows, want)
+		mxfp4Rows(vnni, data, &a1, nb, rows, got)
+		for i := range got {
+			if !sameF32(got[i], want[i]) {
+				t.Fatalf("rows out[%d]: vnni %v, avx2 %v", i, got[i], want[i])
+			}
+		}
+	})
+}
