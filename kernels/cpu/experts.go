@@ -120,7 +120,7 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 		// mxTabRows and the group quantization when a group takes the
 		// group tiles (as a MatMul of each group's rows alone would
 		// make), each group's used by its rows only
-		t.act.mxfp4Corr(b.mxgRows(minRows), b.mxgRows(maxRows))
+		t.act.mxfp4Prep(b.k, b.mxgRows(minRows), b.mxgRows(maxRows))
 	}
 	t.cost = t.cost[:0]
 	total := 0

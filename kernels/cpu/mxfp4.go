@@ -102,9 +102,6 @@ func (a *actQ) mxfp4Corr(minRows, maxRows int) {
 	for i := range a.c16 {
 		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
 	}
-	if hasVNNI {
-		a.mxfp4Corr32()
-	}
 	if a.n <= mxTabRows && minRows < mxgMinRows && !a.mxsOK {
 		a.mxfp4Scales()
 	}
@@ -149,13 +146,18 @@ func (k kern) dotMXFP4(w []byte, a *actQ, m int) float32 {
 // mxfp4Rows computes MXFP4 weight rows wr (rows of nb blocks, back to
 // back) against the single quantized activation row of a into out[:rows],
 // four rows at a time: with the row's scale tables when it has them
-// (a.mxsOK and one row: the VNNI loop when k.vnni, mxvnni.go), else with
-// the scale products made in the loop.
+// (a.mxsOK and one row), else with the scale products made in the loop;
+// through the VNNI kernels when k.vnni (mxvnni.go).
 func mxfp4Rows(k kern, wr []byte, a *actQ, nb, rows int, out []float32) {
 	_, _, _ = a.q[nb*32-1], a.d[nb-1], a.c16[nb*16-1]
 	_, _ = wr[rows*nb*quant.MXFP4BlockBytes-1], out[rows-1]
+	if k.vnni {
+		mxfp4RowsVNNI(wr, a, 0, nb, rows, out)
+		return
+	}
 	if a.mxsOK && a.n == 1 {
-		mxfp4RowsTabK(k, wr, a.q, a.c16, a.c32, a.mxs, nb, rows, out)
+		_ = a.mxs[nb*256-1]
+		dotMXFP4RowsAVX2(&wr[0], &a.q[0], &a.c16[0], &a.mxs[0], nb, rows, &out[0])
 		return
 	}
 	dotMXFP4RowsMulAVX2(&wr[0], &a.q[0], &a.c16[0], &a.d[0], &e8m0Half[0], nb, rows, &out[0])
@@ -188,6 +190,10 @@ func (t *qmatTask) mxfp4Tiles(lo, hi int) {
 	K := w.C
 	if a.mxg.ok && t.n >= mxgMinRows {
 		t.mxgTiles(lo, hi)
+		return
+	}
+	if t.k.vnni {
+		t.mxfp4TilesVNNI(lo, hi)
 		return
 	}
 	if a.mxsOK {
@@ -235,10 +241,10 @@ func (t *qmatTask) mxfp4TabTiles(lo, hi int) {
 		for m := 0; m < n; m += 4 {
 			R := min(4, n-m)
 			if R == 1 {
-				mxfp4RowsTab(t.k, w.Q[ob*rb:oe*rb], a, m, nb, oe-ob, out.F[m*out.C+ob:m*out.C+oe])
+				mxfp4RowsTab(w.Q[ob*rb:oe*rb], a, m, nb, oe-ob, out.F[m*out.C+ob:m*out.C+oe])
 				break
 			}
-			mxfp4TabTile(t.k, w.Q[ob*rb:oe*rb], rb, a, m, R, oe-ob, out.F[m*out.C+ob:], out.C)
+			mxfp4TabTile(w.Q[ob*rb:oe*rb], rb, a, m, R, oe-ob, out.F[m*out.C+ob:], out.C)
 		}
 	}
 }
@@ -249,21 +255,18 @@ const mxTabNc = 64
 
 // mxfp4RowsTab computes MXFP4 weight rows wr against activation row m of a
 // with its scale tables, four weight rows at a time (the batch-1 loop).
-func mxfp4RowsTab(k kern, wr []byte, a *actQ, m, nb, rows int, out []float32) {
+func mxfp4RowsTab(wr []byte, a *actQ, m, nb, rows int, out []float32) {
 	K := nb * 32
-	var c32 []int32
-	if k.vnni {
-		c32 = a.c32[m*K/4 : (m+1)*K/4]
-	}
-	mxfp4RowsTabK(k, wr, a.q[m*K:(m+1)*K], a.c16[m*K/2:(m+1)*K/2], c32, a.mxs[m*nb*256:(m+1)*nb*256], nb, rows, out)
+	xq, c, ts := a.q[m*K:(m+1)*K], a.c16[m*K/2:(m+1)*K/2], a.mxs[m*nb*256:(m+1)*nb*256]
+	_, _ = wr[rows*nb*quant.MXFP4BlockBytes-1], out[rows-1]
+	dotMXFP4RowsAVX2(&wr[0], &xq[0], &c[0], &ts[0], nb, rows, &out[0])
 }
 
 // mxfp4TabTile computes the rows MXFP4 weight rows of wr (rb bytes each,
 // back to back) against the R (2 to 4) activation rows of a from row m,
 // with their scale tables, into out[r·os + o] (weight row o, activation
-// row m+r): pairs of weight rows (through the VNNI tiles when k.vnni,
-// mxvnni.go), then the one left over.
-func mxfp4TabTile(k kern, wr []byte, rb int, a *actQ, m, R, rows int, out []float32, os int) {
+// row m+r): pairs of weight rows, then the one left over.
+func mxfp4TabTile(wr []byte, rb int, a *actQ, m, R, rows int, out []float32, os int) {
 	K := a.k
 	nb := K / 32
 	xq := a.q[m*K : (m+R)*K]
@@ -271,9 +274,7 @@ func mxfp4TabTile(k kern, wr []byte, rb int, a *actQ, m, R, rows int, out []floa
 	ts := a.mxs[m*nb*256 : (m+R)*nb*256]
 	_, _ = wr[rows*rb-1], out[(R-1)*os+rows-1]
 	x, cp, tp, tss := &xq[0], &c[0], &ts[0], nb*256*4
-	if pairs := rows / 2; pairs > 0 && k.vnni {
-		mxfp4TabTileVNNI(wr, rb, a, m, R, pairs, out, os)
-	} else if pairs > 0 {
+	if pairs := rows / 2; pairs > 0 {
 		w, o := &wr[0], &out[0]
 		switch R {
 		case 2:

@@ -22,19 +22,11 @@ func TestMXFP4TabTiles(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(20, 30))
 	fast, plain := kern{avx2: true}, kern{}
-	for _, v := range mxKerns() {
-		testMXFP4TabTiles(t, r, v, fast, plain)
-	}
-}
-
-// testMXFP4TabTiles runs TestMXFP4TabTiles's checks with the tiles of
-// variant v (the reference stays the AVX2 row kernel, fast).
-func testMXFP4TabTiles(t *testing.T, r *rand.Rand, v mxKern, fast, plain kern) {
 	for _, nb := range []int{1, 3, 90} {
 		in := nb * 32
 		rb := kernels.MXFP4.RowBytes(in)
 		for _, n := range tabBatches() {
-			for _, rg := range []struct{ rows, lo, hi int }{{1, 0, 1}, {2, 0, 2}, {4, 0, 4}, {5, 0, 5}, {9, 1, 8}, {9, 2, 9}, {12, 1, 12}, {131, 3, 130}} {
+			for _, rg := range []struct{ rows, lo, hi int }{{1, 0, 1}, {2, 0, 2}, {5, 0, 5}, {9, 1, 8}, {9, 2, 9}, {131, 3, 130}} {
 				data := randMXFP4(r, rg.rows, in, 118, 18)
 				x := randF(r, n*in)
 				w := &kernels.Host{R: rg.rows, C: in, DT: kernels.MXFP4, Q: data}
@@ -43,7 +35,7 @@ func testMXFP4TabTiles(t *testing.T, r *rand.Rand, v mxKern, fast, plain kern) {
 				for i := range out.F {
 					out.F[i] = sentinel
 				}
-				task := qmatTask{k: v.k, out: out, x: &kernels.Host{R: n, C: in, F: x}, w: w, n: n}
+				task := qmatTask{k: fast, out: out, x: &kernels.Host{R: n, C: in, F: x}, w: w, n: n}
 				task.act.quantize(fast, x, in, n, in, 32)
 				task.act.mxfp4Corr(1, 1)
 				if !task.act.mxsOK {
@@ -55,14 +47,14 @@ func testMXFP4TabTiles(t *testing.T, r *rand.Rand, v mxKern, fast, plain kern) {
 						got := out.F[m*rg.rows+o]
 						if o < rg.lo || o >= rg.hi {
 							if got != sentinel {
-								t.Errorf("%s nb=%d n=%d rows [%d,%d): out[%d,%d] written (%v)", v.name, nb, n, rg.lo, rg.hi, m, o, got)
+								t.Errorf("nb=%d n=%d rows [%d,%d): out[%d,%d] written (%v)", nb, n, rg.lo, rg.hi, m, o, got)
 							}
 							continue
 						}
 						wr := data[o*rb : (o+1)*rb]
 						xr := x[m*in : (m+1)*in]
 						if f := fast.rowDot(kernels.MXFP4, wr, xr, &task.act, m); math.Float32bits(f) != math.Float32bits(got) {
-							t.Errorf("%s nb=%d n=%d act %d row %d: table tile %v, row kernel %v", v.name, nb, n, m, o, got, f)
+							t.Errorf("nb=%d n=%d act %d row %d: table tile %v, row kernel %v", nb, n, m, o, got, f)
 						}
 						// the Go twin adds in another order: float32
 						// rounding of the blocks' magnitudes

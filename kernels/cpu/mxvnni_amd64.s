@@ -6,16 +6,17 @@
 
 // dotMXFP4Z{P}x{R}VNNI: n groups of 2·P weight rows (rows rb bytes apart)
 // against R activation rows (xs bytes of activations and of int32
-// corrections apart, scale tables tss bytes apart); out[r·os + i] is
-// weight row i · activation row r. Constants: Z12 the dword shift counts
+// corrections apart, their block scales xds bytes apart; tab is
+// e8m0Half); out[r·os + i] is weight row i · activation row r (with R = 1
+// the groups' 4 results side by side). Constants: Z12 the dword shift counts
 // 0/4/0/4 by 128-bit lane, Z13 the doubled E2M1 values plus 12 in every
 // lane, Z14 bytes 0x0f; K1 the upper 8 dwords.
 
-// func dotMXFP4Z2x1VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
-TEXT ·dotMXFP4Z2x1VNNI(SB), NOSPLIT, $0-88
+// func dotMXFP4Z2x1VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)
+TEXT ·dotMXFP4Z2x1VNNI(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), R10
-	MOVQ out+72(FP), DX
+	MOVQ tab+56(FP), DX
 	LEAQ (R10)(R10*2), R11
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW $15, Y15, Y15
@@ -40,8 +41,8 @@ TEXT ·dotMXFP4Z2x1VNNI(SB), NOSPLIT, $0-88
 mxz2x1group:
 	MOVQ xq+16(FP), DI
 	MOVQ c+24(FP), BX
-	MOVQ ts+40(FP), R8
-	MOVQ nb+56(FP), CX
+	MOVQ xd+40(FP), R8
+	MOVQ nb+64(FP), CX
 	LEAQ (SI)(R10*4), R15
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -50,9 +51,9 @@ mxz2x1loop:
 	ADDQ $68, R15
 	VBROADCASTI64X4 (DI), Z5
 	MOVBLZX (SI), AX
-	LEAQ (R8)(AX*4), AX
 	MOVBLZX (SI)(R10*1), R9
-	LEAQ (R8)(R9*4), R9
+	VBROADCASTSS (DX)(AX*4), Z11
+	VBROADCASTSS (DX)(R9*4), K1, Z11
 	VBROADCASTI32X4 1(SI), Z4
 	VBROADCASTI32X4 1(SI)(R10*1), K1, Z4
 	VPSRLVD Z12, Z4, Z4
@@ -61,13 +62,12 @@ mxz2x1loop:
 	VBROADCASTI64X4 (BX), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX), Z7
-	VBROADCASTSS (R9), K1, Z7
+	VMULPS.BCST (R8), Z11, Z7
 	VFMADD231PS Z6, Z7, Z0
 	MOVBLZX (SI)(R10*2), AX
-	LEAQ (R8)(AX*4), AX
 	MOVBLZX (SI)(R11*1), R9
-	LEAQ (R8)(R9*4), R9
+	VBROADCASTSS (DX)(AX*4), Z11
+	VBROADCASTSS (DX)(R9*4), K1, Z11
 	VBROADCASTI32X4 1(SI)(R10*2), Z4
 	VBROADCASTI32X4 1(SI)(R11*1), K1, Z4
 	VPSRLVD Z12, Z4, Z4
@@ -76,18 +76,18 @@ mxz2x1loop:
 	VBROADCASTI64X4 (BX), Z9
 	VPDPBUSD Z5, Z4, Z9
 	VCVTDQ2PS Z9, Z9
-	VBROADCASTSS (AX), Z10
-	VBROADCASTSS (R9), K1, Z10
+	VMULPS.BCST (R8), Z11, Z10
 	VFMADD231PS Z9, Z10, Z1
 	ADDQ $17, SI
 	ADDQ $32, DI
 	ADDQ $32, BX
-	ADDQ $1024, R8
+	ADDQ $4, R8
 	DECQ CX
 	JNZ mxz2x1loop
 	ADDQ R11, SI
 	VEXTRACTF64X4 $1, Z0, Y8
 	VEXTRACTF64X4 $1, Z1, Y9
+	MOVQ out+80(FP), DX
 	VHADDPS Y8, Y0, Y0
 	VHADDPS Y9, Y1, Y1
 	VHADDPS Y1, Y0, Y0
@@ -95,19 +95,21 @@ mxz2x1loop:
 	VADDPS X1, X0, X0
 	VMOVUPS X0, (DX)
 	ADDQ $16, DX
-	DECQ n+64(FP)
+	MOVQ DX, out+80(FP)
+	MOVQ tab+56(FP), DX
+	DECQ n+72(FP)
 	JNZ mxz2x1group
 	VZEROUPPER
 	RET
 
-// func dotMXFP4Z1x2VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
-TEXT ·dotMXFP4Z1x2VNNI(SB), NOSPLIT, $0-88
+// func dotMXFP4Z1x2VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)
+TEXT ·dotMXFP4Z1x2VNNI(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), R10
-	MOVQ out+72(FP), DX
+	MOVQ tab+56(FP), DX
 	MOVQ xs+32(FP), R11
 	LEAQ (R11)(R11*2), R14
-	MOVQ tss+48(FP), R12
+	MOVQ xds+48(FP), R12
 	LEAQ (R12)(R12*2), R13
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW $15, Y15, Y15
@@ -132,8 +134,8 @@ TEXT ·dotMXFP4Z1x2VNNI(SB), NOSPLIT, $0-88
 mxz1x2group:
 	MOVQ xq+16(FP), DI
 	MOVQ c+24(FP), BX
-	MOVQ ts+40(FP), R8
-	MOVQ nb+56(FP), CX
+	MOVQ xd+40(FP), R8
+	MOVQ nb+64(FP), CX
 	LEAQ (SI)(R10*2), R15
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -141,9 +143,9 @@ mxz1x2loop:
 	PREFETCHT0 (R15)
 	ADDQ $34, R15
 	MOVBLZX (SI), AX
-	LEAQ (R8)(AX*4), AX
 	MOVBLZX (SI)(R10*1), R9
-	LEAQ (R8)(R9*4), R9
+	VBROADCASTSS (DX)(AX*4), Z11
+	VBROADCASTSS (DX)(R9*4), K1, Z11
 	VBROADCASTI32X4 1(SI), Z4
 	VBROADCASTI32X4 1(SI)(R10*1), K1, Z4
 	VPSRLVD Z12, Z4, Z4
@@ -153,26 +155,25 @@ mxz1x2loop:
 	VBROADCASTI64X4 (BX), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX), Z7
-	VBROADCASTSS (R9), K1, Z7
+	VMULPS.BCST (R8), Z11, Z7
 	VFMADD231PS Z6, Z7, Z0
 	VBROADCASTI64X4 (DI)(R11*1), Z8
 	VBROADCASTI64X4 (BX)(R11*1), Z9
 	VPDPBUSD Z8, Z4, Z9
 	VCVTDQ2PS Z9, Z9
-	VBROADCASTSS (AX)(R12*1), Z10
-	VBROADCASTSS (R9)(R12*1), K1, Z10
+	VMULPS.BCST (R8)(R12*1), Z11, Z10
 	VFMADD231PS Z9, Z10, Z1
 	ADDQ $17, SI
 	ADDQ $32, DI
 	ADDQ $32, BX
-	ADDQ $1024, R8
+	ADDQ $4, R8
 	DECQ CX
 	JNZ mxz1x2loop
 	ADDQ R10, SI
 	VEXTRACTF64X4 $1, Z0, Y8
 	VEXTRACTF64X4 $1, Z1, Y9
-	MOVQ os+80(FP), R9
+	MOVQ out+80(FP), DX
+	MOVQ os+88(FP), R9
 	SHLQ $2, R9
 	LEAQ (R9)(R9*2), AX
 	VMOVAPS Y0, Y4
@@ -198,19 +199,21 @@ mxz1x2loop:
 	VMOVSS X4, 4(DX)
 	VEXTRACTPS $1, X4, 4(DX)(R9*1)
 	ADDQ $8, DX
-	DECQ n+64(FP)
+	MOVQ DX, out+80(FP)
+	MOVQ tab+56(FP), DX
+	DECQ n+72(FP)
 	JNZ mxz1x2group
 	VZEROUPPER
 	RET
 
-// func dotMXFP4Z1x3VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
-TEXT ·dotMXFP4Z1x3VNNI(SB), NOSPLIT, $0-88
+// func dotMXFP4Z1x3VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)
+TEXT ·dotMXFP4Z1x3VNNI(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), R10
-	MOVQ out+72(FP), DX
+	MOVQ tab+56(FP), DX
 	MOVQ xs+32(FP), R11
 	LEAQ (R11)(R11*2), R14
-	MOVQ tss+48(FP), R12
+	MOVQ xds+48(FP), R12
 	LEAQ (R12)(R12*2), R13
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW $15, Y15, Y15
@@ -235,8 +238,8 @@ TEXT ·dotMXFP4Z1x3VNNI(SB), NOSPLIT, $0-88
 mxz1x3group:
 	MOVQ xq+16(FP), DI
 	MOVQ c+24(FP), BX
-	MOVQ ts+40(FP), R8
-	MOVQ nb+56(FP), CX
+	MOVQ xd+40(FP), R8
+	MOVQ nb+64(FP), CX
 	LEAQ (SI)(R10*2), R15
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -245,9 +248,9 @@ mxz1x3loop:
 	PREFETCHT0 (R15)
 	ADDQ $34, R15
 	MOVBLZX (SI), AX
-	LEAQ (R8)(AX*4), AX
 	MOVBLZX (SI)(R10*1), R9
-	LEAQ (R8)(R9*4), R9
+	VBROADCASTSS (DX)(AX*4), Z11
+	VBROADCASTSS (DX)(R9*4), K1, Z11
 	VBROADCASTI32X4 1(SI), Z4
 	VBROADCASTI32X4 1(SI)(R10*1), K1, Z4
 	VPSRLVD Z12, Z4, Z4
@@ -257,34 +260,32 @@ mxz1x3loop:
 	VBROADCASTI64X4 (BX), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX), Z7
-	VBROADCASTSS (R9), K1, Z7
+	VMULPS.BCST (R8), Z11, Z7
 	VFMADD231PS Z6, Z7, Z0
 	VBROADCASTI64X4 (DI)(R11*1), Z8
 	VBROADCASTI64X4 (BX)(R11*1), Z9
 	VPDPBUSD Z8, Z4, Z9
 	VCVTDQ2PS Z9, Z9
-	VBROADCASTSS (AX)(R12*1), Z10
-	VBROADCASTSS (R9)(R12*1), K1, Z10
+	VMULPS.BCST (R8)(R12*1), Z11, Z10
 	VFMADD231PS Z9, Z10, Z1
 	VBROADCASTI64X4 (DI)(R11*2), Z5
 	VBROADCASTI64X4 (BX)(R11*2), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX)(R12*2), Z7
-	VBROADCASTSS (R9)(R12*2), K1, Z7
+	VMULPS.BCST (R8)(R12*2), Z11, Z7
 	VFMADD231PS Z6, Z7, Z2
 	ADDQ $17, SI
 	ADDQ $32, DI
 	ADDQ $32, BX
-	ADDQ $1024, R8
+	ADDQ $4, R8
 	DECQ CX
 	JNZ mxz1x3loop
 	ADDQ R10, SI
 	VEXTRACTF64X4 $1, Z0, Y8
 	VEXTRACTF64X4 $1, Z1, Y9
 	VEXTRACTF64X4 $1, Z2, Y10
-	MOVQ os+80(FP), R9
+	MOVQ out+80(FP), DX
+	MOVQ os+88(FP), R9
 	SHLQ $2, R9
 	LEAQ (R9)(R9*2), AX
 	VMOVAPS Y0, Y4
@@ -312,19 +313,21 @@ mxz1x3loop:
 	VEXTRACTPS $1, X4, 4(DX)(R9*1)
 	VEXTRACTPS $2, X4, 4(DX)(R9*2)
 	ADDQ $8, DX
-	DECQ n+64(FP)
+	MOVQ DX, out+80(FP)
+	MOVQ tab+56(FP), DX
+	DECQ n+72(FP)
 	JNZ mxz1x3group
 	VZEROUPPER
 	RET
 
-// func dotMXFP4Z1x4VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)
-TEXT ·dotMXFP4Z1x4VNNI(SB), NOSPLIT, $0-88
+// func dotMXFP4Z1x4VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)
+TEXT ·dotMXFP4Z1x4VNNI(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), R10
-	MOVQ out+72(FP), DX
+	MOVQ tab+56(FP), DX
 	MOVQ xs+32(FP), R11
 	LEAQ (R11)(R11*2), R14
-	MOVQ tss+48(FP), R12
+	MOVQ xds+48(FP), R12
 	LEAQ (R12)(R12*2), R13
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW $15, Y15, Y15
@@ -349,8 +352,8 @@ TEXT ·dotMXFP4Z1x4VNNI(SB), NOSPLIT, $0-88
 mxz1x4group:
 	MOVQ xq+16(FP), DI
 	MOVQ c+24(FP), BX
-	MOVQ ts+40(FP), R8
-	MOVQ nb+56(FP), CX
+	MOVQ xd+40(FP), R8
+	MOVQ nb+64(FP), CX
 	LEAQ (SI)(R10*2), R15
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -360,9 +363,9 @@ mxz1x4loop:
 	PREFETCHT0 (R15)
 	ADDQ $34, R15
 	MOVBLZX (SI), AX
-	LEAQ (R8)(AX*4), AX
 	MOVBLZX (SI)(R10*1), R9
-	LEAQ (R8)(R9*4), R9
+	VBROADCASTSS (DX)(AX*4), Z11
+	VBROADCASTSS (DX)(R9*4), K1, Z11
 	VBROADCASTI32X4 1(SI), Z4
 	VBROADCASTI32X4 1(SI)(R10*1), K1, Z4
 	VPSRLVD Z12, Z4, Z4
@@ -372,34 +375,30 @@ mxz1x4loop:
 	VBROADCASTI64X4 (BX), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX), Z7
-	VBROADCASTSS (R9), K1, Z7
+	VMULPS.BCST (R8), Z11, Z7
 	VFMADD231PS Z6, Z7, Z0
 	VBROADCASTI64X4 (DI)(R11*1), Z8
 	VBROADCASTI64X4 (BX)(R11*1), Z9
 	VPDPBUSD Z8, Z4, Z9
 	VCVTDQ2PS Z9, Z9
-	VBROADCASTSS (AX)(R12*1), Z10
-	VBROADCASTSS (R9)(R12*1), K1, Z10
+	VMULPS.BCST (R8)(R12*1), Z11, Z10
 	VFMADD231PS Z9, Z10, Z1
 	VBROADCASTI64X4 (DI)(R11*2), Z5
 	VBROADCASTI64X4 (BX)(R11*2), Z6
 	VPDPBUSD Z5, Z4, Z6
 	VCVTDQ2PS Z6, Z6
-	VBROADCASTSS (AX)(R12*2), Z7
-	VBROADCASTSS (R9)(R12*2), K1, Z7
+	VMULPS.BCST (R8)(R12*2), Z11, Z7
 	VFMADD231PS Z6, Z7, Z2
 	VBROADCASTI64X4 (DI)(R14*1), Z8
 	VBROADCASTI64X4 (BX)(R14*1), Z9
 	VPDPBUSD Z8, Z4, Z9
 	VCVTDQ2PS Z9, Z9
-	VBROADCASTSS (AX)(R13*1), Z10
-	VBROADCASTSS (R9)(R13*1), K1, Z10
+	VMULPS.BCST (R8)(R13*1), Z11, Z10
 	VFMADD231PS Z9, Z10, Z3
 	ADDQ $17, SI
 	ADDQ $32, DI
 	ADDQ $32, BX
-	ADDQ $1024, R8
+	ADDQ $4, R8
 	DECQ CX
 	JNZ mxz1x4loop
 	ADDQ R10, SI
@@ -407,7 +406,8 @@ mxz1x4loop:
 	VEXTRACTF64X4 $1, Z1, Y9
 	VEXTRACTF64X4 $1, Z2, Y10
 	VEXTRACTF64X4 $1, Z3, Y11
-	MOVQ os+80(FP), R9
+	MOVQ out+80(FP), DX
+	MOVQ os+88(FP), R9
 	SHLQ $2, R9
 	LEAQ (R9)(R9*2), AX
 	VMOVAPS Y0, Y4
@@ -437,7 +437,9 @@ mxz1x4loop:
 	VEXTRACTPS $2, X4, 4(DX)(R9*2)
 	VEXTRACTPS $3, X4, 4(DX)(AX*1)
 	ADDQ $8, DX
-	DECQ n+64(FP)
+	MOVQ DX, out+80(FP)
+	MOVQ tab+56(FP), DX
+	DECQ n+72(FP)
 	JNZ mxz1x4group
 	VZEROUPPER
 	RET

@@ -2,18 +2,18 @@
 
 package cpu
 
-func dotMXFP4Z2x1VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int) {
+func dotMXFP4Z2x1VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int) {
 	panic("unreachable")
 }
 
-func dotMXFP4Z1x2VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int) {
+func dotMXFP4Z1x2VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int) {
 	panic("unreachable")
 }
 
-func dotMXFP4Z1x3VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int) {
+func dotMXFP4Z1x3VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int) {
 	panic("unreachable")
 }
 
-func dotMXFP4Z1x4VNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int) {
+func dotMXFP4Z1x4VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int) {
 	panic("unreachable")
 }

@@ -47,14 +47,19 @@ func mxVNNIActs(r *rand.Rand, kind string, n, k int) []float32 {
 	return x
 }
 
+// sentinelF marks outputs a kernel must not write.
+const sentinelF = -7.5
+
 // TestMXFP4VNNI checks the AVX-512 VNNI MXFP4 kernels (mxvnni_amd64.s)
-// against the AVX2 kernels they replace, bit for bit: the batch-1 table
-// loop for 1 to 13 weight rows (groups of four and the rows left over),
-// and the table tiles of 2 to 4 activation rows for 1 to 9 weight rows
-// (pairs and an odd row left over), for 1, 2, 3, 5 and 90 blocks, on
-// random, saturated (every code ±12 and every activation ±127) and
-// extreme-scale blocks (scale bytes 0, 1, 254 and NaN's 255); outputs past
-// the range are not written.
+// against the AVX2 kernels they replace, bit for bit: the batch-1 row loop
+// for 1 to 13 weight rows (groups of four and the rows left over) against
+// the AVX2 table loop, and the tiles for 1 to 9 activation rows (tiles of
+// 4, of 2 and 3 left over, a single row left over through the VNNI row
+// loop) and weight-row ranges with odd counts and offsets (an odd row
+// through the AVX2 tile) against the AVX2 table tiles, for 1, 2, 3, 5 and
+// 90 blocks, on random, saturated (every code ±12 and every activation
+// ±127) and extreme-scale blocks (scale bytes 0, 1, 254 and NaN's 255);
+// outputs outside the range are not written.
 func TestMXFP4VNNI(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX-512 VNNI on this machine or build")
@@ -65,13 +70,13 @@ func TestMXFP4VNNI(t *testing.T) {
 		for _, nb := range []int{1, 2, 3, 5, 90} {
 			t.Run(fmt.Sprintf("%s/nb%d", kind, nb), func(t *testing.T) {
 				in := nb * 32
-				rb := nb * quant.MXFP4BlockBytes
 				const maxRows = 13
 				data := mxVNNIWeights(r, kind, maxRows, nb)
-				x := mxVNNIActs(r, kind, 4, in)
+				x := mxVNNIActs(r, kind, 9, in)
 				var a1 actQ
 				a1.quantize(kern{}, x[:in], in, 1, in, 32)
-				a1.mxfp4Corr(1, 1)
+				a1.mxfp4Corr(1, 1) // the AVX2 loop's tables
+				a1.mxfp4Corr32()
 				for rows := 1; rows <= maxRows; rows++ {
 					want := make([]float32, rows)
 					mxfp4Rows(avx2, data, &a1, nb, rows, want)
@@ -87,30 +92,35 @@ func TestMXFP4VNNI(t *testing.T) {
 						t.Errorf("rows=%d: wrote past the rows", rows)
 					}
 				}
-				var a actQ
-				a.quantize(kern{}, x, in, 4, in, 32)
-				a.mxfp4Corr(1, 1)
-				for R := 2; R <= 4; R++ {
-					for rows := 1; rows <= 9; rows++ {
-						os := rows + 1
-						want := make([]float32, R*os)
-						got := make([]float32, R*os)
-						for i := range got {
-							got[i] = sentinelF
+				w := &kernels.Host{R: maxRows, C: in, DT: kernels.MXFP4, Q: data}
+				for n := 1; n <= 9; n++ {
+					for _, rg := range [][2]int{{0, 1}, {0, 2}, {0, 5}, {1, 8}, {2, 9}, {0, 12}, {1, 13}} {
+						outs := [2]*kernels.Host{}
+						for i, k := range []kern{avx2, vnni} {
+							out := &kernels.Host{R: n, C: maxRows, F: make([]float32, n*maxRows)}
+							for j := range out.F {
+								out.F[j] = sentinelF
+							}
+							task := qmatTask{k: k, out: out, x: &kernels.Host{R: n, C: in, F: x[:n*in]}, w: w, n: n}
+							task.act.quantize(k, x[:n*in], in, n, in, 32)
+							task.act.mxfp4Prep(k, 1, 1)
+							if task.act.mxsOK == k.vnni {
+								t.Fatalf("n=%d vnni=%v: scale tables %v", n, k.vnni, task.act.mxsOK)
+							}
+							task.run(rg[0], rg[1], 0)
+							outs[i] = out
 						}
-						mxfp4TabTile(avx2, data, rb, &a, 4-R, R, rows, want, os)
-						mxfp4TabTile(vnni, data, rb, &a, 4-R, R, rows, got, os)
-						for m := range R {
-							for o := range os {
-								g, w := got[m*os+o], want[m*os+o]
-								if o == rows {
+						for m := range n {
+							for o := range maxRows {
+								g, w := outs[1].F[m*maxRows+o], outs[0].F[m*maxRows+o]
+								if o < rg[0] || o >= rg[1] {
 									if g != sentinelF {
-										t.Errorf("R=%d rows=%d act %d: wrote past the rows", R, rows, m)
+										t.Errorf("n=%d rows [%d,%d): out[%d,%d] written (%v)", n, rg[0], rg[1], m, o, g)
 									}
 									continue
 								}
 								if !sameF32(g, w) {
-									t.Errorf("R=%d rows=%d act %d row %d: vnni %v, avx2 %v", R, rows, m, o, g, w)
+									t.Errorf("n=%d rows [%d,%d) act %d row %d: vnni %v, avx2 %v", n, rg[0], rg[1], m, o, g, w)
 								}
 							}
 						}
@@ -121,10 +131,9 @@ func TestMXFP4VNNI(t *testing.T) {
 	}
 }
 
-// TestMXFP4VNNIMatMul checks MatMul and MatMulExperts' table paths on a
-// backend with the VNNI kernels against one without (Options.Plain off
-// for both: the AVX2 kernels by clearing vnni), bit for bit, for decode
-// batches of 1 to 6 rows and gpt-oss's 2880 columns.
+// TestMXFP4VNNIMatMul checks MatMul on a backend with the VNNI kernels
+// against one on the AVX2 kernels (vnni cleared), bit for bit, for
+// decode batches of 1 to 6 rows at gpt-oss's 2880 columns.
 func TestMXFP4VNNIMatMul(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX-512 VNNI on this machine or build")
@@ -155,7 +164,7 @@ func TestMXFP4VNNIMatMul(t *testing.T) {
 	}
 }
 
-// FuzzMXFP4VNNI checks the VNNI table loop and tiles against the AVX2
+// FuzzMXFP4VNNI checks the VNNI row loop and tiles against the AVX2
 // kernels, bit for bit, on arbitrary weight bytes (any codes and scale
 // bytes) and activations.
 func FuzzMXFP4VNNI(f *testing.F) {
@@ -178,21 +187,25 @@ func FuzzMXFP4VNNI(f *testing.F) {
 		var a actQ
 		a.quantize(kern{}, x, in, 4, in, 32)
 		a.mxfp4Corr(1, 1)
+		a.mxfp4Corr32()
 		avx2, vnni := kern{avx2: true}, kern{avx2: true, simd: true, vnni: true}
-		for R := 2; R <= 4; R++ {
-			want := make([]float32, R*rows)
-			got := make([]float32, R*rows)
-			mxfp4TabTile(avx2, data, rb, &a, 4-R, R, rows, want, rows)
-			mxfp4TabTile(vnni, data, rb, &a, 4-R, R, rows, got, rows)
-			for i := range got {
-				if !sameF32(got[i], want[i]) {
-					t.Fatalf("R=%d out[%d]: vnni %v, avx2 %v", R, i, got[i], want[i])
+		if pairs := rows / 2; pairs > 0 {
+			for R := 2; R <= 4; R++ {
+				want := make([]float32, R*rows)
+				got := make([]float32, R*rows)
+				mxfp4TabTile(data, rb, &a, 4-R, R, rows, want, rows)
+				mxfp4TileVNNI(data, rb, &a, 4-R, R, pairs, got, rows)
+				for i := range got {
+					if i%rows < 2*pairs && !sameF32(got[i], want[i]) {
+						t.Fatalf("R=%d out[%d]: vnni %v, avx2 %v", R, i, got[i], want[i])
+					}
 				}
 			}
 		}
 		var a1 actQ
 		a1.quantize(kern{}, x[:in], in, 1, in, 32)
 		a1.mxfp4Corr(1, 1)
+		a1.mxfp4Corr32()
 		want := make([]float32, rows)
 		got := make([]float32, rows)
 		mxfp4Rows(avx2, data, &a1, nb, rows, want)

@@ -497,7 +497,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
-		t.act.mxfp4Corr(b.mxgRows(n), b.mxgRows(n))
+		t.act.mxfp4Prep(b.k, b.mxgRows(n), b.mxgRows(n))
 	}
 	if w.Repacked && n < 4 {
 		// the row loops of repacked Q4_K weights (rows1, rowsEach)

@@ -9,8 +9,8 @@ import "fmt"
 var mxvnniShapes = [][2]int{{2, 1}, {1, 2}, {1, 3}, {1, 4}}
 
 // mxvnniFile writes mxvnni_amd64.s: the AVX-512 VNNI twins of the MXFP4
-// table kernels (mxfp4_amd64.s's dotMXFP4RowsAVX2 and mxtile_amd64.s's
-// tiles), bit for bit the same results (see kernels/cpu/mxvnni.go).
+// row loop and tiles of mxfp4_amd64.s and mxtile_amd64.s, bit for bit the
+// same results (see kernels/cpu/mxvnni.go).
 //
 // A Z register holds one block of two weight rows: 128-bit lanes 0 and 1
 // the first row's 16 nibble bytes (VBROADCASTI32X4), lanes 2 and 3 the
@@ -23,10 +23,12 @@ var mxvnniShapes = [][2]int{{2, 1}, {1, 2}, {1, 3}, {1, 4}}
 // −12·(x[4i]+…+x[4i+3]) (int32, made once per MatMul): the dwords are
 // exactly the AVX2 kernels' partial sums (VPMADDUBSW's pairs, which cannot
 // saturate here, plus the pair corrections, added in pairs by VPMADDWD),
-// as integers. VCVTDQ2PS then gives the same 8 floats per row, and one
-// VFMADD231PS adds them times the rows' scale products (each half its
-// row's entry of the activation row's scale table) into the accumulator
-// whose halves are the two rows' accumulators, blocks in order. The sums
+// as integers. VCVTDQ2PS then gives the same 8 floats per row, one
+// VMULPS makes both rows' scale products (the pair's two E8M0 factors,
+// one per half, times the activation block's scale: the float32 products
+// the AVX2 kernels make or hold in their tables) and one VFMADD231PS adds
+// the products times them into the accumulator whose halves are the two
+// rows' accumulators, blocks in order. No scale tables are needed. The sums
 // are reduced as hsum4Store reduces them. So every float operation of a
 // weight row and activation row is the AVX2 kernels', in the same order.
 func mxvnniFile() string {
@@ -36,8 +38,9 @@ func mxvnniFile() string {
 	a.lines(`
 // dotMXFP4Z{P}x{R}VNNI: n groups of 2·P weight rows (rows rb bytes apart)
 // against R activation rows (xs bytes of activations and of int32
-// corrections apart, scale tables tss bytes apart); out[r·os + i] is
-// weight row i · activation row r. Constants: Z12 the dword shift counts
+// corrections apart, their block scales xds bytes apart; tab is
+// e8m0Half); out[r·os + i] is weight row i · activation row r (with R = 1
+// the groups' 4 results side by side). Constants: Z12 the dword shift counts
 // 0/4/0/4 by 128-bit lane, Z13 the doubled E2M1 values plus 12 in every
 // lane, Z14 bytes 0x0f; K1 the upper 8 dwords.`)
 	for _, s := range mxvnniShapes {
@@ -60,27 +63,28 @@ KMOVW AX, K1`)
 
 // mxvnniTile writes dotMXFP4Z{P}x{R}VNNI. Registers: SI the group's first
 // weight row, R10 rb (R11 3·rb with two pairs), DI/BX the activations and
-// corrections of row 0 (R11 xs, R14 3·xs), R8 the block's table of row 0
-// (R12 tss, R13 3·tss), R15 the prefetch pointer into the next group's
-// rows, DX the group's outputs, CX the blocks left, AX/R9 a pair's two
-// table entries of row 0; Z0..Z3 the accumulators (pair p, activation row
-// r: Z(p·R + r)), Z4 the decoded pair, Z5/Z8 the activations, Z6/Z9 the
-// products, Z7/Z10 the scale products.
+// corrections of row 0 (R11 xs, R14 3·xs), R8 activation row 0's block
+// scale (R12 xds, R13 3·xds), R15 the prefetch pointer into the next
+// group's rows, DX tab (out lives in its argument slot, advanced there),
+// CX the blocks left, AX/R9 a pair's two scale bytes; Z0..Z3 the
+// accumulators (pair p, activation row r: Z(p·R + r)), Z4 the decoded
+// pair, Z5/Z8 the activations, Z6/Z9 the products, Z7/Z10 the scale
+// products, Z11 the pair's two tab entries (one per half).
 func (a *asm) mxvnniTile(P, R int) {
 	name := fmt.Sprintf("dotMXFP4Z%dx%dVNNI", P, R)
-	a.l(`// func %s(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)`, name)
-	a.l(`TEXT ·%s(SB), NOSPLIT, $0-88`, name)
+	a.l(`// func %s(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-96`, name)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ rb+8(FP), R10
-MOVQ out+72(FP), DX`)
+MOVQ tab+56(FP), DX`)
 	if P == 2 {
 		a.l("\tLEAQ (R10)(R10*2), R11")
 	} else {
 		a.code(`
 MOVQ xs+32(FP), R11
 LEAQ (R11)(R11*2), R14
-MOVQ tss+48(FP), R12
+MOVQ xds+48(FP), R12
 LEAQ (R12)(R12*2), R13`)
 	}
 	a.mxvnniConsts()
@@ -89,8 +93,8 @@ LEAQ (R12)(R12*2), R13`)
 	a.code(`
 MOVQ xq+16(FP), DI
 MOVQ c+24(FP), BX
-MOVQ ts+40(FP), R8
-MOVQ nb+56(FP), CX`)
+MOVQ xd+40(FP), R8
+MOVQ nb+64(FP), CX`)
 	a.l("\tLEAQ (SI)(R10*%d), R15", 2*P)
 	for i := 0; i < P*R; i++ {
 		a.l("\tVXORPS Z%d, Z%d, Z%d", i, i, i)
@@ -102,7 +106,7 @@ MOVQ nb+56(FP), CX`)
 	a.l("\tADDQ $%d, R15", 17*2*P)
 	xm := []string{"(DI)", "(DI)(R11*1)", "(DI)(R11*2)", "(DI)(R14*1)"}
 	cm := []string{"(BX)", "(BX)(R11*1)", "(BX)(R11*2)", "(BX)(R14*1)"}
-	tm := []string{"", "(R12*1)", "(R12*2)", "(R13*1)"}
+	dm := []string{"(R8)", "(R8)(R12*1)", "(R8)(R12*2)", "(R8)(R13*1)"}
 	wm := []string{"(SI)", "(SI)(R10*1)", "(SI)(R10*2)", "(SI)(R11*1)"}
 	if R == 1 {
 		a.l("\tVBROADCASTI64X4 (DI), Z5")
@@ -110,9 +114,9 @@ MOVQ nb+56(FP), CX`)
 	for p := 0; p < P; p++ {
 		w0, w1 := wm[2*p], wm[2*p+1]
 		a.l("\tMOVBLZX %s, AX", w0)
-		a.l("\tLEAQ (R8)(AX*4), AX")
 		a.l("\tMOVBLZX %s, R9", w1)
-		a.l("\tLEAQ (R8)(R9*4), R9")
+		a.l("\tVBROADCASTSS (DX)(AX*4), Z11")
+		a.l("\tVBROADCASTSS (DX)(R9*4), K1, Z11")
 		a.l("\tVBROADCASTI32X4 1%s, Z4", w0)
 		a.l("\tVBROADCASTI32X4 1%s, K1, Z4", w1)
 		a.l("\tVPSRLVD Z12, Z4, Z4")
@@ -131,12 +135,7 @@ MOVQ nb+56(FP), CX`)
 			a.l("\tVBROADCASTI64X4 %s, Z%d", cm[r], q)
 			a.l("\tVPDPBUSD Z%d, Z4, Z%d", x, q)
 			a.l("\tVCVTDQ2PS Z%d, Z%d", q, q)
-			t0, t1 := "(AX)"+tm[r], "(R9)"+tm[r]
-			if r == 0 {
-				t0, t1 = "(AX)", "(R9)"
-			}
-			a.l("\tVBROADCASTSS %s, Z%d", t0, s)
-			a.l("\tVBROADCASTSS %s, K1, Z%d", t1, s)
+			a.l("\tVMULPS.BCST %s, Z11, Z%d", dm[r], s)
 			a.l("\tVFMADD231PS Z%d, Z%d, Z%d", q, s, p*R+r)
 		}
 	}
@@ -144,7 +143,7 @@ MOVQ nb+56(FP), CX`)
 ADDQ $17, SI
 ADDQ $32, DI
 ADDQ $32, BX
-ADDQ $1024, R8
+ADDQ $4, R8
 DECQ CX`)
 	a.l("\tJNZ %sloop", lbl)
 	// SI is at the group's second row: step to the next group
@@ -158,6 +157,7 @@ DECQ CX`)
 	for i := 0; i < P*R; i++ {
 		a.l("\tVEXTRACTF64X4 $1, Z%d, Y%d", i, 8+i)
 	}
+	a.l("\tMOVQ out+80(FP), DX")
 	if R == 1 {
 		// weight rows 0..3: Y0, Y8, Y1, Y9
 		a.code(`
@@ -170,7 +170,7 @@ VMOVUPS X0, (DX)
 ADDQ $16, DX`)
 	} else {
 		a.code(`
-MOVQ os+80(FP), R9
+MOVQ os+88(FP), R9
 SHLQ $2, R9
 LEAQ (R9)(R9*2), AX`)
 		for h := 0; h < 2; h++ {
@@ -202,7 +202,10 @@ VADDPS X5, X4, X4`)
 		}
 		a.l("\tADDQ $8, DX")
 	}
-	a.l("\tDECQ n+64(FP)")
+	a.code(`
+MOVQ DX, out+80(FP)
+MOVQ tab+56(FP), DX
+DECQ n+72(FP)`)
 	a.l("\tJNZ %sgroup", lbl)
 	a.code(`
 VZEROUPPER
@@ -223,7 +226,7 @@ package cpu
 	for _, s := range mxvnniShapes {
 		a.l(``)
 		a.l(`//go:noescape`)
-		a.l(`func dotMXFP4Z%dx%dVNNI(w *byte, rb int, xq *int8, c *int32, xs int, ts *float32, tss int, nb int, n int, out *float32, os int)`, s[0], s[1])
+		a.l(`func dotMXFP4Z%dx%dVNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)`, s[0], s[1])
 	}
 	return a.b.String()
 }
