@@ -99,8 +99,12 @@ func (a *actQ) mxfp4Corr(minRows, maxRows int) {
 		a.c16 = make([]int16, n)
 	}
 	a.c16 = a.c16[:n]
-	for i := range a.c16 {
-		a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
+	if hasAVX2 && len(a.q)%32 == 0 && n > 0 {
+		mxfp4CorrAVX2(&a.q[0], len(a.q), &a.c16[0]) // (the same integers, 32 values at a time)
+	} else {
+		for i := range a.c16 {
+			a.c16[i] = -12 * (int16(a.q[2*i]) + int16(a.q[2*i+1]))
+		}
 	}
 	if a.n <= mxTabRows && minRows < mxgMinRows && !a.mxsOK {
 		a.mxfp4Scales()

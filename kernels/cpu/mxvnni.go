@@ -50,13 +50,19 @@ func (a *actQ) mxfp4Prep(k kern, minRows, maxRows int) {
 // mxfp4Corr32 sets a.c32 to the quad corrections of the quantized
 // activations for the VNNI kernels: −12·(x[4i]+…+x[4i+3]) for every four
 // values, the amount by which the codes' offset of 12 raises VPDPBUSD's
-// dword i.
+// dword i. With AVX2 it rewrites a.c16 (the same values) in the same
+// pass when a.c16 holds them.
 func (a *actQ) mxfp4Corr32() {
 	n := len(a.q) / 4
 	if cap(a.c32) < n {
 		a.c32 = make([]int32, n)
 	}
 	a.c32 = a.c32[:n]
+	if hasAVX2 && len(a.q)%32 == 0 && n > 0 && len(a.c16) == 2*n {
+		// c16 again, with c32 (the same integers, 32 values at a time)
+		mxfp4Corr4AVX2(&a.q[0], len(a.q), &a.c16[0], &a.c32[0])
+		return
+	}
 	for i := range a.c32 {
 		q := a.q[4*i : 4*i+4]
 		a.c32[i] = -12 * (int32(q[0]) + int32(q[1]) + int32(q[2]) + int32(q[3]))

@@ -17,3 +17,9 @@ func dotMXFP4Z1x3VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, 
 
 //go:noescape
 func dotMXFP4Z1x4VNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)
+
+//go:noescape
+func mxfp4CorrAVX2(q *int8, n int, c16 *int16)
+
+//go:noescape
+func mxfp4Corr4AVX2(q *int8, n int, c16 *int16, c32 *int32)

@@ -217,3 +217,52 @@ func FuzzMXFP4VNNI(f *testing.F) {
 		}
 	})
 }
+
+// TestMXFP4CorrAVX2 checks the AVX2 correction kernels against the Go
+// formulas, −12·(x[2i]+x[2i+1]) and −12·(x[4i]+…+x[4i+3]), for 32 to 320
+// values including the extremes ±127 and −128, and that they write
+// nothing past n.
+func TestMXFP4CorrAVX2(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 54))
+	for _, n := range []int{32, 64, 96, 320} {
+		for _, kind := range []string{"random", "max", "min"} {
+			q := make([]int8, n)
+			for i := range q {
+				switch kind {
+				case "max":
+					q[i] = 127
+				case "min":
+					q[i] = -128
+				default:
+					q[i] = int8(r.Uint32())
+				}
+			}
+			c16 := make([]int16, n/2+1)
+			c32 := make([]int32, n/4+1)
+			c16[n/2], c32[n/4] = 77, 77
+			mxfp4CorrAVX2(&q[0], n, &c16[0])
+			for i := range n / 2 {
+				if want := -12 * (int16(q[2*i]) + int16(q[2*i+1])); c16[i] != want {
+					t.Fatalf("%s n=%d c16[%d] = %d, want %d", kind, n, i, c16[i], want)
+				}
+			}
+			clear(c16[:n/2])
+			mxfp4Corr4AVX2(&q[0], n, &c16[0], &c32[0])
+			for i := range n / 4 {
+				want := -12 * (int32(q[4*i]) + int32(q[4*i+1]) + int32(q[4*i+2]) + int32(q[4*i+3]))
+				if c32[i] != want {
+					t.Fatalf("%s n=%d c32[%d] = %d, want %d", kind, n, i, c32[i], want)
+				}
+				if w16 := -12 * (int16(q[4*i]) + int16(q[4*i+1])); c16[2*i] != w16 {
+					t.Fatalf("%s n=%d c16[%d] = %d, want %d", kind, n, 2*i, c16[2*i], w16)
+				}
+			}
+			if c16[n/2] != 77 || c32[n/4] != 77 {
+				t.Fatalf("%s n=%d: wrote past n", kind, n)
+			}
+		}
+	}
+}

@@ -47,7 +47,64 @@ func mxvnniFile() string {
 		a.l(``)
 		a.mxvnniTile(s[0], s[1])
 	}
+	a.l(``)
+	a.mxCorr(false)
+	a.l(``)
+	a.mxCorr(true)
 	return a.b.String()
+}
+
+// mxCorr writes mxfp4CorrAVX2 (quad false) and mxfp4Corr4AVX2 (quad
+// true): the MXFP4 kernels' activation corrections of n int8 values (n a
+// multiple of 32), 32 at a time: VPMADDUBSW by bytes of 1 adds each pair
+// (no saturation: |x0+x1| ≤ 256), VPMULLW by −12 gives the pair
+// corrections c16 (|·| ≤ 3072), and with quad VPMADDWD by words of 1 adds
+// them in pairs into the quad corrections c32. Integers, so the same
+// values as the Go loops.
+func (a *asm) mxCorr(quad bool) {
+	name, args, frame := "mxfp4CorrAVX2", "q *int8, n int, c16 *int16", 24
+	if quad {
+		name, args, frame = "mxfp4Corr4AVX2", "q *int8, n int, c16 *int16, c32 *int32", 32
+	}
+	a.l(`// func %s(%s)`, name, args)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-%d`, name, frame)
+	a.code(`
+MOVQ q+0(FP), SI
+MOVQ n+8(FP), CX
+MOVQ c16+16(FP), DI
+SHRQ $5, CX
+JZ mxcorrdone
+MOVL $0x01010101, AX
+VMOVD AX, X15
+VPBROADCASTD X15, Y15
+MOVL $0xfff4fff4, AX
+VMOVD AX, X14
+VPBROADCASTD X14, Y14
+VPCMPEQW Y13, Y13, Y13
+VPSRLW $15, Y13, Y13`)
+	if quad {
+		a.l("\tMOVQ c32+24(FP), R8")
+	}
+	a.code(`
+mxcorrloop:
+VMOVDQU (SI), Y0
+VPMADDUBSW Y0, Y15, Y1
+VPMULLW Y14, Y1, Y1
+VMOVDQU Y1, (DI)`)
+	if quad {
+		a.code(`
+VPMADDWD Y13, Y1, Y2
+VMOVDQU Y2, (R8)
+ADDQ $32, R8`)
+	}
+	a.code(`
+ADDQ $32, SI
+ADDQ $32, DI
+DECQ CX
+JNZ mxcorrloop
+VZEROUPPER
+mxcorrdone:
+RET`)
 }
 
 // mxvnniConsts loads Z12-Z14 and K1 (clobbers AX, Y11, Y15).
@@ -228,5 +285,12 @@ package cpu
 		a.l(`//go:noescape`)
 		a.l(`func dotMXFP4Z%dx%dVNNI(w *byte, rb int, xq *int8, c *int32, xs int, xd *float32, xds int, tab *float32, nb int, n int, out *float32, os int)`, s[0], s[1])
 	}
+	a.l(``)
+	a.lines(`
+//go:noescape
+func mxfp4CorrAVX2(q *int8, n int, c16 *int16)
+
+//go:noescape
+func mxfp4Corr4AVX2(q *int8, n int, c16 *int16, c32 *int32)`)
 	return a.b.String()
 }
