@@ -55,7 +55,8 @@ const sentinelF = -7.5
 // for 1 to 13 weight rows (groups of four and the rows left over) against
 // the AVX2 table loop, and the tiles for 1 to 9 activation rows (tiles of
 // 4, of 2 and 3 left over, a single row left over through the VNNI row
-// loop) and weight-row ranges with odd counts and offsets (an odd row
+// loop), 33 and mxTabRows+2 (prefill, which the AVX2 path runs without
+// tables) and weight-row ranges with odd counts and offsets (an odd row
 // through the AVX2 tile) against the AVX2 table tiles, for 1, 2, 3, 5 and
 // 90 blocks, on random, saturated (every code ±12 and every activation
 // ±127) and extreme-scale blocks (scale bytes 0, 1, 254 and NaN's 255);
@@ -72,7 +73,7 @@ func TestMXFP4VNNI(t *testing.T) {
 				in := nb * 32
 				const maxRows = 13
 				data := mxVNNIWeights(r, kind, maxRows, nb)
-				x := mxVNNIActs(r, kind, 9, in)
+				x := mxVNNIActs(r, kind, 130, in)
 				var a1 actQ
 				a1.quantize(kern{}, x[:in], in, 1, in, 32)
 				a1.mxfp4Corr(1, 1) // the AVX2 loop's tables
@@ -93,7 +94,7 @@ func TestMXFP4VNNI(t *testing.T) {
 					}
 				}
 				w := &kernels.Host{R: maxRows, C: in, DT: kernels.MXFP4, Q: data}
-				for n := 1; n <= 9; n++ {
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 33, mxTabRows + 2} {
 					for _, rg := range [][2]int{{0, 1}, {0, 2}, {0, 5}, {1, 8}, {2, 9}, {0, 12}, {1, 13}} {
 						outs := [2]*kernels.Host{}
 						for i, k := range []kern{avx2, vnni} {
@@ -104,7 +105,7 @@ func TestMXFP4VNNI(t *testing.T) {
 							task := qmatTask{k: k, out: out, x: &kernels.Host{R: n, C: in, F: x[:n*in]}, w: w, n: n}
 							task.act.quantize(k, x[:n*in], in, n, in, 32)
 							task.act.mxfp4Prep(k, 1, 1)
-							if task.act.mxsOK == k.vnni {
+							if task.act.mxsOK != (!k.vnni && n <= mxTabRows) {
 								t.Fatalf("n=%d vnni=%v: scale tables %v", n, k.vnni, task.act.mxsOK)
 							}
 							task.run(rg[0], rg[1], 0)
