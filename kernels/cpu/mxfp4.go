@@ -40,7 +40,9 @@ import (
 // kernel adds the blocks of a row into one accumulator in order, so a
 // row's result is the same bit for bit whichever kernel, batch or
 // threading computed it. Their plain-Go twins below run under -tags
-// purego and on machines without AVX2.
+// purego and on machines without AVX2. On AVX-512 VNNI the row loop and
+// tiles run mxvnni.go's kernels instead, bit for bit the same results,
+// without scale tables.
 
 // e8m0Half is the float32 factor of each E8M0 byte for the doubled codes:
 // quant.E8M0ToF32(e)/2. It is a constant table, never written.
