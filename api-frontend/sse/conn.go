@@ -217,6 +217,13 @@ func (s Sender) Frame(buf *[]byte, last bool) []byte {
 // once the handler returns, one send for both.
 func (s Sender) DirectEnd() bool { return !s.kept }
 
+// BatchFD returns the socket a Batch may send this Sender's next chunk
+// to (ok false when the chunk must go through TrySend: no descriptor, or
+// a response head still waits to leave with it).
+func (s Sender) BatchFD() (fd int, ok bool) {
+	return s.fd, s.fd > 0 && !s.held && !s.corked
+}
+
 // TrySend is Conn.TryWrite.
 func (s *Sender) TrySend(b []byte) (int, error) {
 	switch {
@@ -326,21 +333,30 @@ func (h *hijackedSSE) TryWrite(b []byte) (int, error) {
 
 // sendNonBlocking is tryWrite on the socket fd.
 func sendNonBlocking(fd int, b []byte) (int, error) {
+	n, e := sendRaw(fd, b)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
+// sendRaw is sendNonBlocking with the error as an Errno (0: none), which
+// a caller can keep without boxing it.
+func sendRaw(fd int, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
-		return 0, nil
+		return 0, 0
 	}
 	for {
 		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
 			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
 		runtime.KeepAlive(b)
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
+		if e == syscall.EINTR {
 			continue
-		default:
+		}
+		if e != 0 {
 			return 0, e
 		}
+		return int(n), 0
 	}
 }
 
