@@ -26,6 +26,7 @@ import (
 func TestBatchedSends(t *testing.T) {
 	text := strings.Repeat("0123456789", 30)
 	loop := func(max int) (*sse.Batch, error) { return sse.NewLoopBatch(max), nil }
+	noRing := func(int) (*sse.Batch, error) { return nil, fmt.Errorf("test: %w", sse.ErrNoRing) }
 	ring, ringErr := sse.NewBatch(16)
 	if ring != nil {
 		ring.Close()
@@ -40,6 +41,7 @@ func TestBatchedSends(t *testing.T) {
 		{name: "io_uring/lean", lean: true},
 		{name: "loop/net-http", newBatch: loop},
 		{name: "loop/lean", newBatch: loop, lean: true},
+		{name: "no-ring/net-http", newBatch: noRing},
 		{name: "off/net-http", off: true},
 		{name: "off/lean", off: true, lean: true},
 	} {
@@ -131,6 +133,10 @@ func TestBatchedSends(t *testing.T) {
 			case tc.off && srv.sends != nil:
 				t.Error("NoSendBatch: the server still batches")
 			case tc.off:
+			case tc.name == "no-ring/net-http":
+				if srv.sends[0].b != nil || srv.sends[0].sent.Load() != 0 {
+					t.Error("sent through a batch that could not be made")
+				}
 			case srv.sends[0].sent.Load() == 0:
 				t.Error("no chunk went through the batch")
 			default:

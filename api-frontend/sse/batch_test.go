@@ -163,3 +163,37 @@ func TestBatchFull(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchRingFails breaks a ring under its Batch (its descriptor
+// closed, as when the kernel refuses io_uring_enter): Flush reports the
+// error, the sends still go out with send(2), and the Batch then works
+// without the ring.
+func TestBatchRingFails(t *testing.T) {
+	b, err := NewBatch(4)
+	if err != nil {
+		t.Skipf("no io_uring here: %v", err)
+	}
+	defer b.Close()
+	_ = syscall.Close(b.ring.fd)
+	b.ring.fd = -1
+	fd, peer := sockPair(t)
+	msg := []byte("data: y\n\n")
+	for round := range 2 {
+		i := b.Add(fd, msg)
+		err := b.Flush()
+		if (round == 0) != (err != nil) {
+			t.Fatalf("round %d: Flush: %v", round, err)
+		}
+		if b.Ring() {
+			t.Fatal("the failed ring is still used")
+		}
+		if n, err := b.Result(i); n != len(msg) || err != nil {
+			t.Fatalf("round %d: %d, %v", round, n, err)
+		}
+		got := make([]byte, 64)
+		if k, _ := io.ReadAtLeast(peer, got, len(msg)); string(got[:k]) != string(msg) {
+			t.Fatalf("round %d: peer read %q", round, got[:k])
+		}
+		b.Reset()
+	}
+}
