@@ -50,9 +50,11 @@ type Frontend struct {
 	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
 	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
-	// HTTPServer picks the HTTP/1.1 connection server: net/http, or
-	// lean (api-frontend/httpserve: the same answers, less CPU per request).
-	HTTPServer string `flag:"http-server" yaml:"http_server" usage:"HTTP/1.1 connection server: net/http or lean (api-frontend/httpserve: same answers, less CPU per request)"`
+	// HTTPServer picks the HTTP/1.1 connection server: lean (the
+	// default; api-frontend/httpserve: the same answers, less CPU per
+	// request) or net/http (http.Server; the one that also speaks HTTP/2
+	// and TLS where a caller configures them).
+	HTTPServer string `flag:"http-server" yaml:"http_server" usage:"HTTP/1.1 connection server: lean (api-frontend/httpserve: same answers as net/http, less CPU per request) or net/http"`
 	// SendBatch picks how the engine's output goroutine sends a step's
 	// chunks: io_uring (one io_uring_enter per step where the kernel
 	// allows it, else one send(2) each) or off (one send(2) each).
@@ -91,7 +93,7 @@ func DefaultFrontend() Frontend {
 		Engine:                      "spawn",
 		StreamInterval:              1,
 		ReasoningField:              "reasoning",
-		HTTPServer:                  "net/http",
+		HTTPServer:                  "lean",
 		SendBatch:                   "io_uring",
 		StructuredOutputsWhitespace: "bounded",
 		MaxBodyBytes:                32 << 20,
