@@ -281,9 +281,9 @@ func (r *stream) tryDirect() bool {
 	}
 	b := r.send.Frame(&r.buf, last)
 	if !last {
-		if fd, ok := r.send.BatchFD(); ok {
-			if bt := r.s.batchFor(r.engine); bt != nil {
-				r.queueSend(bt, fd, b, size)
+		if bt := r.s.batchFor(r.engine); bt != nil {
+			if _, ok := r.send.Queue(bt, b); ok {
+				r.queueSend(size)
 				return true
 			}
 		}

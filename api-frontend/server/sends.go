@@ -73,10 +73,10 @@ func (s *Server) batchFor(engine int) *sse.Batch {
 	return es.b
 }
 
-// queueSend queues b, the stream's framed chunk of size payload bytes and
-// events events, in batch bt for its socket fd; mu is held.
-func (r *stream) queueSend(bt *sse.Batch, fd int, b []byte, size int) {
-	bt.Add(fd, b)
+// queueSend notes that the stream's framed chunk of size payload bytes
+// is queued in its engine's batch (sse.Sender.Queue) and puts the stream
+// in flight; mu is held.
+func (r *stream) queueSend(size int) {
 	es := &r.s.sends[r.engine]
 	es.pend = append(es.pend, pendingSend{r: r, events: r.events, size: size})
 	r.events = 0

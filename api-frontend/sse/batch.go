@@ -72,6 +72,14 @@ func (b *Batch) Add(fd int, p []byte) int {
 	return len(b.ents) - 1
 }
 
+// AddTwo queues a and then b (both copied) as one send to fd, as Add.
+func (b *Batch) AddTwo(fd int, a, p []byte) int {
+	off := len(b.buf)
+	b.buf = append(append(b.buf, a...), p...)
+	b.ents = append(b.ents, batchEntry{fd: fd, off: uint32(off), n: uint32(len(a) + len(p))})
+	return len(b.ents) - 1
+}
+
 // Bytes returns the bytes queued as send i (valid until Reset).
 func (b *Batch) Bytes(i int) []byte {
 	e := &b.ents[i]

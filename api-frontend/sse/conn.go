@@ -217,11 +217,29 @@ func (s Sender) Frame(buf *[]byte, last bool) []byte {
 // once the handler returns, one send for both.
 func (s Sender) DirectEnd() bool { return !s.kept }
 
-// BatchFD returns the socket a Batch may send this Sender's next chunk
-// to (ok false when the chunk must go through TrySend: no descriptor, or
-// a response head still waits to leave with it).
-func (s Sender) BatchFD() (fd int, ok bool) {
-	return s.fd, s.fd > 0 && !s.held && !s.corked
+// Queue adds b (framed) to bt as this Sender's next send instead of
+// sending it, and returns its index in bt: a response head held in user
+// space goes first in the same send (and is no longer held; what the
+// socket does not take of either is the caller's to write). It reports
+// false, queueing nothing, where the chunk must go through TrySend: no
+// descriptor, or the head waits in the corked socket. Queue at most one
+// send per Sender per flush.
+func (s *Sender) Queue(bt *Batch, b []byte) (int, bool) {
+	if s.fd <= 0 || s.corked {
+		return 0, false
+	}
+	if s.held {
+		s.held = false
+		if k := s.k; len(k.held) > 0 {
+			i := bt.AddTwo(s.fd, k.held, b)
+			if k.inBuf {
+				k.hb.DropBuffered() // copied: the server must not send it
+			}
+			k.letGo()
+			return i, true
+		}
+	}
+	return bt.Add(s.fd, b), true
 }
 
 // TrySend is Conn.TryWrite.
