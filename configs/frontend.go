@@ -50,9 +50,15 @@ type Frontend struct {
 	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
 	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
-	// HTTPServer picks the HTTP/1.1 connection server: net/http, or
-	// lean (api-frontend/httpserve: the same answers, less CPU per request).
-	HTTPServer     string        `flag:"http-server" yaml:"http_server" usage:"HTTP/1.1 connection server: net/http or lean (api-frontend/httpserve: same answers, less CPU per request)"`
+	// HTTPServer picks the HTTP/1.1 connection server: lean (the
+	// default; api-frontend/httpserve: the same answers, less CPU per
+	// request) or net/http (http.Server; the one that also speaks HTTP/2
+	// and TLS where a caller configures them).
+	HTTPServer string `flag:"http-server" yaml:"http_server" usage:"HTTP/1.1 connection server: lean (api-frontend/httpserve: same answers as net/http, less CPU per request) or net/http"`
+	// SendBatch picks how the engine's output goroutine sends a step's
+	// chunks: io_uring (one io_uring_enter per step where the kernel
+	// allows it, else one send(2) each) or off (one send(2) each).
+	SendBatch      string        `flag:"send-batch" yaml:"send_batch" usage:"how a step's stream chunks are sent: io_uring (one system call per engine step where available, else one send each) or off"`
 	FrontendID     string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
 	EngineStartup  time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
 	EngineLiveness time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
@@ -87,7 +93,8 @@ func DefaultFrontend() Frontend {
 		Engine:                      "spawn",
 		StreamInterval:              1,
 		ReasoningField:              "reasoning",
-		HTTPServer:                  "net/http",
+		HTTPServer:                  "lean",
+		SendBatch:                   "io_uring",
 		StructuredOutputsWhitespace: "bounded",
 		MaxBodyBytes:                32 << 20,
 		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
@@ -129,6 +136,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.HTTPServer != "net/http" && f.HTTPServer != "lean" {
 		errs = append(errs, fmt.Errorf("--http-server must be net/http or lean, got %q", f.HTTPServer))
+	}
+	if f.SendBatch != "io_uring" && f.SendBatch != "off" {
+		errs = append(errs, fmt.Errorf("--send-batch must be io_uring or off, got %q", f.SendBatch))
 	}
 	if f.ReasoningField != "reasoning" && f.ReasoningField != "reasoning_content" {
 		errs = append(errs, fmt.Errorf("--reasoning-field must be reasoning or reasoning_content, got %q", f.ReasoningField))

@@ -21,6 +21,7 @@ func TestFrontendValidate(t *testing.T) {
 		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
 		{"lean http server", func(f *Frontend) { f.HTTPServer = "lean" }, ""},
+		{"net/http server", func(f *Frontend) { f.HTTPServer = "net/http" }, ""},
 		{"bad http server", func(f *Frontend) { f.HTTPServer = "fast" }, "--http-server"},
 		{"bad JSON whitespace", func(f *Frontend) { f.StructuredOutputsWhitespace = "loose" }, "--structured-outputs-whitespace"},
 		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},

@@ -110,10 +110,12 @@ type Options struct {
 
 // Client routes requests to engines and outputs back to their sinks.
 type Client struct {
-	opts    Options
-	engines []*engine
-	wg      sync.WaitGroup
-	closed  atomic.Bool
+	opts Options
+	// batchDone is OnBatchDone's function (nil: none).
+	batchDone atomic.Pointer[func(engine int)]
+	engines   []*engine
+	wg        sync.WaitGroup
+	closed    atomic.Bool
 }
 
 type engine struct {
@@ -300,6 +302,19 @@ func (c *Client) Utility(ctx context.Context, engineIdx int, method string, args
 	return r.Result, nil
 }
 
+// OnBatchDone has fn called on an engine's output goroutine after each
+// batch's outputs went to their sinks (before finished requests are
+// dropped): a sink that deferred work to the batch's end (the server's
+// batched sends) does it there. It may be set before or after Start; the
+// latest call wins.
+func (c *Client) OnBatchDone(fn func(engine int)) {
+	if fn == nil {
+		c.batchDone.Store(nil)
+		return
+	}
+	c.batchDone.Store(&fn)
+}
+
 // Lagging reports whether batches from engineIdx are queued behind the one
 // being dispatched: the output goroutine is the bottleneck, so sinks should
 // hand slow work (socket writes) to other goroutines.
@@ -389,6 +404,9 @@ func (c *Client) dispatch(e *engine, b *ipc.Outputs) {
 		} else if o.FinishReason != ipc.FinishNone {
 			done++
 		}
+	}
+	if fn := c.batchDone.Load(); fn != nil {
+		(*fn)(e.idx)
 	}
 	if done > 0 {
 		removed := int64(0)

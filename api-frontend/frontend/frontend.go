@@ -165,6 +165,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		ToolCallParser:       cfg.ToolCallParser,
 		ReasoningParser:      cfg.ReasoningParser,
 		ReasoningField:       cfg.ReasoningField,
+		NoSendBatch:          cfg.SendBatch == "off",
 		FrontendID:           cfg.FrontendID,
 		Version:              b.Version,
 		Commit:               b.Commit,

@@ -89,7 +89,9 @@ func (w *watcher) add(c net.Conn) *peer {
 	defer w.mu.Unlock()
 	w.next++
 	p.id = w.next
-	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | -syscall.EPOLLET}
+	// EPOLLET is 1<<31: negative in amd64's syscall package, positive in
+	// arm64's; masking gives the same uint32 on both
+	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLET&0xffffffff}
 	ev.Fd, ev.Pad = int32(uint32(p.id)), int32(uint32(p.id>>32))
 	if syscall.EpollCtl(w.ep, syscall.EPOLL_CTL_ADD, p.fd, &ev) != nil {
 		return nil

@@ -63,16 +63,20 @@ type stream struct {
 	mu sync.Mutex // guards the fields up to the next comment, and the choices' state
 
 	state   streamState
-	writing bool   // the handler is writing outside mu
-	buf     []byte // rendered bytes not yet written, after sse.Headroom
-	events  int    // SSE events in buf (metrics)
-	framed  []byte // framed bytes a partial direct write left; the handler writes them first
-	held    int    // bytes the processors hold back (bounded with buf and framed)
-	conn    sse.Conn
-	direct  bool       // conn.Direct(), read once when conn is set
-	send    sse.Sender // conn.Sender(): the direct path without a pointer to follow
-	engine  int
-	err     *openai.Error // the request failed (stream: its error event is queued)
+	writing bool // the handler is writing outside mu
+	// queued: a chunk of this stream waits in its engine's send batch
+	// (engineSends) and the socket is the output goroutine's until the
+	// step's flush; waitQueued: the handler waits for that flush.
+	queued, waitQueued bool
+	buf                []byte // rendered bytes not yet written, after sse.Headroom
+	events             int    // SSE events in buf (metrics)
+	framed             []byte // framed bytes a partial direct write left; the handler writes them first
+	held               int    // bytes the processors hold back (bounded with buf and framed)
+	conn               sse.Conn
+	direct             bool       // conn.Direct(), read once when conn is set
+	send               sse.Sender // conn.Sender(): the direct path without a pointer to follow
+	engine             int
+	err                *openai.Error // the request failed (stream: its error event is queued)
 
 	// Immutable once run starts; read for every token, so kept next to
 	// the fields above (a thousand streams' state is cold by each one's
@@ -154,7 +158,7 @@ func (ch *choice) Output(out *ipc.Output, now time.Time) bool {
 		r.s.metrics.itl.Observe(now.Sub(ch.lastOut).Seconds())
 	}
 	ch.lastOut = now
-	hold := r.stream && (len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.writing)
+	hold := r.stream && (len(r.buf) > sse.Headroom || len(r.framed) > 0 || r.writing || r.queued)
 	before := ch.proc.PendingBytes()
 	// The engine's scratch delta: in the caches from one output to the
 	// next (a stack variable would move to the heap through the
@@ -247,7 +251,7 @@ func (r *stream) overflow() {
 // directReady reports whether tryDirect may write now (before the lagging
 // check); mu is held.
 func (r *stream) directReady() bool {
-	return r.direct && !r.writing && len(r.framed) == 0 && r.state < stateClosed
+	return r.direct && !r.writing && !r.queued && len(r.framed) == 0 && r.state < stateClosed
 }
 
 // tryDirect writes buf to the socket without blocking, on the engine's
@@ -276,6 +280,14 @@ func (r *stream) tryDirect() bool {
 		return false
 	}
 	b := r.send.Frame(&r.buf, last)
+	if !last {
+		if bt := r.s.batchFor(r.engine); bt != nil {
+			if _, ok := r.send.Queue(bt, b); ok {
+				r.queueSend(size)
+				return true
+			}
+		}
+	}
 	n, err := r.send.TrySend(b)
 	if last {
 		r.state = stateClosed
@@ -553,8 +565,15 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 		// Nothing is rendered or written from here on (a client that went
 		// away leaves the stream running until run aborts its engine
 		// requests: their outputs are dropped), so both buffers' arrays go
-		// back to the pool.
+		// back to the pool. A chunk in the engine's send batch goes
+		// first: the socket is released when this returns.
 		r.mu.Lock()
+		for r.queued {
+			r.waitQueued = true
+			r.mu.Unlock()
+			<-r.wake
+			r.mu.Lock()
+		}
 		r.leaveQueue()
 		r.state = stateClosed
 		box := r.bufBox
@@ -593,6 +612,13 @@ func (s *Server) serveStream(c *gin.Context, r *stream) {
 			return // a send failed; run's defer aborts the engine requests
 		}
 		r.mu.Lock()
+		if r.queued {
+			// The output goroutine sends a chunk at the step's end and
+			// wakes this handler then if anything is left.
+			r.waitQueued = true
+			r.mu.Unlock()
+			continue
+		}
 		framed, r.framed = r.framed, framed[:0]
 		*spare, r.buf = r.buf, (*spare)[:sse.Headroom]
 		out := spare

@@ -40,14 +40,28 @@ func (t *idleTransport) Call(string, []byte, time.Duration) (*ipc.UtilityResult,
 // framing and the one non-blocking send — on a locked OS thread whose user
 // and system CPU time (getrusage RUSAGE_THREAD) is reported per token. Next
 // to BenchmarkLoopbackWriteFloor (api-frontend/e2etest), the difference is
-// what the frontend adds to the send itself.
+// what the frontend adds to the send itself. The sends are batched per
+// step of one output per stream (flushSends after each, as dispatch does;
+// "batched", io_uring where the kernel allows it) or one by one ("off",
+// Config.NoSendBatch).
 //
 //	go test -run XXX -bench StreamOutput -benchtime 300000x ./api-frontend/server/
 func BenchmarkStreamOutput(b *testing.B) {
+	for _, mode := range []string{"batched", "off"} {
+		b.Run(mode, func(b *testing.B) { benchmarkStreamOutput(b, mode == "off") })
+	}
+}
+
+func benchmarkStreamOutput(b *testing.B, off bool) {
 	const streams = 1024
 	tr := &idleTransport{outputs: make(chan *ipc.Outputs), events: make(chan engineclient.Event)}
 	client := engineclient.New([]engineclient.Transport{tr}, engineclient.Options{})
-	srv := New(Config{ServedModelNames: []string{"m"}}, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
+	srv := New(Config{ServedModelNames: []string{"m"}, NoSendBatch: off}, Deps{Engines: client, Tokenizer: byteTok{}, Chat: simpleChat{}})
+	flush := func() {
+		if !off {
+			srv.flushSends(0)
+		}
+	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,6 +101,7 @@ func BenchmarkStreamOutput(b *testing.B) {
 	for i, ch := range chs {
 		ch.Output(&outs[i], time.Now())
 	}
+	flush()
 	done := make(chan [2]time.Duration)
 	b.ResetTimer()
 	go func() {
@@ -98,6 +113,9 @@ func BenchmarkStreamOutput(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			ch := chs[i%streams]
 			ch.Output(&outs[i%streams], now)
+			if (i+1)%streams == 0 || i+1 == b.N {
+				flush() // the step's end
+			}
 			if r := ch.r; len(r.framed) > 0 { // the socket was full: catch up
 				r.mu.Lock()
 				_ = r.conn.WriteRaw(r.framed)

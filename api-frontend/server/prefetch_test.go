@@ -20,7 +20,7 @@ func TestPrefetchCoversHotFields(t *testing.T) {
 			[]string{"r", "proc", "lastOut", "index", "finished", "afterReasoning", "engineID", "promptIDs", "numTokens"},
 			[]string{"acc"}},
 		{reflect.TypeFor[stream](),
-			[]string{"s", "mu", "state", "writing", "buf", "events", "framed", "held", "conn", "direct", "send", "engine", "err",
+			[]string{"s", "mu", "state", "writing", "queued", "waitQueued", "buf", "events", "framed", "held", "conn", "direct", "send", "engine", "err",
 				"stream", "maxBuffered", "rend", "prefix", "renderers", "cached"},
 			[]string{"remaining", "choices", "opts", "stopSet", "id", "arrival", "promptTokens", "wake", "bufBox", "endUsage", "clientGone", "ending", "choice0"}},
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/openai"
 	"github.com/sluice-llm/sluice/api-frontend/respstore"
 	"github.com/sluice-llm/sluice/api-frontend/seal"
+	"github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/constraint"
 	"github.com/sluice-llm/sluice/ipc"
 	"github.com/sluice-llm/sluice/outputproc"
@@ -54,6 +55,11 @@ type Config struct {
 	ServedModelNames []string
 	// ModelPath is reported as the model's root in /v1/models.
 	ModelPath string
+	// NoSendBatch sends each direct chunk with its own send(2) as the
+	// output arrives, instead of queueing a step's chunks and sending them
+	// with one io_uring_enter at the step's end (where io_uring is
+	// available; see sends.go).
+	NoSendBatch bool
 	// StreamInterval is the default stream interval (>= 1).
 	StreamInterval int
 	// APIKey, when set, is required as a Bearer token on the API routes.
@@ -148,6 +154,13 @@ type Server struct {
 	// into: only that engine's output goroutine calls choice.Output, one
 	// output at a time, so one reused (and so cache-hot) delta serves it.
 	deltas []engineDelta
+	// sends holds, per engine, the batch its output goroutine queues the
+	// step's direct sends in (see engineSends); nil with
+	// Config.NoSendBatch.
+	sends []engineSends
+	// newBatch makes an engine's send batch (nil: sse.NewBatch); tests
+	// swap in sse.NewLoopBatch.
+	newBatch func(max int) (*sse.Batch, error)
 }
 
 // engineDelta is one engine's scratch delta, padded to whole cache lines
@@ -193,6 +206,10 @@ func New(cfg Config, deps Deps) *Server {
 	s.endCtx, s.endStreams = context.WithCancel(context.Background())
 	if deps.Engines != nil {
 		s.deltas = make([]engineDelta, deps.Engines.NumEngines())
+		if !cfg.NoSendBatch {
+			s.sends = make([]engineSends, deps.Engines.NumEngines())
+			deps.Engines.OnBatchDone(s.flushSends)
+		}
 		for i := 0; i < deps.Engines.NumEngines(); i++ {
 			s.metrics.InitEngine(i)
 		}

@@ -217,6 +217,31 @@ func (s Sender) Frame(buf *[]byte, last bool) []byte {
 // once the handler returns, one send for both.
 func (s Sender) DirectEnd() bool { return !s.kept }
 
+// Queue adds b (framed) to bt as this Sender's next send instead of
+// sending it, and returns its index in bt: a response head held in user
+// space goes first in the same send (and is no longer held; what the
+// socket does not take of either is the caller's to write). It reports
+// false, queueing nothing, where the chunk must go through TrySend: no
+// descriptor, or the head waits in the corked socket. Queue at most one
+// send per Sender per flush.
+func (s *Sender) Queue(bt *Batch, b []byte) (int, bool) {
+	if s.fd <= 0 || s.corked {
+		return 0, false
+	}
+	if s.held {
+		s.held = false
+		if k := s.k; len(k.held) > 0 {
+			i := bt.AddTwo(s.fd, k.held, b)
+			if k.inBuf {
+				k.hb.DropBuffered() // copied: the server must not send it
+			}
+			k.letGo()
+			return i, true
+		}
+	}
+	return bt.Add(s.fd, b), true
+}
+
 // TrySend is Conn.TryWrite.
 func (s *Sender) TrySend(b []byte) (int, error) {
 	switch {
@@ -326,21 +351,30 @@ func (h *hijackedSSE) TryWrite(b []byte) (int, error) {
 
 // sendNonBlocking is tryWrite on the socket fd.
 func sendNonBlocking(fd int, b []byte) (int, error) {
+	n, e := sendRaw(fd, b)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
+// sendRaw is sendNonBlocking with the error as an Errno (0: none), which
+// a caller can keep without boxing it.
+func sendRaw(fd int, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
-		return 0, nil
+		return 0, 0
 	}
 	for {
 		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
 			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
 		runtime.KeepAlive(b)
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
+		if e == syscall.EINTR {
 			continue
-		default:
+		}
+		if e != 0 {
 			return 0, e
 		}
+		return int(n), 0
 	}
 }
 

@@ -1,0 +1,150 @@
+package sse
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Batch collects non-blocking sends to many sockets and issues them
+// together at Flush: with io_uring, one io_uring_enter for the whole batch
+// (one IORING_OP_SEND per socket, MSG_DONTWAIT|MSG_NOSIGNAL), instead of
+// one send(2) each. The engine's output goroutine queues one send per
+// stream while it dispatches a step's outputs and flushes at the step's
+// end. Where io_uring is unavailable (an old kernel, a seccomp filter,
+// kernel.io_uring_disabled) NewBatch returns an error and the caller sends
+// one by one as before; a Batch built by NewLoopBatch sends each queued
+// chunk with send(2) at Flush (tests use it to check the same hand-off on
+// any machine).
+//
+// Add copies the bytes into the batch's own buffer, so the caller's
+// buffer is free at once. Queue at most one send per socket per Flush:
+// io_uring does not order independent submissions. A Batch is used by one
+// goroutine at a time.
+type Batch struct {
+	ring *uring       // nil: Flush sends with send(2)
+	buf  []byte       // queued bytes, back to back
+	ents []batchEntry // queued sends, in Add order
+	max  int          // most sends queued at once
+}
+
+// batchEntry is one queued send: buf[off:off+n] to fd, and its result.
+type batchEntry struct {
+	fd     int
+	off, n uint32
+	res    int32 // bytes sent, or -errno
+}
+
+// ErrNoRing is NewBatch's error where io_uring cannot be used.
+var ErrNoRing = errors.New("sse: io_uring is not available")
+
+// NewBatch returns a Batch of at most max queued sends that flushes with
+// one io_uring_enter, or an error wrapping ErrNoRing (with the system's
+// reason) where io_uring is unavailable.
+func NewBatch(max int) (*Batch, error) {
+	r, err := newURing(uint32(max))
+	if err != nil {
+		return nil, err
+	}
+	return &Batch{ring: r, max: min(max, int(r.entries)), buf: make([]byte, 0, 64<<10), ents: make([]batchEntry, 0, max)}, nil
+}
+
+// NewLoopBatch returns a Batch of at most max queued sends that Flush sends
+// one by one with send(2): the io_uring Batch's behaviour without io_uring.
+func NewLoopBatch(max int) *Batch {
+	return &Batch{max: max, buf: make([]byte, 0, 64<<10), ents: make([]batchEntry, 0, max)}
+}
+
+// Ring reports whether Flush uses io_uring.
+func (b *Batch) Ring() bool { return b.ring != nil }
+
+// Len is how many sends are queued (or, after Flush, were flushed).
+func (b *Batch) Len() int { return len(b.ents) }
+
+// Full reports whether Add would go over the batch's size: flush first.
+func (b *Batch) Full() bool { return len(b.ents) >= b.max }
+
+// Add queues p (copied) for the non-blocking socket fd and returns its
+// index for Result. The batch must not be Full.
+func (b *Batch) Add(fd int, p []byte) int {
+	off := len(b.buf)
+	b.buf = append(b.buf, p...)
+	b.ents = append(b.ents, batchEntry{fd: fd, off: uint32(off), n: uint32(len(p))})
+	return len(b.ents) - 1
+}
+
+// AddTwo queues a and then b (both copied) as one send to fd, as Add.
+func (b *Batch) AddTwo(fd int, a, p []byte) int {
+	off := len(b.buf)
+	b.buf = append(append(b.buf, a...), p...)
+	b.ents = append(b.ents, batchEntry{fd: fd, off: uint32(off), n: uint32(len(a) + len(p))})
+	return len(b.ents) - 1
+}
+
+// Bytes returns the bytes queued as send i (valid until Reset).
+func (b *Batch) Bytes(i int) []byte {
+	e := &b.ents[i]
+	return b.buf[e.off : e.off+e.n : e.off+e.n]
+}
+
+// Flush sends every queued chunk, each without blocking, and waits for
+// their results (Result). If the ring fails as a whole, the sends it did
+// not make run with send(2), the ring is dropped (Ring then reports
+// false), and the error says why it failed.
+func (b *Batch) Flush() error {
+	if len(b.ents) == 0 {
+		return nil
+	}
+	if b.ring != nil {
+		done, err := b.ring.sendAll(b.buf, b.ents)
+		if err != nil {
+			// A ring that failed is not used again: this batch and the
+			// next go out with send(2), and Ring reports false.
+			b.ring.close()
+			b.ring = nil
+		}
+		for i := done; i < len(b.ents); i++ {
+			b.loopSend(i)
+		}
+		return err
+	}
+	for i := range b.ents {
+		b.loopSend(i)
+	}
+	return nil
+}
+
+// loopSend makes send i with send(2).
+func (b *Batch) loopSend(i int) {
+	e := &b.ents[i]
+	n, errno := sendRaw(e.fd, b.buf[e.off:e.off+e.n])
+	if errno != 0 {
+		e.res = -int32(errno)
+		return
+	}
+	e.res = int32(n)
+}
+
+// Result returns how many bytes of send i the socket took and, when it
+// took none, why (syscall.EAGAIN when its buffer was full). Valid after
+// Flush, until Reset.
+func (b *Batch) Result(i int) (int, error) {
+	res := b.ents[i].res
+	if res < 0 {
+		return 0, syscall.Errno(-res)
+	}
+	return int(res), nil
+}
+
+// Reset empties the batch for the next round.
+func (b *Batch) Reset() {
+	b.buf = b.buf[:0]
+	b.ents = b.ents[:0]
+}
+
+// Close releases the ring.
+func (b *Batch) Close() {
+	if b.ring != nil {
+		b.ring.close()
+		b.ring = nil
+	}
+}
