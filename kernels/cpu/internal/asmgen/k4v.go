@@ -1,0 +1,337 @@
+package asmgen
+
+import (
+	"fmt"
+	"strings"
+)
+
+// k4vFile writes k4v_amd64.s: the Q4_K tiles on repacked weights (×8, ×16
+// and ×N groups of 8 activation rows) with AVX512_VNNI's VPDPBUSD.
+//
+// Lanes. A super-block's 256 values are held in four Z vectors of 64
+// bytes; dword lane i = 4q+u (q, u < 4) of every vector belongs to
+// sub-block w = 4(q/2)+u and half h = q%2 (values 16h..16h+15), so one
+// VPDPBUSD per vector adds 4 products of one sub-block half into its
+// lane (at most 16·15·128 < 2^15 per lane and super-block: no overflow,
+// and the dword fits a word, so one VPMADDWD against the scales as
+// dwords [s_w, 0] applies them exactly).
+//
+// Weights. Two VPERMT2B per super-block gather the repacked quants
+// (kernels/cpu k4rp.go: byte 32g+4j+k holds value 4j+k%2 of sub-block
+// 2g+k/2 in its low nibble and the value two further on in its high
+// nibble) so that byte 4i+p of vector pair c (c < 2) holds value
+// 16h+8c+4(p/2)+p%2 of sub-block w (i ↔ w, h above) and the value two
+// further on; its low nibbles are vector 2c, its high nibbles vector
+// 2c+1.
+//
+// Activations (kernels/cpu k4v.go, actQ.kv, made once per MatMul in the
+// strides of actQ.kt): byte 64v+4i+p of a row's super-block is value
+// 32w+16h+8(v/2)+4(p/2)+p%2+2(v%2).
+//
+// Fold. Per 4 activation rows the 16 lanes are summed into [row 0-3 of
+// values 0-15 | row 0-3 of values 16-31] (HADD4's layout in the AVX2
+// tiles); every such integer equals the AVX2 tiles' (exact integer sums),
+// and the fold after it is theirs instruction for instruction, so the
+// results equal dotQ4KTx8RAVX2's (and the file layout's tiles') bit for
+// bit.
+func k4vFile() string {
+	var a asm
+	a.header()
+	a.lines(`
+// The Q4_K tiles on repacked weights with AVX512_VNNI (see k4v.go in
+// package asmgen and in kernels/cpu).`)
+	a.l("")
+	a.l("%s", macrosTile8)
+	a.l("%s", k4vData())
+	a.kvt(1)
+	a.kvt(2)
+	a.kvtn()
+	return a.b.String()
+}
+
+// k4vLane returns the sub-block w and half h of dword lane i (k4vFile).
+func k4vLane(i int) (w, h int) {
+	q, u := i/4, i%4
+	return 4*(q/2) + u, q % 2
+}
+
+// k4vData returns the constants: the two VPERMT2B byte indices (k4vperm,
+// 128 bytes) and the VPERMD index of the scales (k4vsidx, 64 bytes).
+func k4vData() string {
+	var b strings.Builder
+	var idx [128]byte
+	for c := 0; c < 2; c++ {
+		for i := 0; i < 16; i++ {
+			w, h := k4vLane(i)
+			for p := 0; p < 4; p++ {
+				idx[64*c+4*i+p] = byte(32*(w/2) + 4*(4*h+2*c+p/2) + 2*(w%2) + p%2)
+			}
+		}
+	}
+	for o := 0; o < 128; o += 8 {
+		var v uint64
+		for k := 7; k >= 0; k-- {
+			v = v<<8 | uint64(idx[o+k])
+		}
+		fmt.Fprintf(&b, "DATA k4vperm<>+%d(SB)/8, $0x%016x\n", o, v)
+	}
+	b.WriteString("GLOBL k4vperm<>(SB), RODATA|NOPTR, $128\n")
+	for i := 0; i < 16; i++ {
+		w, _ := k4vLane(i)
+		fmt.Fprintf(&b, "DATA k4vsidx<>+%d(SB)/4, $%d\n", 4*i, w)
+	}
+	b.WriteString("GLOBL k4vsidx<>(SB), RODATA|NOPTR, $64\n")
+	return b.String()
+}
+
+// kvtConsts loads the constants the VNNI tiles keep in registers: 0x0f
+// bytes in Z14 (X14 for KSCALES8), the VPERMT2B indices in Z16 and Z17,
+// the scales' VPERMD index in Z18.
+const kvtConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
+VMOVDQU64 k4vperm<>(SB), Z16
+VMOVDQU64 k4vperm<>+64(SB), Z17
+VMOVDQU64 k4vsidx<>(SB), Z18`
+
+// kvtDecode writes the head of a VNNI tile's super-block (SI): the scales
+// and mins by KSCALES8 (at 0(SP) and 32(SP)), d and dmin at 64(SP); the
+// scales as dwords per lane in Z15, the quants as vectors 0-3 in Z8-Z11,
+// the mins in Y12, d and dmin broadcast in Y13 and Y20. Clobbers Y0-Y4.
+func (a *asm) kvtDecode() {
+	a.code(`
+KSCALES8
+MOVL (SI), AX
+VMOVD AX, X0
+VCVTPH2PS X0, X0
+VMOVQ X0, 64(SP)
+VPMOVZXWD 0(SP), Y0
+VPERMD Z0, Z18, Z15
+VMOVDQU64 16(SI), Z8
+VMOVDQA64 Z8, Z10
+VPERMT2B 80(SI), Z16, Z8
+VPERMT2B 80(SI), Z17, Z10
+VPSRLW $4, Z8, Z9
+VPSRLW $4, Z10, Z11
+VPANDD Z14, Z8, Z8
+VPANDD Z14, Z9, Z9
+VPANDD Z14, Z10, Z10
+VPANDD Z14, Z11, Z11
+VMOVDQU 32(SP), Y12
+VBROADCASTSS 64(SP), Y13
+VBROADCASTSS 68(SP), Y20`)
+}
+
+// kvtHalf writes the products of 4 activation rows (act(r, v): row r's
+// 64-byte vector v) with the super-block in Z8-Z11 and their fold into
+// the float accumulator acc (a register or memory; through Y6 when
+// memory): per row four VPDPBUSD and one VPMADDWD by the scales (Z15),
+// the 16 lanes of the 4 rows summed into Y0 as HADD4 leaves them, then
+// kxtHalf's fold (mins in Y12 against the 32-value sums at bp0 and bp1,
+// d·xd and dmin·xd from Y13, Y20 and xd). Clobbers Z0-Z7.
+func (a *asm) kvtHalf(act func(r, v int) string, bp0, bp1, xd, acc string) {
+	for r := 0; r < 4; r++ {
+		a.l("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
+		for v := 0; v < 4; v++ {
+			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
+		}
+		a.l("\tVPMADDWD Z15, Z%d, Z%d", r, r)
+	}
+	dst := acc
+	if strings.Contains(acc, "(") {
+		dst = "Y6"
+	}
+	a.code(`
+VPUNPCKLQDQ Z1, Z0, Z4
+VPUNPCKHQDQ Z1, Z0, Z5
+VPADDD Z5, Z4, Z4
+VPUNPCKLQDQ Z3, Z2, Z6
+VPUNPCKHQDQ Z3, Z2, Z7
+VPADDD Z7, Z6, Z6
+VSHUFPS $0x88, Z6, Z4, Z5
+VSHUFPS $0xdd, Z6, Z4, Z7
+VPADDD Z7, Z5, Z5
+VEXTRACTI64X4 $1, Z5, Y6
+VPADDD Y6, Y5, Y0`)
+	if dst == "Y6" {
+		a.l("\tVMOVUPS %s, Y6", acc)
+	}
+	a.code(fmt.Sprintf(`
+VCVTDQ2PS Y0, Y0
+VPMADDWD %s, Y12, Y2
+VPMADDWD %s, Y12, Y3
+VPHADDD Y3, Y2, Y2
+VCVTDQ2PS Y2, Y2
+VMULPS %s, Y13, Y4
+VMULPS %s, Y20, Y5
+VFMADD231PS Y0, Y4, %s
+VFNMADD231PS Y2, Y5, %s`, bp0, bp1, xd, xd, dst, dst))
+	if dst == "Y6" {
+		a.l("\tVMOVUPS Y6, %s", acc)
+	}
+}
+
+// kvt writes dotQ4KTx8VNNI (groups 1) or dotQ4KTx16VNNI (groups 2):
+// dotQ4KTx8RAVX2's and dotQ4KTx16RAVX2's loops and arguments (kxt) with
+// the activations in actQ.kv's layout, kvtDecode and kvtHalf, the float
+// accumulators of each 4 rows in Y21-Y24.
+func (a *asm) kvt(groups int) {
+	name := fmt.Sprintf("dotQ4KTx%dVNNI", 8*groups)
+	lbl := fmt.Sprintf("q4kv%d", 8*groups)
+	a.l(``)
+	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $96-72`, name)
+	a.code(kvtConsts)
+	a.code(`
+MOVQ w+0(FP), R8
+MOVQ rows+16(FP), R9
+MOVQ out+56(FP), R10
+MOVQ nb+48(FP), R15
+MOVQ R15, R14
+SHLQ $11, R14
+SHLQ $6, R15`)
+	a.l("%srow:", lbl)
+	a.code(`
+MOVQ R8, SI
+MOVQ xt+24(FP), DI
+MOVQ xd8+32(FP), DX
+MOVQ bp+40(FP), BX
+MOVQ nb+48(FP), CX`)
+	for s := 0; s < 2*groups; s++ {
+		a.l("\tVPXORD Y%d, Y%d, Y%d", 21+s, 21+s, 21+s)
+	}
+	a.l("%sloop:", lbl)
+	if groups == 2 {
+		// the weight stream 4 super-blocks ahead, as dotQ4KTx16RAVX2
+		a.code(`
+PREFETCHT0 576(SI)
+PREFETCHT0 640(SI)
+PREFETCHT0 704(SI)`)
+	}
+	a.kvtDecode()
+	for s := 0; s < 2*groups; s++ {
+		g, half := s/2, s%2
+		act := func(r, v int) string {
+			o := (4*half+r)*256 + 64*v
+			if g == 0 {
+				return fmt.Sprintf("%d(DI)", o)
+			}
+			return fmt.Sprintf("%d(DI)(R14*1)", o)
+		}
+		grp := func(off int, base string, scale int) string {
+			if g == 0 {
+				return fmt.Sprintf("%d(%s)", off, base)
+			}
+			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
+		}
+		a.kvtHalf(act, grp(64*half, "BX", 2), grp(64*half+32, "BX", 2), grp(32*half, "DX", 1), fmt.Sprintf("Y%d", 21+s))
+	}
+	a.code(`
+ADDQ $144, SI
+ADDQ $2048, DI
+ADDQ $64, DX
+ADDQ $128, BX
+DECQ CX`)
+	a.l("\tJNZ %sloop", lbl)
+	a.code(`
+MOVQ os+64(FP), DX
+SHLQ $2, DX
+MOVQ R10, AX`)
+	for s := 0; s < 2*groups; s++ {
+		a.code(fmt.Sprintf(`
+VMOVAPS Y%d, Y8
+VEXTRACTF128 $1, Y8, X9
+VADDPS X9, X8, X8`, 21+s))
+		for i := 0; i < 4; i++ {
+			if i == 0 {
+				a.l("\tVMOVSS X8, (AX)")
+			} else {
+				a.l("\tVEXTRACTPS $%d, X8, (AX)", i)
+			}
+			if s < 2*groups-1 || i < 3 {
+				a.l("\tADDQ DX, AX")
+			}
+		}
+	}
+	a.code(`
+ADDQ $4, R10
+ADDQ rb+8(FP), R8
+DECQ R9`)
+	a.l("\tJNZ %srow", lbl)
+	a.code(`
+VZEROUPPER
+RET`)
+}
+
+// kvtn writes dotQ4KTxNVNNI: dotQ4KTxNRAVX2 (kxtn: the same loops,
+// arguments and accumulators in memory) with kvtDecode and kvtHalf.
+func (a *asm) kvtn() {
+	a.l(``)
+	a.l(`// func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
+	a.l(`TEXT ·dotQ4KTxNVNNI(SB), NOSPLIT, $96-104`)
+	a.code(kvtConsts)
+	a.code(`
+MOVQ nb+48(FP), R15
+MOVQ gs+88(FP), R14
+SHLQ $6, R15
+MOVQ acc+80(FP), R10
+MOVQ rows+16(FP), R9
+IMULQ groups+72(FP), R9`)
+	a.ktnHead("q4kvn", "bp", 40, 48, 80)
+	a.code(`
+PREFETCHT0 576(SI)
+PREFETCHT0 640(SI)
+PREFETCHT0 704(SI)`)
+	a.kvtDecode()
+	a.code(`
+MOVQ DI, R11
+MOVQ DX, R12
+MOVQ BX, R13
+MOVQ groups+72(FP), R9`)
+	a.l("q4kvngroup:")
+	for half := 0; half < 2; half++ {
+		act := func(r, v int) string { return fmt.Sprintf("%d(R11)", (4*half+r)*256+64*v) }
+		a.kvtHalf(act, fmt.Sprintf("%d(R13)", 64*half), fmt.Sprintf("%d(R13)", 64*half+32),
+			fmt.Sprintf("%d(R12)", 32*half), fmt.Sprintf("%d(R10)", 32*half))
+	}
+	a.code(`
+ADDQ R14, R11
+ADDQ R15, R12
+ADDQ R15, R13
+ADDQ R15, R13
+ADDQ $64, R10
+DECQ R9
+JNZ q4kvngroup
+ADDQ rb+8(FP), SI
+DECQ 72(SP)
+JNZ q4kvnrow
+ADDQ $144, R8
+ADDQ ss+96(FP), DI
+ADDQ $64, DX
+ADDQ $128, BX
+DECQ CX
+JNZ q4kvnloop`)
+	a.ktnStore("q4kvn", 56, 64, 72, 80)
+}
+
+// k4vDecls returns k4v_amd64.go, the Go declarations of k4v_amd64.s.
+func k4vDecls() string {
+	return `//go:build amd64 && !purego
+
+package cpu
+
+// Code generated by asmgen; DO NOT EDIT.
+
+// dotQ4KTx8VNNI, dotQ4KTx16VNNI and dotQ4KTxNVNNI are dotQ4KTx8RAVX2,
+// dotQ4KTx16RAVX2 and dotQ4KTxNRAVX2 (repacked weights) with AVX512_VNNI
+// and AVX512_VBMI, on the activations in actQ.kv's layout (transposeKV)
+// instead of actQ.kt's; each result equals theirs bit for bit.
+//
+//go:noescape
+func dotQ4KTx8VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTx16VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+//go:noescape
+func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
+`
+}
