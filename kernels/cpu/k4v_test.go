@@ -206,3 +206,69 @@ func TestK4VShared(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkK4V compares the AVX2 Q4_K tiles on repacked weights with the
+// VNNI ones, alternated within each iteration, one thread: 64 weight rows
+// of 2048 and 8192 values against 16 activation rows (decode of 16
+// sequences: the ×16 tile at 2048, the ×N tile at 8192, as qTiles picks)
+// and 128 (prefill: the ×N tile), ktnRows weight rows per call.
+// GMAC/cpu-s per variant.
+func BenchmarkK4V(b *testing.B) {
+	if !hasK4V {
+		b.Skip("no AVX512_VNNI/VBMI on this machine or build")
+	}
+	const rows = 64
+	for _, in := range []int{2048, 8192} {
+		for _, n := range []int{16, 128} {
+			b.Run(fmt.Sprintf("k%d/n%d", in, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(16, uint64(in+n)))
+				data := randBlocks(r, kernels.Q4_K, rows, in)
+				rp := make([]byte, len(data))
+				quant.RepackQ4K(rp, data)
+				var a actQ
+				a.quantize(kern{avx2: true, k4v: true}, randF(r, n*in), in, n, in, 256)
+				nb, rb := in/256, kernels.Q4_K.RowBytes(in)
+				gs, ss := a.ktStrides()
+				res := make([]float32, n*rows)
+				var acc [ktnRows * ktnGroups * 16]float32
+				run := func(v int) {
+					xs := [2][]int8{a.kt, a.kv}[v]
+					if gs == 2048*nb && n == 16 {
+						for r0 := 0; r0 < rows; r0 += ktnRows {
+							if v == 0 {
+								dotQ4KTx16RAVX2(&rp[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
+							} else {
+								dotQ4KTx16VNNI(&rp[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
+							}
+						}
+						return
+					}
+					for m := 0; m < n; m += 8 * ktnGroups {
+						g := min(ktnGroups, (n-m)/8)
+						for r0 := 0; r0 < rows; r0 += ktnRows {
+							if v == 0 {
+								dotQ4KTxNRAVX2(&rp[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+							} else {
+								dotQ4KTxNVNNI(&rp[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+							}
+						}
+					}
+				}
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for j := 0; j < 2; j++ {
+						v := (i + j) % 2
+						c0 := processCPU()
+						run(v)
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"avx2", "vnni"} {
+					if cpu[v] > 0 {
+						b.ReportMetric(float64(rows*n*in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+					}
+				}
+			})
+		}
+	}
+}

@@ -13,8 +13,9 @@ import (
 // sub-block w = 4(q/2)+u and half h = q%2 (values 16h..16h+15), so one
 // VPDPBUSD per vector adds 4 products of one sub-block half into its
 // lane (at most 16·15·128 < 2^15 per lane and super-block: no overflow,
-// and the dword fits a word, so one VPMADDWD against the scales as
-// dwords [s_w, 0] applies them exactly).
+// and the dword fits a word, so two rows pack into words exactly and one
+// VPMADDWD against the scales as words applies them and adds each two
+// lanes of a row).
 //
 // Weights. Two VPERMT2B per super-block gather the repacked quants
 // (kernels/cpu k4rp.go: byte 32g+4j+k holds value 4j+k%2 of sub-block
@@ -56,7 +57,9 @@ func k4vLane(i int) (w, h int) {
 }
 
 // k4vData returns the constants: the two VPERMT2B byte indices (k4vperm,
-// 128 bytes) and the VPERMD index of the scales (k4vsidx, 64 bytes).
+// 128 bytes) and the VPERMW index of the scales (k4vsidx, 64 bytes: word
+// k of the scale vector is the scale of lane 4(k/8)+k%4, as VPACKSSDW
+// leaves two rows' lanes).
 func k4vData() string {
 	var b strings.Builder
 	var idx [128]byte
@@ -76,9 +79,9 @@ func k4vData() string {
 		fmt.Fprintf(&b, "DATA k4vperm<>+%d(SB)/8, $0x%016x\n", o, v)
 	}
 	b.WriteString("GLOBL k4vperm<>(SB), RODATA|NOPTR, $128\n")
-	for i := 0; i < 16; i++ {
-		w, _ := k4vLane(i)
-		fmt.Fprintf(&b, "DATA k4vsidx<>+%d(SB)/4, $%d\n", 4*i, w)
+	for k := 0; k < 32; k++ {
+		w, _ := k4vLane(4*(k/8) + k%4)
+		fmt.Fprintf(&b, "DATA k4vsidx<>+%d(SB)/2, $%d\n", 2*k, w)
 	}
 	b.WriteString("GLOBL k4vsidx<>(SB), RODATA|NOPTR, $64\n")
 	return b.String()
@@ -86,7 +89,7 @@ func k4vData() string {
 
 // kvtConsts loads the constants the VNNI tiles keep in registers: 0x0f
 // bytes in Z14 (X14 for KSCALES8), the VPERMT2B indices in Z16 and Z17,
-// the scales' VPERMD index in Z18.
+// the scales' VPERMW index in Z18.
 const kvtConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
 VMOVDQU64 k4vperm<>(SB), Z16
 VMOVDQU64 k4vperm<>+64(SB), Z17
@@ -94,7 +97,7 @@ VMOVDQU64 k4vsidx<>(SB), Z18`
 
 // kvtDecode writes the head of a VNNI tile's super-block (SI): the scales
 // and mins by KSCALES8 (at 0(SP) and 32(SP)), d and dmin at 64(SP); the
-// scales as dwords per lane in Z15, the quants as vectors 0-3 in Z8-Z11,
+// scales as words in VPACKSSDW's lane order in Z15, the quants as vectors 0-3 in Z8-Z11,
 // the mins in Y12, d and dmin broadcast in Y13 and Y20. Clobbers Y0-Y4.
 func (a *asm) kvtDecode() {
 	a.code(`
@@ -103,8 +106,8 @@ MOVL (SI), AX
 VMOVD AX, X0
 VCVTPH2PS X0, X0
 VMOVQ X0, 64(SP)
-VPMOVZXWD 0(SP), Y0
-VPERMD Z0, Z18, Z15
+VMOVDQU 0(SP), X0
+VPERMW Z0, Z18, Z15
 VMOVDQU64 16(SI), Z8
 VMOVDQA64 Z8, Z10
 VPERMT2B 80(SI), Z16, Z8
@@ -123,8 +126,9 @@ VBROADCASTSS 68(SP), Y20`)
 // kvtHalf writes the products of 4 activation rows (act(r, v): row r's
 // 64-byte vector v) with the super-block in Z8-Z11 and their fold into
 // the float accumulator acc (a register or memory; through Y6 when
-// memory): per row four VPDPBUSD and one VPMADDWD by the scales (Z15),
-// the 16 lanes of the 4 rows summed into Y0 as HADD4 leaves them, then
+// memory): per row four VPDPBUSD, per two rows a VPACKSSDW and one
+// VPMADDWD by the scales (Z15), the 16 lanes of the 4 rows summed into Y0
+// as HADD4 leaves them, then
 // kxtHalf's fold (mins in Y12 against the 32-value sums at bp0 and bp1,
 // d·xd and dmin·xd from Y13, Y20 and xd). Clobbers Z0-Z7.
 func (a *asm) kvtHalf(act func(r, v int) string, bp0, bp1, xd, acc string) {
@@ -133,19 +137,20 @@ func (a *asm) kvtHalf(act func(r, v int) string, bp0, bp1, xd, acc string) {
 		for v := 0; v < 4; v++ {
 			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
 		}
-		a.l("\tVPMADDWD Z15, Z%d, Z%d", r, r)
 	}
 	dst := acc
 	if strings.Contains(acc, "(") {
 		dst = "Y6"
 	}
+	// rows 0, 1 and 2, 3 packed as words (exact: each lane fits), the
+	// scales applied and each two lanes of a row added by one VPMADDWD,
+	// then [a01 a23 b01 b23], [c01 c23 d01 d23] per 128-bit lane into
+	// [a b c d] and the lanes of each half added
 	a.code(`
-VPUNPCKLQDQ Z1, Z0, Z4
-VPUNPCKHQDQ Z1, Z0, Z5
-VPADDD Z5, Z4, Z4
-VPUNPCKLQDQ Z3, Z2, Z6
-VPUNPCKHQDQ Z3, Z2, Z7
-VPADDD Z7, Z6, Z6
+VPACKSSDW Z1, Z0, Z4
+VPACKSSDW Z3, Z2, Z6
+VPMADDWD Z15, Z4, Z4
+VPMADDWD Z15, Z6, Z6
 VSHUFPS $0x88, Z6, Z4, Z5
 VSHUFPS $0xdd, Z6, Z4, Z7
 VPADDD Z7, Z5, Z5
