@@ -98,7 +98,8 @@ VMOVDQU64 k4vsidx<>(SB), Z18`
 // kvtDecode writes the head of a VNNI tile's super-block (SI): the scales
 // and mins by KSCALES8 (at 0(SP) and 32(SP)), d and dmin at 64(SP); the
 // scales as words in VPACKSSDW's lane order in Z15, the quants as vectors 0-3 in Z8-Z11,
-// the mins in Y12, d and dmin broadcast in Y13 and Y20. Clobbers Y0-Y4.
+// the mins in both halves of Z12, d and dmin broadcast in Z13 and Z20.
+// Clobbers Y0-Y4.
 func (a *asm) kvtDecode() {
 	a.code(`
 KSCALES8
@@ -118,9 +119,9 @@ VPANDD Z14, Z8, Z8
 VPANDD Z14, Z9, Z9
 VPANDD Z14, Z10, Z10
 VPANDD Z14, Z11, Z11
-VMOVDQU 32(SP), Y12
-VBROADCASTSS 64(SP), Y13
-VBROADCASTSS 68(SP), Y20`)
+VBROADCASTI64X4 32(SP), Z12
+VBROADCASTSS 64(SP), Z13
+VBROADCASTSS 68(SP), Z20`)
 }
 
 // kvtHalf writes the products of 4 activation rows (act(r, v): row r's
@@ -174,10 +175,75 @@ VFNMADD231PS Y2, Y5, %s`, bp0, bp1, xd, xd, dst, dst))
 	}
 }
 
+// kvtGroup writes the products of a group of 8 activation rows (act(r,
+// v): row r's 64-byte vector v) with the super-block in Z8-Z11 and their
+// fold into the float accumulator acc (Z register or memory: 16 floats,
+// kvtHalf's two accumulators of rows 0-3 and 4-7 side by side), kvtHalf's
+// steps on Z vectors for both halves at once: every lane the same integer
+// and the same float operations, so the results equal kvtHalf's (and the
+// AVX2 tiles') bit for bit. bp(o) addresses the group's 32-value sums at
+// byte o, xd its 16 activation scales. Clobbers Z0-Z7, Z25-Z28.
+func (a *asm) kvtGroup(act func(r, v int) string, bp func(o int) string, xd, acc string) {
+	for r := 0; r < 8; r++ {
+		a.l("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
+		for v := 0; v < 4; v++ {
+			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
+		}
+	}
+	dst := acc
+	if strings.Contains(acc, "(") {
+		dst = "Z6"
+	}
+	// rows in pairs packed as words, scaled and paired (kvtHalf); per
+	// 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with the
+	// lanes of each half added
+	a.code(`
+VPACKSSDW Z1, Z0, Z25
+VPACKSSDW Z3, Z2, Z26
+VPACKSSDW Z5, Z4, Z27
+VPACKSSDW Z7, Z6, Z28
+VPMADDWD Z15, Z25, Z25
+VPMADDWD Z15, Z26, Z26
+VPMADDWD Z15, Z27, Z27
+VPMADDWD Z15, Z28, Z28
+VSHUFPS $0x88, Z26, Z25, Z0
+VSHUFPS $0xdd, Z26, Z25, Z1
+VPADDD Z1, Z0, Z0
+VSHUFPS $0x88, Z28, Z27, Z2
+VSHUFPS $0xdd, Z28, Z27, Z3
+VPADDD Z3, Z2, Z2
+VSHUFI64X2 $0x44, Z2, Z0, Z4
+VSHUFI64X2 $0xee, Z2, Z0, Z5
+VPADDD Z5, Z4, Z0`)
+	// the mins: kvtHalf's VPMADDWD and VPHADDD for both halves (Z12
+	// holds the mins in both 256-bit halves)
+	a.code(fmt.Sprintf(`
+VCVTDQ2PS Z0, Z0
+VPMADDWD %s, Z12, Z1
+VPMADDWD %s, Z12, Z2
+VSHUFI64X2 $0x44, Z2, Z1, Z3
+VSHUFI64X2 $0xee, Z2, Z1, Z4
+VSHUFPS $0x88, Z4, Z3, Z1
+VSHUFPS $0xdd, Z4, Z3, Z2
+VPADDD Z2, Z1, Z2
+VCVTDQ2PS Z2, Z2`, bp(0), bp(64)))
+	if dst == "Z6" {
+		a.l("\tVMOVUPS %s, Z6", acc)
+	}
+	a.code(fmt.Sprintf(`
+VMULPS %s, Z13, Z4
+VMULPS %s, Z20, Z5
+VFMADD231PS Z0, Z4, %s
+VFNMADD231PS Z2, Z5, %s`, xd, xd, dst, dst))
+	if dst == "Z6" {
+		a.l("\tVMOVUPS Z6, %s", acc)
+	}
+}
+
 // kvt writes dotQ4KTx8VNNI (groups 1) or dotQ4KTx16VNNI (groups 2):
 // dotQ4KTx8RAVX2's and dotQ4KTx16RAVX2's loops and arguments (kxt) with
-// the activations in actQ.kv's layout, kvtDecode and kvtHalf, the float
-// accumulators of each 4 rows in Y21-Y24.
+// the activations in actQ.kv's layout, kvtDecode and kvtGroup, the float
+// accumulators of each group of 8 rows in Z21 and Z22.
 func (a *asm) kvt(groups int) {
 	name := fmt.Sprintf("dotQ4KTx%dVNNI", 8*groups)
 	lbl := fmt.Sprintf("q4kv%d", 8*groups)
@@ -200,8 +266,8 @@ MOVQ xt+24(FP), DI
 MOVQ xd8+32(FP), DX
 MOVQ bp+40(FP), BX
 MOVQ nb+48(FP), CX`)
-	for s := 0; s < 2*groups; s++ {
-		a.l("\tVPXORD Y%d, Y%d, Y%d", 21+s, 21+s, 21+s)
+	for g := 0; g < groups; g++ {
+		a.l("\tVPXORD Z%d, Z%d, Z%d", 21+g, 21+g, 21+g)
 	}
 	a.l("%sloop:", lbl)
 	if groups == 2 {
@@ -212,10 +278,9 @@ PREFETCHT0 640(SI)
 PREFETCHT0 704(SI)`)
 	}
 	a.kvtDecode()
-	for s := 0; s < 2*groups; s++ {
-		g, half := s/2, s%2
+	for g := 0; g < groups; g++ {
 		act := func(r, v int) string {
-			o := (4*half+r)*256 + 64*v
+			o := r*256 + 64*v
 			if g == 0 {
 				return fmt.Sprintf("%d(DI)", o)
 			}
@@ -227,7 +292,7 @@ PREFETCHT0 704(SI)`)
 			}
 			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
 		}
-		a.kvtHalf(act, grp(64*half, "BX", 2), grp(64*half+32, "BX", 2), grp(32*half, "DX", 1), fmt.Sprintf("Y%d", 21+s))
+		a.kvtGroup(act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
 	}
 	a.code(`
 ADDQ $144, SI
@@ -241,10 +306,14 @@ MOVQ os+64(FP), DX
 SHLQ $2, DX
 MOVQ R10, AX`)
 	for s := 0; s < 2*groups; s++ {
-		a.code(fmt.Sprintf(`
-VMOVAPS Y%d, Y8
+		if s%2 == 0 {
+			a.l("\tVMOVAPS Y%d, Y8", 21+s/2)
+		} else {
+			a.l("\tVEXTRACTF64X4 $1, Z%d, Y8", 21+s/2)
+		}
+		a.code(`
 VEXTRACTF128 $1, Y8, X9
-VADDPS X9, X8, X8`, 21+s))
+VADDPS X9, X8, X8`)
 		for i := 0; i < 4; i++ {
 			if i == 0 {
 				a.l("\tVMOVSS X8, (AX)")
@@ -267,7 +336,7 @@ RET`)
 }
 
 // kvtn writes dotQ4KTxNVNNI: dotQ4KTxNRAVX2 (kxtn: the same loops,
-// arguments and accumulators in memory) with kvtDecode and kvtHalf.
+// arguments and accumulators in memory) with kvtDecode and kvtGroup.
 func (a *asm) kvtn() {
 	a.l(``)
 	a.l(`// func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
@@ -292,11 +361,8 @@ MOVQ DX, R12
 MOVQ BX, R13
 MOVQ groups+72(FP), R9`)
 	a.l("q4kvngroup:")
-	for half := 0; half < 2; half++ {
-		act := func(r, v int) string { return fmt.Sprintf("%d(R11)", (4*half+r)*256+64*v) }
-		a.kvtHalf(act, fmt.Sprintf("%d(R13)", 64*half), fmt.Sprintf("%d(R13)", 64*half+32),
-			fmt.Sprintf("%d(R12)", 32*half), fmt.Sprintf("%d(R10)", 32*half))
-	}
+	act := func(r, v int) string { return fmt.Sprintf("%d(R11)", r*256+64*v) }
+	a.kvtGroup(act, func(o int) string { return fmt.Sprintf("%d(R13)", o) }, "(R12)", "(R10)")
 	a.code(`
 ADDQ R14, R11
 ADDQ R15, R12
