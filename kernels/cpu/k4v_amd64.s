@@ -132,6 +132,108 @@ DATA k4vsidx<>+60(SB)/2, $6
 DATA k4vsidx<>+62(SB)/2, $7
 GLOBL k4vsidx<>(SB), RODATA|NOPTR, $64
 
+DATA k4vsca<>+0(SB)/2, $0
+DATA k4vscb<>+0(SB)/2, $0
+DATA k4vscn<>+0(SB)/2, $0
+DATA k4vscm<>+0(SB)/2, $63
+DATA k4vsca<>+2(SB)/2, $1
+DATA k4vscb<>+2(SB)/2, $0
+DATA k4vscn<>+2(SB)/2, $0
+DATA k4vscm<>+2(SB)/2, $63
+DATA k4vsca<>+4(SB)/2, $2
+DATA k4vscb<>+4(SB)/2, $0
+DATA k4vscn<>+4(SB)/2, $0
+DATA k4vscm<>+4(SB)/2, $63
+DATA k4vsca<>+6(SB)/2, $3
+DATA k4vscb<>+6(SB)/2, $0
+DATA k4vscn<>+6(SB)/2, $0
+DATA k4vscm<>+6(SB)/2, $63
+DATA k4vsca<>+8(SB)/2, $8
+DATA k4vscb<>+8(SB)/2, $0
+DATA k4vscn<>+8(SB)/2, $0
+DATA k4vscm<>+8(SB)/2, $15
+DATA k4vsca<>+10(SB)/2, $9
+DATA k4vscb<>+10(SB)/2, $1
+DATA k4vscn<>+10(SB)/2, $0
+DATA k4vscm<>+10(SB)/2, $15
+DATA k4vsca<>+12(SB)/2, $10
+DATA k4vscb<>+12(SB)/2, $2
+DATA k4vscn<>+12(SB)/2, $0
+DATA k4vscm<>+12(SB)/2, $15
+DATA k4vsca<>+14(SB)/2, $11
+DATA k4vscb<>+14(SB)/2, $3
+DATA k4vscn<>+14(SB)/2, $0
+DATA k4vscm<>+14(SB)/2, $15
+DATA k4vsca<>+16(SB)/2, $4
+DATA k4vscb<>+16(SB)/2, $0
+DATA k4vscn<>+16(SB)/2, $0
+DATA k4vscm<>+16(SB)/2, $63
+DATA k4vsca<>+18(SB)/2, $5
+DATA k4vscb<>+18(SB)/2, $0
+DATA k4vscn<>+18(SB)/2, $0
+DATA k4vscm<>+18(SB)/2, $63
+DATA k4vsca<>+20(SB)/2, $6
+DATA k4vscb<>+20(SB)/2, $0
+DATA k4vscn<>+20(SB)/2, $0
+DATA k4vscm<>+20(SB)/2, $63
+DATA k4vsca<>+22(SB)/2, $7
+DATA k4vscb<>+22(SB)/2, $0
+DATA k4vscn<>+22(SB)/2, $0
+DATA k4vscm<>+22(SB)/2, $63
+DATA k4vsca<>+24(SB)/2, $8
+DATA k4vscb<>+24(SB)/2, $4
+DATA k4vscn<>+24(SB)/2, $4
+DATA k4vscm<>+24(SB)/2, $15
+DATA k4vsca<>+26(SB)/2, $9
+DATA k4vscb<>+26(SB)/2, $5
+DATA k4vscn<>+26(SB)/2, $4
+DATA k4vscm<>+26(SB)/2, $15
+DATA k4vsca<>+28(SB)/2, $10
+DATA k4vscb<>+28(SB)/2, $6
+DATA k4vscn<>+28(SB)/2, $4
+DATA k4vscm<>+28(SB)/2, $15
+DATA k4vsca<>+30(SB)/2, $11
+DATA k4vscb<>+30(SB)/2, $7
+DATA k4vscn<>+30(SB)/2, $4
+DATA k4vscm<>+30(SB)/2, $15
+GLOBL k4vsca<>(SB), RODATA|NOPTR, $32
+GLOBL k4vscb<>(SB), RODATA|NOPTR, $32
+GLOBL k4vscn<>(SB), RODATA|NOPTR, $32
+GLOBL k4vscm<>(SB), RODATA|NOPTR, $32
+DATA k4vmidx<>+0(SB)/2, $8
+DATA k4vmidx<>+2(SB)/2, $9
+DATA k4vmidx<>+4(SB)/2, $10
+DATA k4vmidx<>+6(SB)/2, $11
+DATA k4vmidx<>+8(SB)/2, $8
+DATA k4vmidx<>+10(SB)/2, $9
+DATA k4vmidx<>+12(SB)/2, $10
+DATA k4vmidx<>+14(SB)/2, $11
+DATA k4vmidx<>+16(SB)/2, $12
+DATA k4vmidx<>+18(SB)/2, $13
+DATA k4vmidx<>+20(SB)/2, $14
+DATA k4vmidx<>+22(SB)/2, $15
+DATA k4vmidx<>+24(SB)/2, $12
+DATA k4vmidx<>+26(SB)/2, $13
+DATA k4vmidx<>+28(SB)/2, $14
+DATA k4vmidx<>+30(SB)/2, $15
+DATA k4vmidx<>+32(SB)/2, $8
+DATA k4vmidx<>+34(SB)/2, $9
+DATA k4vmidx<>+36(SB)/2, $10
+DATA k4vmidx<>+38(SB)/2, $11
+DATA k4vmidx<>+40(SB)/2, $8
+DATA k4vmidx<>+42(SB)/2, $9
+DATA k4vmidx<>+44(SB)/2, $10
+DATA k4vmidx<>+46(SB)/2, $11
+DATA k4vmidx<>+48(SB)/2, $12
+DATA k4vmidx<>+50(SB)/2, $13
+DATA k4vmidx<>+52(SB)/2, $14
+DATA k4vmidx<>+54(SB)/2, $15
+DATA k4vmidx<>+56(SB)/2, $12
+DATA k4vmidx<>+58(SB)/2, $13
+DATA k4vmidx<>+60(SB)/2, $14
+DATA k4vmidx<>+62(SB)/2, $15
+GLOBL k4vmidx<>(SB), RODATA|NOPTR, $64
+
 
 // func dotQ4KTx8VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
 TEXT ·dotQ4KTx8VNNI(SB), NOSPLIT, $96-72
@@ -139,6 +241,14 @@ TEXT ·dotQ4KTx8VNNI(SB), NOSPLIT, $96-72
 	VMOVDQU64 k4vperm<>(SB), Z16
 	VMOVDQU64 k4vperm<>+64(SB), Z17
 	VMOVDQU64 k4vsidx<>(SB), Z18
+	VMOVDQU64 k4vmidx<>(SB), Z19
+	VMOVDQU64 k4vsca<>(SB), Y23
+	VMOVDQU64 k4vscb<>(SB), Y24
+	VMOVDQU64 k4vscn<>(SB), Y29
+	MOVL $0x55555555, AX
+	KMOVD AX, K1
+	MOVL $0x55005500, AX
+	KMOVD AX, K2
 	MOVQ w+0(FP), R8
 	MOVQ rows+16(FP), R9
 	MOVQ out+56(FP), R10
@@ -154,13 +264,18 @@ q4kv8row:
 	MOVQ nb+48(FP), CX
 	VPXORD Z21, Z21, Z21
 q4kv8loop:
-	KSCALES8
-	MOVL (SI), AX
-	VMOVD AX, X0
-	VCVTPH2PS X0, X0
-	VMOVQ X0, 64(SP)
-	VMOVDQU 0(SP), X0
-	VPERMW Z0, Z18, Z15
+	VMOVDQU 4(SI), X0
+	VPERMB.Z Y0, Y23, K1, Y1
+	VPERMB.Z Y0, Y24, K2, Y2
+	VPSRLVW Y29, Y1, Y1
+	VPSRLW $2, Y2, Y2
+	VPTERNLOGD $0xe4, k4vscm<>(SB), Y2, Y1
+	VPERMW Z1, Z18, Z15
+	VPERMW Z1, Z19, Z12
+	VCVTPH2PS (SI), X3
+	VBROADCASTSS X3, Z13
+	VMOVSHDUP X3, X3
+	VBROADCASTSS X3, Z20
 	VMOVDQU64 16(SI), Z8
 	VMOVDQA64 Z8, Z10
 	VPERMT2B 80(SI), Z16, Z8
@@ -171,9 +286,6 @@ q4kv8loop:
 	VPANDD Z14, Z9, Z9
 	VPANDD Z14, Z10, Z10
 	VPANDD Z14, Z11, Z11
-	VBROADCASTI64X4 32(SP), Z12
-	VBROADCASTSS 64(SP), Z13
-	VBROADCASTSS 68(SP), Z20
 	VPXORD Z0, Z0, Z0
 	VPDPBUSD 0(DI), Z8, Z0
 	VPDPBUSD 64(DI), Z9, Z0
@@ -287,6 +399,14 @@ TEXT ·dotQ4KTx16VNNI(SB), NOSPLIT, $96-72
 	VMOVDQU64 k4vperm<>(SB), Z16
 	VMOVDQU64 k4vperm<>+64(SB), Z17
 	VMOVDQU64 k4vsidx<>(SB), Z18
+	VMOVDQU64 k4vmidx<>(SB), Z19
+	VMOVDQU64 k4vsca<>(SB), Y23
+	VMOVDQU64 k4vscb<>(SB), Y24
+	VMOVDQU64 k4vscn<>(SB), Y29
+	MOVL $0x55555555, AX
+	KMOVD AX, K1
+	MOVL $0x55005500, AX
+	KMOVD AX, K2
 	MOVQ w+0(FP), R8
 	MOVQ rows+16(FP), R9
 	MOVQ out+56(FP), R10
@@ -306,13 +426,18 @@ q4kv16loop:
 	PREFETCHT0 576(SI)
 	PREFETCHT0 640(SI)
 	PREFETCHT0 704(SI)
-	KSCALES8
-	MOVL (SI), AX
-	VMOVD AX, X0
-	VCVTPH2PS X0, X0
-	VMOVQ X0, 64(SP)
-	VMOVDQU 0(SP), X0
-	VPERMW Z0, Z18, Z15
+	VMOVDQU 4(SI), X0
+	VPERMB.Z Y0, Y23, K1, Y1
+	VPERMB.Z Y0, Y24, K2, Y2
+	VPSRLVW Y29, Y1, Y1
+	VPSRLW $2, Y2, Y2
+	VPTERNLOGD $0xe4, k4vscm<>(SB), Y2, Y1
+	VPERMW Z1, Z18, Z15
+	VPERMW Z1, Z19, Z12
+	VCVTPH2PS (SI), X3
+	VBROADCASTSS X3, Z13
+	VMOVSHDUP X3, X3
+	VBROADCASTSS X3, Z20
 	VMOVDQU64 16(SI), Z8
 	VMOVDQA64 Z8, Z10
 	VPERMT2B 80(SI), Z16, Z8
@@ -323,9 +448,6 @@ q4kv16loop:
 	VPANDD Z14, Z9, Z9
 	VPANDD Z14, Z10, Z10
 	VPANDD Z14, Z11, Z11
-	VBROADCASTI64X4 32(SP), Z12
-	VBROADCASTSS 64(SP), Z13
-	VBROADCASTSS 68(SP), Z20
 	VPXORD Z0, Z0, Z0
 	VPDPBUSD 0(DI), Z8, Z0
 	VPDPBUSD 64(DI), Z9, Z0
@@ -531,6 +653,14 @@ TEXT ·dotQ4KTxNVNNI(SB), NOSPLIT, $96-104
 	VMOVDQU64 k4vperm<>(SB), Z16
 	VMOVDQU64 k4vperm<>+64(SB), Z17
 	VMOVDQU64 k4vsidx<>(SB), Z18
+	VMOVDQU64 k4vmidx<>(SB), Z19
+	VMOVDQU64 k4vsca<>(SB), Y23
+	VMOVDQU64 k4vscb<>(SB), Y24
+	VMOVDQU64 k4vscn<>(SB), Y29
+	MOVL $0x55555555, AX
+	KMOVD AX, K1
+	MOVL $0x55005500, AX
+	KMOVD AX, K2
 	MOVQ nb+48(FP), R15
 	MOVQ gs+88(FP), R14
 	SHLQ $6, R15
@@ -558,13 +688,18 @@ q4kvnrow:
 	PREFETCHT0 576(SI)
 	PREFETCHT0 640(SI)
 	PREFETCHT0 704(SI)
-	KSCALES8
-	MOVL (SI), AX
-	VMOVD AX, X0
-	VCVTPH2PS X0, X0
-	VMOVQ X0, 64(SP)
-	VMOVDQU 0(SP), X0
-	VPERMW Z0, Z18, Z15
+	VMOVDQU 4(SI), X0
+	VPERMB.Z Y0, Y23, K1, Y1
+	VPERMB.Z Y0, Y24, K2, Y2
+	VPSRLVW Y29, Y1, Y1
+	VPSRLW $2, Y2, Y2
+	VPTERNLOGD $0xe4, k4vscm<>(SB), Y2, Y1
+	VPERMW Z1, Z18, Z15
+	VPERMW Z1, Z19, Z12
+	VCVTPH2PS (SI), X3
+	VBROADCASTSS X3, Z13
+	VMOVSHDUP X3, X3
+	VBROADCASTSS X3, Z20
 	VMOVDQU64 16(SI), Z8
 	VMOVDQA64 Z8, Z10
 	VPERMT2B 80(SI), Z16, Z8
@@ -575,9 +710,6 @@ q4kvnrow:
 	VPANDD Z14, Z9, Z9
 	VPANDD Z14, Z10, Z10
 	VPANDD Z14, Z11, Z11
-	VBROADCASTI64X4 32(SP), Z12
-	VBROADCASTSS 64(SP), Z13
-	VBROADCASTSS 68(SP), Z20
 	MOVQ DI, R11
 	MOVQ DX, R12
 	MOVQ BX, R13

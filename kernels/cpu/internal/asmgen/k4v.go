@@ -44,6 +44,7 @@ func k4vFile() string {
 	a.l("")
 	a.l("%s", macrosTile8)
 	a.l("%s", k4vData())
+	a.l("%s", k4vScaleData())
 	a.kvt(1)
 	a.kvt(2)
 	a.kvtn()
@@ -88,27 +89,73 @@ func k4vData() string {
 }
 
 // kvtConsts loads the constants the VNNI tiles keep in registers: 0x0f
-// bytes in Z14 (X14 for KSCALES8), the VPERMT2B indices in Z16 and Z17,
-// the scales' VPERMW index in Z18.
+// bytes in Z14, the VPERMT2B indices in Z16 and Z17, the scales' VPERMW
+// index in Z18, the mins' in Z19; kvtScales' byte indices in Y23 and Y24,
+// shift counts in Y29, byte masks in K1 and K2.
 const kvtConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
 VMOVDQU64 k4vperm<>(SB), Z16
 VMOVDQU64 k4vperm<>+64(SB), Z17
-VMOVDQU64 k4vsidx<>(SB), Z18`
+VMOVDQU64 k4vsidx<>(SB), Z18
+VMOVDQU64 k4vmidx<>(SB), Z19
+VMOVDQU64 k4vsca<>(SB), Y23
+VMOVDQU64 k4vscb<>(SB), Y24
+VMOVDQU64 k4vscn<>(SB), Y29
+MOVL $0x55555555, AX
+KMOVD AX, K1
+MOVL $0x55005500, AX
+KMOVD AX, K2`
+
+// k4vScaleData returns kvtScales' constants: per word k of the result
+// (sc0-7 then m0-7), the byte of the 12 scale bytes q whose bits it takes
+// (k4vsca: q[k] or q[k+4] for the first four scales and mins, q[j+4] for
+// j = k or k-8 ≥ 4), the shift right of that byte (k4vscn: 4 for the high
+// nibbles of mins 4-7), the byte whose top two bits give bits 4-5 of
+// scales and mins 4-7 (k4vscb: q[j-4], q[j]) and the mask of the first
+// byte's bits (k4vscm: 0x3f or 0x0f); k4vmidx, the VPERMW index that
+// spreads the mins as [m0-3 m0-3 | m4-7 m4-7] in each 256-bit half.
+func k4vScaleData() string {
+	var b strings.Builder
+	for k := 0; k < 16; k++ {
+		j := k % 8
+		src, hi, cnt, mask := j, 0, 0, 0x3f
+		switch {
+		case k < 4:
+		case k < 8:
+			src, hi, mask = j+4, j-4, 0x0f
+		case k < 12:
+			src = j + 4
+		default:
+			src, hi, cnt, mask = j+4, j, 4, 0x0f
+		}
+		fmt.Fprintf(&b, "DATA k4vsca<>+%d(SB)/2, $%d\n", 2*k, src)
+		fmt.Fprintf(&b, "DATA k4vscb<>+%d(SB)/2, $%d\n", 2*k, hi)
+		fmt.Fprintf(&b, "DATA k4vscn<>+%d(SB)/2, $%d\n", 2*k, cnt)
+		fmt.Fprintf(&b, "DATA k4vscm<>+%d(SB)/2, $%d\n", 2*k, mask)
+	}
+	for _, n := range []string{"k4vsca", "k4vscb", "k4vscn", "k4vscm"} {
+		fmt.Fprintf(&b, "GLOBL %s<>(SB), RODATA|NOPTR, $32\n", n)
+	}
+	for n := 0; n < 32; n++ {
+		fmt.Fprintf(&b, "DATA k4vmidx<>+%d(SB)/2, $%d\n", 2*n, 8+4*((n%16)/8)+n%4)
+	}
+	b.WriteString("GLOBL k4vmidx<>(SB), RODATA|NOPTR, $64\n")
+	return b.String()
+}
 
 // kvtDecode writes the head of a VNNI tile's super-block (SI): the scales
-// and mins by KSCALES8 (at 0(SP) and 32(SP)), d and dmin at 64(SP); the
-// scales as words in VPACKSSDW's lane order in Z15, the quants as vectors 0-3 in Z8-Z11,
-// the mins in both halves of Z12, d and dmin broadcast in Z13 and Z20.
-// Clobbers Y0-Y4.
+// as words in VPACKSSDW's lane order in Z15, the mins as
+// [m0-3 m0-3 | m4-7 m4-7] in both halves of Z12 (KSCALES8's values, by
+// kvtScales), d and dmin broadcast in Z13 and Z20, the quants as vectors
+// 0-3 in Z8-Z11. Clobbers Y0-Y3.
 func (a *asm) kvtDecode() {
+	a.kvtScales()
 	a.code(`
-KSCALES8
-MOVL (SI), AX
-VMOVD AX, X0
-VCVTPH2PS X0, X0
-VMOVQ X0, 64(SP)
-VMOVDQU 0(SP), X0
-VPERMW Z0, Z18, Z15
+VPERMW Z1, Z18, Z15
+VPERMW Z1, Z19, Z12
+VCVTPH2PS (SI), X3
+VBROADCASTSS X3, Z13
+VMOVSHDUP X3, X3
+VBROADCASTSS X3, Z20
 VMOVDQU64 16(SI), Z8
 VMOVDQA64 Z8, Z10
 VPERMT2B 80(SI), Z16, Z8
@@ -118,10 +165,24 @@ VPSRLW $4, Z10, Z11
 VPANDD Z14, Z8, Z8
 VPANDD Z14, Z9, Z9
 VPANDD Z14, Z10, Z10
-VPANDD Z14, Z11, Z11
-VBROADCASTI64X4 32(SP), Z12
-VBROADCASTSS 64(SP), Z13
-VBROADCASTSS 68(SP), Z20`)
+VPANDD Z14, Z11, Z11`)
+}
+
+// kvtScales unpacks the 12 scale bytes q of the Q4_K block at SI into 16
+// words in Y1, the eight 6-bit scales then the eight mins (ggml's
+// get_scale_min_k4): each word the byte k4vsca picks shifted right by
+// k4vscn and masked by k4vscm, or'ed with bits 6-7 of the byte k4vscb
+// picks (scales and mins 4-7 only, K2) moved to bits 4-5 — by two
+// VPERMB, two shifts and one VPTERNLOGD (f = C ? A : B with the mask as
+// C; B's other bits are 0 or masked off). Clobbers Y0, Y2.
+func (a *asm) kvtScales() {
+	a.code(`
+VMOVDQU 4(SI), X0
+VPERMB.Z Y0, Y23, K1, Y1
+VPERMB.Z Y0, Y24, K2, Y2
+VPSRLVW Y29, Y1, Y1
+VPSRLW $2, Y2, Y2
+VPTERNLOGD $0xe4, k4vscm<>(SB), Y2, Y1`)
 }
 
 // kvtHalf writes the products of 4 activation rows (act(r, v): row r's
