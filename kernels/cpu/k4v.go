@@ -48,6 +48,19 @@ func (a *actQ) transposeKV() {
 	a.kv = a.kv[:len(a.kt)]
 	nb := a.k / 256
 	gs, ss := a.ktStrides()
+	if hasK4V {
+		// transposeKVAVX512: one row's super-blocks per call
+		for m := 0; m < a.n&^7; m++ {
+			transposeKVAVX512(&a.q[m*a.k], &a.kv[(m/8)*gs+(m%8)*256], nb, ss)
+		}
+		return
+	}
+	a.transposeKVGo(nb, gs, ss)
+}
+
+// transposeKVGo is transposeKV's body in plain Go (the tests' reference,
+// and where the AVX-512 kernel cannot run).
+func (a *actQ) transposeKVGo(nb, gs, ss int) {
 	perm := k4vActWords()
 	src := unsafe.Slice((*uint16)(unsafe.Pointer(&a.q[0])), len(a.q)/2)
 	dst := unsafe.Slice((*uint16)(unsafe.Pointer(&a.kv[0])), len(a.kv)/2)

@@ -17,3 +17,9 @@ func dotQ4KTx16VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16
 
 //go:noescape
 func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
+
+// transposeKVAVX512 writes one activation row's nb super-blocks (q) in
+// actQ.kv's order (k4vActWords) to dst, super-blocks ss bytes apart.
+//
+//go:noescape
+func transposeKVAVX512(q *int8, dst *int8, nb int, ss int)

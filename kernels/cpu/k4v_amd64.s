@@ -234,6 +234,72 @@ DATA k4vmidx<>+60(SB)/2, $14
 DATA k4vmidx<>+62(SB)/2, $15
 GLOBL k4vmidx<>(SB), RODATA|NOPTR, $64
 
+DATA k4vtj<>+0(SB)/2, $0
+DATA k4vtj<>+2(SB)/2, $2
+DATA k4vtj<>+4(SB)/2, $16
+DATA k4vtj<>+6(SB)/2, $18
+DATA k4vtj<>+8(SB)/2, $32
+DATA k4vtj<>+10(SB)/2, $34
+DATA k4vtj<>+12(SB)/2, $48
+DATA k4vtj<>+14(SB)/2, $50
+DATA k4vtj<>+16(SB)/2, $8
+DATA k4vtj<>+18(SB)/2, $10
+DATA k4vtj<>+20(SB)/2, $24
+DATA k4vtj<>+22(SB)/2, $26
+DATA k4vtj<>+24(SB)/2, $40
+DATA k4vtj<>+26(SB)/2, $42
+DATA k4vtj<>+28(SB)/2, $56
+DATA k4vtj<>+30(SB)/2, $58
+DATA k4vtj<>+32(SB)/2, $1
+DATA k4vtj<>+34(SB)/2, $3
+DATA k4vtj<>+36(SB)/2, $17
+DATA k4vtj<>+38(SB)/2, $19
+DATA k4vtj<>+40(SB)/2, $33
+DATA k4vtj<>+42(SB)/2, $35
+DATA k4vtj<>+44(SB)/2, $49
+DATA k4vtj<>+46(SB)/2, $51
+DATA k4vtj<>+48(SB)/2, $9
+DATA k4vtj<>+50(SB)/2, $11
+DATA k4vtj<>+52(SB)/2, $25
+DATA k4vtj<>+54(SB)/2, $27
+DATA k4vtj<>+56(SB)/2, $41
+DATA k4vtj<>+58(SB)/2, $43
+DATA k4vtj<>+60(SB)/2, $57
+DATA k4vtj<>+62(SB)/2, $59
+DATA k4vtj<>+64(SB)/2, $4
+DATA k4vtj<>+66(SB)/2, $6
+DATA k4vtj<>+68(SB)/2, $20
+DATA k4vtj<>+70(SB)/2, $22
+DATA k4vtj<>+72(SB)/2, $36
+DATA k4vtj<>+74(SB)/2, $38
+DATA k4vtj<>+76(SB)/2, $52
+DATA k4vtj<>+78(SB)/2, $54
+DATA k4vtj<>+80(SB)/2, $12
+DATA k4vtj<>+82(SB)/2, $14
+DATA k4vtj<>+84(SB)/2, $28
+DATA k4vtj<>+86(SB)/2, $30
+DATA k4vtj<>+88(SB)/2, $44
+DATA k4vtj<>+90(SB)/2, $46
+DATA k4vtj<>+92(SB)/2, $60
+DATA k4vtj<>+94(SB)/2, $62
+DATA k4vtj<>+96(SB)/2, $5
+DATA k4vtj<>+98(SB)/2, $7
+DATA k4vtj<>+100(SB)/2, $21
+DATA k4vtj<>+102(SB)/2, $23
+DATA k4vtj<>+104(SB)/2, $37
+DATA k4vtj<>+106(SB)/2, $39
+DATA k4vtj<>+108(SB)/2, $53
+DATA k4vtj<>+110(SB)/2, $55
+DATA k4vtj<>+112(SB)/2, $13
+DATA k4vtj<>+114(SB)/2, $15
+DATA k4vtj<>+116(SB)/2, $29
+DATA k4vtj<>+118(SB)/2, $31
+DATA k4vtj<>+120(SB)/2, $45
+DATA k4vtj<>+122(SB)/2, $47
+DATA k4vtj<>+124(SB)/2, $61
+DATA k4vtj<>+126(SB)/2, $63
+GLOBL k4vtj<>(SB), RODATA|NOPTR, $128
+
 
 // func dotQ4KTx8VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
 TEXT ·dotQ4KTx8VNNI(SB), NOSPLIT, $96-72
@@ -840,5 +906,39 @@ q4kvnstore:
 	ADDQ $4, R11
 	DECQ CX
 	JNZ q4kvnstorerow
+	VZEROUPPER
+	RET
+
+// func transposeKVAVX512(q *int8, dst *int8, nb int, ss int)
+TEXT ·transposeKVAVX512(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ ss+24(FP), DX
+	VMOVDQU64 k4vtj<>(SB), Z16
+	VMOVDQU64 k4vtj<>+64(SB), Z17
+kvtrloop:
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 128(SI), Z2
+	VMOVDQA64 Z16, Z4
+	VPERMI2W 64(SI), Z0, Z4
+	VMOVDQA64 Z16, Z5
+	VPERMI2W 192(SI), Z2, Z5
+	VINSERTI64X4 $1, Y5, Z4, Z6
+	VSHUFI64X2 $0xee, Z5, Z4, Z7
+	VMOVDQU64 Z6, 0(DI)
+	VMOVDQU64 Z7, 64(DI)
+	VMOVDQA64 Z17, Z4
+	VPERMI2W 64(SI), Z0, Z4
+	VMOVDQA64 Z17, Z5
+	VPERMI2W 192(SI), Z2, Z5
+	VINSERTI64X4 $1, Y5, Z4, Z6
+	VSHUFI64X2 $0xee, Z5, Z4, Z7
+	VMOVDQU64 Z6, 128(DI)
+	VMOVDQU64 Z7, 192(DI)
+	ADDQ $256, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ kvtrloop
 	VZEROUPPER
 	RET

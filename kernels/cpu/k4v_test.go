@@ -272,3 +272,36 @@ func BenchmarkK4V(b *testing.B) {
 		}
 	}
 }
+
+// TestTransposeKV checks transposeKVAVX512 against transposeKVGo for
+// 8 to 136 rows (both layouts of ktStrides) and 1 to 32 super-blocks,
+// every byte of kv, and that rows past the last group of 8 are left out.
+func TestTransposeKV(t *testing.T) {
+	if !hasK4V {
+		t.Skip("no AVX512_VNNI/VBMI on this machine or build")
+	}
+	for _, c := range []struct{ n, kb int }{{8, 1}, {9, 3}, {16, 8}, {23, 2}, {32, 8}, {136, 3}, {16, 32}} {
+		r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.kb)))
+		in := 256 * c.kb
+		var a actQ
+		a.quantize(kern{avx2: true, k4v: true}, randF(r, c.n*in), in, c.n, in, 256)
+		got := bytes.Clone(f8Bytes(a.kv))
+		for i := range a.kv {
+			a.kv[i] = 0x55
+		}
+		gs, ss := a.ktStrides()
+		a.transposeKVGo(in/256, gs, ss)
+		if want := f8Bytes(a.kv); !bytes.Equal(got, want) || len(want) != c.n/8*8*in {
+			t.Fatalf("%d rows × %d values: kv differs from transposeKVGo's (%d bytes, want %d)", c.n, in, len(got), c.n/8*8*in)
+		}
+	}
+}
+
+// f8Bytes views int8s as bytes.
+func f8Bytes(q []int8) []byte {
+	b := make([]byte, len(q))
+	for i, v := range q {
+		b[i] = byte(v)
+	}
+	return b
+}

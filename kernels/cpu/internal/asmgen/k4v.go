@@ -45,9 +45,11 @@ func k4vFile() string {
 	a.l("%s", macrosTile8)
 	a.l("%s", k4vData())
 	a.l("%s", k4vScaleData())
+	a.l("%s", k4vTransposeData())
 	a.kvt(1)
 	a.kvt(2)
 	a.kvtn()
+	a.kvTranspose()
 	return a.b.String()
 }
 
@@ -444,6 +446,66 @@ JNZ q4kvnloop`)
 	a.ktnStore("q4kvn", 56, 64, 72, 80)
 }
 
+// k4vTransposeData returns kvTranspose's VPERMI2W indices (k4vtj, two
+// of 64 bytes): for the output vectors (v, v+1), v = 0 and 2, word k < 16
+// of the result is word k of vector v's first half and word 16+k word k
+// of vector v+1's, both from the pair of source vectors that hold
+// sub-blocks 0-3 (and, with the same index, 4-7): word 2i+pw (i < 8, so
+// w = i%4, h = i/4) of vector v is source word 16w+8h+4(v/2)+2pw+v%2.
+func k4vTransposeData() string {
+	var b strings.Builder
+	for p := 0; p < 2; p++ {
+		for k := 0; k < 32; k++ {
+			v, kk := 2*p+k/16, k%16
+			i, pw := kk/2, kk%2
+			w, h := i%4, i/4
+			fmt.Fprintf(&b, "DATA k4vtj<>+%d(SB)/2, $%d\n", 64*p+2*k, 16*w+8*h+4*(v/2)+2*pw+v%2)
+		}
+	}
+	b.WriteString("GLOBL k4vtj<>(SB), RODATA|NOPTR, $128\n")
+	return b.String()
+}
+
+// kvTranspose writes transposeKVAVX512: one activation row's nb
+// super-blocks (256 bytes each, consecutive at q) into actQ.kv's order
+// (kernels/cpu k4vActWords) at dst, super-blocks ss bytes apart. Per
+// super-block: two VPERMI2W per pair of output vectors (sub-blocks 0-3
+// from source vectors 0 and 1, 4-7 from 2 and 3, by the same index),
+// whose halves are then joined.
+func (a *asm) kvTranspose() {
+	a.l(``)
+	a.l(`// func transposeKVAVX512(q *int8, dst *int8, nb int, ss int)`)
+	a.l(`TEXT ·transposeKVAVX512(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ q+0(FP), SI
+MOVQ dst+8(FP), DI
+MOVQ nb+16(FP), CX
+MOVQ ss+24(FP), DX
+VMOVDQU64 k4vtj<>(SB), Z16
+VMOVDQU64 k4vtj<>+64(SB), Z17
+kvtrloop:
+VMOVDQU64 (SI), Z0
+VMOVDQU64 128(SI), Z2`)
+	for p := 0; p < 2; p++ {
+		a.code(fmt.Sprintf(`
+VMOVDQA64 Z%d, Z4
+VPERMI2W 64(SI), Z0, Z4
+VMOVDQA64 Z%d, Z5
+VPERMI2W 192(SI), Z2, Z5
+VINSERTI64X4 $1, Y5, Z4, Z6
+VSHUFI64X2 $0xee, Z5, Z4, Z7
+VMOVDQU64 Z6, %d(DI)
+VMOVDQU64 Z7, %d(DI)`, 16+p, 16+p, 128*p, 128*p+64))
+	}
+	a.code(`
+ADDQ $256, SI
+ADDQ DX, DI
+DECQ CX
+JNZ kvtrloop
+VZEROUPPER
+RET`)
+}
+
 // k4vDecls returns k4v_amd64.go, the Go declarations of k4v_amd64.s.
 func k4vDecls() string {
 	return `//go:build amd64 && !purego
@@ -465,5 +527,11 @@ func dotQ4KTx16VNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16
 
 //go:noescape
 func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
+
+// transposeKVAVX512 writes one activation row's nb super-blocks (q) in
+// actQ.kv's order (k4vActWords) to dst, super-blocks ss bytes apart.
+//
+//go:noescape
+func transposeKVAVX512(q *int8, dst *int8, nb int, ss int)
 `
 }
