@@ -208,37 +208,46 @@ func TestK4VShared(t *testing.T) {
 }
 
 // BenchmarkK4V compares the AVX2 Q4_K tiles on repacked weights with the
-// VNNI ones, alternated within each iteration, one thread: 64 weight rows
-// of 2048 and 8192 values against 16 activation rows (decode of 16
-// sequences: the ×16 tile at 2048, the ×N tile at 8192, as qTiles picks)
-// and 128 (prefill: the ×N tile), ktnRows weight rows per call.
-// GMAC/cpu-s per variant.
+// VNNI ones, alternated within each iteration, one thread: rows of 2048
+// and 8192 values against 16 activation rows (decode of 16 sequences: the
+// ×16 tile at 2048, the ×N tile at 8192, as qTiles picks) and 128
+// (prefill: the ×N tile), ktnRows weight rows per call; 64 weight rows
+// (in L2), and at 16 rows also streamBytes of them per variant (from
+// memory: each variant reads its own copy). GMAC/cpu-s per variant.
 func BenchmarkK4V(b *testing.B) {
 	if !hasK4V {
 		b.Skip("no AVX512_VNNI/VBMI on this machine or build")
 	}
-	const rows = 64
 	for _, in := range []int{2048, 8192} {
-		for _, n := range []int{16, 128} {
-			b.Run(fmt.Sprintf("k%d/n%d", in, n), func(b *testing.B) {
+		rb := kernels.Q4_K.RowBytes(in)
+		for _, c := range []struct {
+			n, rows int
+			place   string
+		}{{16, 64, "L2"}, {128, 64, "L2"}, {16, streamBytes / rb / ktnRows * ktnRows, "mem"}} {
+			b.Run(fmt.Sprintf("k%d/n%d/%s", in, c.n, c.place), func(b *testing.B) {
+				n, rows := c.n, c.rows
 				r := rand.New(rand.NewPCG(16, uint64(in+n)))
 				data := randBlocks(r, kernels.Q4_K, rows, in)
-				rp := make([]byte, len(data))
-				quant.RepackQ4K(rp, data)
+				rp := [2][]byte{make([]byte, len(data)), nil}
+				quant.RepackQ4K(rp[0], data)
+				rp[1] = rp[0]
+				if c.place == "mem" {
+					rp[1] = bytes.Clone(rp[0])
+				}
 				var a actQ
 				a.quantize(kern{avx2: true, k4v: true}, randF(r, n*in), in, n, in, 256)
-				nb, rb := in/256, kernels.Q4_K.RowBytes(in)
+				nb := in / 256
 				gs, ss := a.ktStrides()
 				res := make([]float32, n*rows)
 				var acc [ktnRows * ktnGroups * 16]float32
 				run := func(v int) {
-					xs := [2][]int8{a.kt, a.kv}[v]
+					xs, w := [2][]int8{a.kt, a.kv}[v], rp[v]
 					if gs == 2048*nb && n == 16 {
 						for r0 := 0; r0 < rows; r0 += ktnRows {
 							if v == 0 {
-								dotQ4KTx16RAVX2(&rp[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
+								dotQ4KTx16RAVX2(&w[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
 							} else {
-								dotQ4KTx16VNNI(&rp[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
+								dotQ4KTx16VNNI(&w[r0*rb], rb, ktnRows, &xs[0], &a.d8[0], &a.bp[0], nb, &res[r0], rows)
 							}
 						}
 						return
@@ -247,9 +256,9 @@ func BenchmarkK4V(b *testing.B) {
 						g := min(ktnGroups, (n-m)/8)
 						for r0 := 0; r0 < rows; r0 += ktnRows {
 							if v == 0 {
-								dotQ4KTxNRAVX2(&rp[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+								dotQ4KTxNRAVX2(&w[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
 							} else {
-								dotQ4KTxNVNNI(&rp[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
+								dotQ4KTxNVNNI(&w[r0*rb], rb, ktnRows, &xs[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &res[m*rows+r0], rows, g, &acc[0], gs, ss)
 							}
 						}
 					}
@@ -266,6 +275,7 @@ func BenchmarkK4V(b *testing.B) {
 				for v, name := range []string{"avx2", "vnni"} {
 					if cpu[v] > 0 {
 						b.ReportMetric(float64(rows*n*in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+						b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
 					}
 				}
 			})
