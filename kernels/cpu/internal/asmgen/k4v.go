@@ -32,9 +32,10 @@ import (
 // Fold. Per 4 activation rows the 16 lanes are summed into [row 0-3 of
 // values 0-15 | row 0-3 of values 16-31] (HADD4's layout in the AVX2
 // tiles); every such integer equals the AVX2 tiles' (exact integer sums),
-// and the fold after it is theirs instruction for instruction, so the
-// results equal dotQ4KTx8RAVX2's (and the file layout's tiles') bit for
-// bit.
+// and the fold after it is theirs operation for operation (on Z vectors,
+// a group of 8 rows at once: kvtGroup), so the results equal
+// dotQ4KTx8RAVX2's (and the file layout's tiles') bit for bit. The 6-bit
+// scales and mins are unpacked by kvtScales (VBMI's VPERMB).
 func k4vFile() string {
 	var a asm
 	a.header()
@@ -187,65 +188,19 @@ VPSRLW $2, Y2, Y2
 VPTERNLOGD $0xe4, k4vscm<>(SB), Y2, Y1`)
 }
 
-// kvtHalf writes the products of 4 activation rows (act(r, v): row r's
-// 64-byte vector v) with the super-block in Z8-Z11 and their fold into
-// the float accumulator acc (a register or memory; through Y6 when
-// memory): per row four VPDPBUSD, per two rows a VPACKSSDW and one
-// VPMADDWD by the scales (Z15), the 16 lanes of the 4 rows summed into Y0
-// as HADD4 leaves them, then
-// kxtHalf's fold (mins in Y12 against the 32-value sums at bp0 and bp1,
-// d·xd and dmin·xd from Y13, Y20 and xd). Clobbers Z0-Z7.
-func (a *asm) kvtHalf(act func(r, v int) string, bp0, bp1, xd, acc string) {
-	for r := 0; r < 4; r++ {
-		a.l("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
-		for v := 0; v < 4; v++ {
-			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
-		}
-	}
-	dst := acc
-	if strings.Contains(acc, "(") {
-		dst = "Y6"
-	}
-	// rows 0, 1 and 2, 3 packed as words (exact: each lane fits), the
-	// scales applied and each two lanes of a row added by one VPMADDWD,
-	// then [a01 a23 b01 b23], [c01 c23 d01 d23] per 128-bit lane into
-	// [a b c d] and the lanes of each half added
-	a.code(`
-VPACKSSDW Z1, Z0, Z4
-VPACKSSDW Z3, Z2, Z6
-VPMADDWD Z15, Z4, Z4
-VPMADDWD Z15, Z6, Z6
-VSHUFPS $0x88, Z6, Z4, Z5
-VSHUFPS $0xdd, Z6, Z4, Z7
-VPADDD Z7, Z5, Z5
-VEXTRACTI64X4 $1, Z5, Y6
-VPADDD Y6, Y5, Y0`)
-	if dst == "Y6" {
-		a.l("\tVMOVUPS %s, Y6", acc)
-	}
-	a.code(fmt.Sprintf(`
-VCVTDQ2PS Y0, Y0
-VPMADDWD %s, Y12, Y2
-VPMADDWD %s, Y12, Y3
-VPHADDD Y3, Y2, Y2
-VCVTDQ2PS Y2, Y2
-VMULPS %s, Y13, Y4
-VMULPS %s, Y20, Y5
-VFMADD231PS Y0, Y4, %s
-VFNMADD231PS Y2, Y5, %s`, bp0, bp1, xd, xd, dst, dst))
-	if dst == "Y6" {
-		a.l("\tVMOVUPS Y6, %s", acc)
-	}
-}
-
 // kvtGroup writes the products of a group of 8 activation rows (act(r,
 // v): row r's 64-byte vector v) with the super-block in Z8-Z11 and their
-// fold into the float accumulator acc (Z register or memory: 16 floats,
-// kvtHalf's two accumulators of rows 0-3 and 4-7 side by side), kvtHalf's
-// steps on Z vectors for both halves at once: every lane the same integer
-// and the same float operations, so the results equal kvtHalf's (and the
-// AVX2 tiles') bit for bit. bp(o) addresses the group's 32-value sums at
-// byte o, xd its 16 activation scales. Clobbers Z0-Z7, Z25-Z28.
+// fold into the float accumulator acc (a Z register, or memory through
+// Z6): 16 floats, the AVX2 tiles' two accumulators of rows 0-3 and 4-7
+// side by side. Per row four VPDPBUSD; per two rows a VPACKSSDW and one
+// VPMADDWD by the scales (Z15), which also adds each two lanes of a row;
+// the lanes of each 4 rows summed into HADD4's layout; then kxtHalf's fold
+// (VPMADDWD of the mins in Z12 with the 32-value sums at bp(0) and bp(64),
+// VPHADDD's sums by shuffles, d·xd and dmin·xd from Z13, Z20 and the 16
+// activation scales at xd, the two FMAs) for both halves at once. Every
+// lane holds the AVX2 tiles' integer and goes through their float
+// operations, so the results equal theirs bit for bit. Clobbers Z0-Z7,
+// Z25-Z28.
 func (a *asm) kvtGroup(act func(r, v int) string, bp func(o int) string, xd, acc string) {
 	for r := 0; r < 8; r++ {
 		a.l("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
@@ -257,7 +212,7 @@ func (a *asm) kvtGroup(act func(r, v int) string, bp func(o int) string, xd, acc
 	if strings.Contains(acc, "(") {
 		dst = "Z6"
 	}
-	// rows in pairs packed as words, scaled and paired (kvtHalf); per
+	// rows in pairs packed as words, scaled and paired; per
 	// 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with the
 	// lanes of each half added
 	a.code(`
@@ -278,7 +233,7 @@ VPADDD Z3, Z2, Z2
 VSHUFI64X2 $0x44, Z2, Z0, Z4
 VSHUFI64X2 $0xee, Z2, Z0, Z5
 VPADDD Z5, Z4, Z0`)
-	// the mins: kvtHalf's VPMADDWD and VPHADDD for both halves (Z12
+	// the mins: kxtHalf's VPMADDWD and VPHADDD for both halves (Z12
 	// holds the mins in both 256-bit halves)
 	a.code(fmt.Sprintf(`
 VCVTDQ2PS Z0, Z0
