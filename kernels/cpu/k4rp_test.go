@@ -343,8 +343,17 @@ func TestRepackedMatMul(t *testing.T) {
 	for _, c := range []struct{ out, kb int }{{37, 1}, {64, 8}, {21, 16}, {130, 2}} {
 		in := c.kb * 256
 		data := randBlocks(r, kernels.Q4_K, c.out, in)
-		for _, threads := range []int{1, 2} {
-			b := New(Options{Threads: threads, QuantizeActivations: true})
+		for _, threads := range []int{1, 2, -1} {
+			// (-1: 2 threads with the AVX2 tiles where the VNNI ones,
+			// k4v.go, would run)
+			b := New(Options{Threads: max(threads, 2), QuantizeActivations: true})
+			if threads < 0 {
+				if !b.k.k4v {
+					b.Close()
+					continue
+				}
+				b.k.k4v = false
+			}
 			file, err := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
 			if err != nil {
 				t.Fatal(err)

@@ -18,6 +18,8 @@ type kern struct {
 	vnni bool
 	// avx2 enables the AVX2 kernels on stored encodings (qdot_amd64.s).
 	avx2 bool
+	// k4v enables the AVX512_VNNI Q4_K tiles on repacked weights (k4v.go).
+	k4v bool
 }
 
 // dot returns a·b[:len(a)].

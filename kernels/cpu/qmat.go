@@ -102,12 +102,13 @@ type tile8Act struct {
 	d8 []float32 // d transposed for the ×8 tiles (scales8, qtile8.go)
 	bp []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
 	kt []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
+	kv []int8    // the same rows in the VNNI Q4_K tiles' order (transposeKV, k4v.go)
 	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
 }
 
 // emptied returns t with every buffer's length 0 (capacity kept).
 func (t tile8Act) emptied() tile8Act {
-	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], s8: t.s8[:0]}
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -157,6 +158,10 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 		}
 	}
 	a.scales8()
+	a.kv = a.kv[:0]
+	if k8.k4v {
+		a.transposeKV()
+	}
 }
 
 // same reports whether the n rows of x (xs apart) equal, bit for bit, the

@@ -107,7 +107,16 @@ func (t *qmatTask) rowsKT(ob, oe, m, groups int) bool {
 	xd8 := a.d8[g0*nb*16 : g1*nb*16]
 	bp := a.bp[g0*nb*64 : g1*nb*64]
 	o := out.F[m*out.C+ob : (m+8*groups-1)*out.C+oe]
+	vnni := w.Repacked && t.k.k4v && len(a.kv) == len(a.kt)
+	if vnni {
+		// AVX512_VNNI (k4v.go): the same tile on actQ.kv
+		xt = a.kv[g0*nb*2048 : g1*nb*2048]
+	}
 	switch {
+	case groups == 2 && vnni:
+		dotQ4KTx16VNNI(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
+	case vnni:
+		dotQ4KTx8VNNI(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
 	case groups == 2 && w.Repacked:
 		dotQ4KTx16RAVX2(&wq[0], rb, oe-ob, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C)
 	case groups == 2:

@@ -54,16 +54,25 @@ func (t *qmatTask) rowsKTN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]fl
 	}
 	rb := w.DT.RowBytes(K)
 	gs, ss := a.ktStrides()
+	kt := a.kt
+	vnni := w.Repacked && t.k.k4v && len(a.kv) == len(a.kt)
+	if vnni {
+		kt = a.kv // AVX512_VNNI (k4v.go)
+	}
 	for m := m0; m < m1; m += 8 * ktnGroups {
 		g := min(ktnGroups, (m1-m)/8)
 		g0, g1 := m/8, m/8+g
-		xt := a.kt[g0*gs:]
+		xt := kt[g0*gs:]
 		xd8 := a.d8[g0*nb*16 : g1*nb*16]
 		bp := a.bp[g0*nb*64 : g1*nb*64]
 		for rb0 := ob; rb0 < oe; rb0 += ktnRows {
 			re := min(rb0+ktnRows, oe)
 			wq := w.Q[rb0*rb : re*rb]
 			o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
+			if vnni {
+				dotQ4KTxNVNNI(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
+				continue
+			}
 			if w.Repacked {
 				// repacked at load (k4rp.go): the same tile, another transpose
 				dotQ4KTxNRAVX2(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)

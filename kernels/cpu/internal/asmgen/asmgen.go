@@ -65,6 +65,7 @@ func Files() map[string]string {
 		"krows_amd64.s": krows(),
 		"ks2_amd64.s":   ks2File(), "ks2_amd64.go": ks2Decls(),
 		"k4rp_amd64.s": k4rpFile(), "k4rp_amd64.go": k4rpDecls(),
+		"k4v_amd64.s": k4vFile(), "k4v_amd64.go": k4vDecls(),
 		"q6rows_amd64.s": q6rows(),
 		"q6s2_amd64.s":   q6s2File(), "q6s2_amd64.go": q6s2Decls(),
 		"f32panel_amd64.s": f32panel(),
