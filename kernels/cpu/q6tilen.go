@@ -56,7 +56,7 @@ func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 			re := min(rb0+ktnRows, oe)
 			wq := w.Q[rb0*rb : re*rb]
 			o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
-			dotQ6KTxNAVX2(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bs[0], 2*bss, nb, &o[0], out.C, g, &acc[0], gs, ss)
+			q6TxN(t.k.vnni, wq, rb, re-rb0, &xt[0], &xd8[0], &bs[0], 2*bss, nb, o, out.C, g, &acc[0], gs, ss)
 		}
 	}
 	return true
