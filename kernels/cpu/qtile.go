@@ -62,7 +62,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = ktnRows
 	}
 	q6tn := t.takesQ6TN()
-	if q6tn {
+	q5tn := t.takesQ5TN() // Q5_K on VNNI (q5v.go)
+	if q6tn || q5tn {
 		// dotQ6KTxNAVX2 (rowsQ6TN), as dotQ4KTxNAVX2: blocks of ktnRows
 		rows = ktnRows
 	}
@@ -103,6 +104,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				t.q8Pairs(ob, oe, m0, m1)
 			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case q6tn && t.rowsQ6TN(ob, oe, m0, m1, &kacc):
+			case q5tn && t.rowsQ5TN(ob, oe, m0, m1, &kacc):
 			case w.Repacked:
 				// repacked Q4_K (k4rp.go): the transposed tiles, else
 				// the file's layout one weight row at a time

@@ -81,6 +81,7 @@ func Files() map[string]string {
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
 		"q6v_amd64.s":     q6vFile(),
+		"q5v_amd64.s":     q5vFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
 		"attngqa_amd64.s": attnGQA(), "attngqa_amd64.go": attnGQADecls(),

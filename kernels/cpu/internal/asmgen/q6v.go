@@ -145,7 +145,7 @@ ADDQ $64, DX
 ADDQ $32, BX
 DECQ CX
 JNZ q6vloop`)
-	a.q6vStore()
+	a.pairStore("q6v", 64, 72, 80, 88)
 }
 
 // q6vHalf writes q6tnHalf's products for a pair of weight rows (Z8-Z15,
@@ -194,24 +194,26 @@ VFMADD231PS Z0, Z4, Z6
 VMOVUPS Z6, %s`, xd, acc, acc))
 }
 
-// q6vStore writes dotQ6KTxNVNNI's epilogue, ktnStore's for the pairs'
-// accumulators: per pair and group the first row's halves at 0 and 64,
-// the second's at 32 and 96, each 4 rows' two lanes added and stored one
-// activation row at a time (os floats apart), the second row one column
-// after the first.
-func (a *asm) q6vStore() {
-	a.code(`
-MOVQ os+72(FP), DX
+// pairStore writes the epilogue of the pair kernels (dotQ6KTxNVNNI,
+// dotQ5KTxNVNNI), ktnStore's for the pairs' accumulators: per pair and
+// group the first row's halves at 0 and 64, the second's at 32 and 96,
+// each 4 rows' two lanes added and stored one activation row at a time
+// (os floats apart), the second row one column after the first. The
+// arguments are the frame offsets of out, os, groups and acc (rows is at
+// 16, even), and prefix names the labels.
+func (a *asm) pairStore(prefix string, outOff, osOff, groupsOff, accOff int) {
+	a.code(fmt.Sprintf(`
+MOVQ os+%d(FP), DX
 SHLQ $2, DX
-MOVQ out+64(FP), R11
-MOVQ acc+88(FP), R10
+MOVQ out+%d(FP), R11
+MOVQ acc+%d(FP), R10
 MOVQ rows+16(FP), CX
-SHRQ $1, CX`)
-	a.l("q6vstorerow:")
-	a.code(`
+SHRQ $1, CX`, osOff, outOff, accOff))
+	a.l("%sstorerow:", prefix)
+	a.code(fmt.Sprintf(`
 MOVQ R11, DI
-MOVQ groups+80(FP), R9`)
-	a.l("q6vstore:")
+MOVQ groups+%d(FP), R9`, groupsOff))
+	a.l("%sstore:", prefix)
 	for s := 0; s < 2; s++ {
 		a.code(fmt.Sprintf(`
 VMOVUPS %d(R10), Y8
@@ -231,13 +233,13 @@ VADDPS X11, X10, X10`, 64*s, 64*s+32))
 			a.l("\tADDQ DX, DI")
 		}
 	}
-	a.code(`
+	a.code(fmt.Sprintf(`
 ADDQ $128, R10
 DECQ R9
-JNZ q6vstore
+JNZ %sstore
 ADDQ $8, R11
 DECQ CX
-JNZ q6vstorerow
+JNZ %sstorerow
 VZEROUPPER
-RET`)
+RET`, prefix, prefix))
 }
