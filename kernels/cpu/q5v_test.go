@@ -19,14 +19,16 @@ func q5kSaturate(data []byte) {
 	}
 }
 
-// TestQ5Kx8VNNI checks the Q5_K ×8 tile on VNNI (dotQ5Kx8VNNI) against
+// TestQ5KTilesVNNI checks the Q5_K ×8 tile on VNNI (dotQ5Kx8VNNI) against
 // dotQ5Kx8AVX2 bit for bit and against plain Go (dotQ5KGo) within the
 // terms' float32 bound, on reductions of 1 to 33 super-blocks, random
 // and saturated blocks (values 31, scales and mins 63, activations ±127),
 // and through MatMul with the VNNI kernels on and off at 8 to 137 rows
-// (×8 tiles, ×4 and single-row leftovers) on 1 and 2 threads, bit for
-// bit between the two.
-func TestQ5Kx8VNNI(t *testing.T) {
+// (×8 tiles below 16 rows, the transposed tile dotQ5KTxNVNNI from 16 with
+// the odd weight row of a block on the ×8 tile, ×4 and single-row
+// leftovers, several L2 spans and calls of ktnGroups groups) on 1 and 2
+// threads, bit for bit between the two.
+func TestQ5KTilesVNNI(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
 	}
@@ -49,58 +51,90 @@ func TestQ5Kx8VNNI(t *testing.T) {
 					x[i] = float32(127 * (1 - 2*(i%2)))
 				}
 			}
-			var a actQ
-			a.quantize(kern{avx2: true}, x, in, c.n, in, 256)
-			nb, rb, bss := in/256, kernels.Q5_K.RowBytes(in), in/16
-			for m := 0; m+8 <= c.n; m += 8 {
-				for o := 0; o < c.out; o++ {
-					var want, got [8]float32
-					args := func(f func(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32), out *[8]float32) {
-						f(&data[o*rb], &a.q[m*in], in, &a.d8[(m/8)*nb*16], &a.bs[m*bss], bss, nb, out)
-					}
-					args(dotQ5Kx8AVX2, &want)
-					args(dotQ5Kx8VNNI, &got)
-					for r := range want {
-						if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
-							t.Fatalf("weight row %d, activation row %d: VNNI %v, AVX2 %v", o, m+r, got[r], want[r])
-						}
-						g := dotQ5KGo(data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb], a.bs[(m+r)*bss:(m+r+1)*bss])
-						tol := magTol(kernels.Q5_K, data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb])
-						if d := math.Abs(float64(got[r] - g)); !(d <= tol) {
-							t.Fatalf("weight row %d, activation row %d: VNNI %v, plain Go %v (tolerance %g)", o, m+r, got[r], g, tol)
-						}
-					}
-				}
-			}
-			w, err := kernels.NewHostWeight(kernels.Q5_K, c.out, in, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res [2][]float32
-			for v, vnni := range []bool{false, true} {
-				b := New(Options{Threads: c.threads, QuantizeActivations: true})
-				b.k.vnni = vnni
-				const pad = 64
-				mm := &kernels.Host{R: c.n, C: c.out, F: make([]float32, c.n*c.out+pad)}
-				for i := c.n * c.out; i < len(mm.F); i++ {
-					mm.F[i] = float32(math.Inf(-1))
-				}
-				b.MatMul(mm, &kernels.Host{R: c.n, C: in, F: x}, w, c.n)
-				b.Close()
-				for i := c.n * c.out; i < len(mm.F); i++ {
-					if !math.IsInf(float64(mm.F[i]), -1) {
-						t.Fatalf("vnni=%v: MatMul wrote past its output at %d", vnni, i)
-					}
-				}
-				res[v] = mm.F[:c.n*c.out]
-			}
-			for i := range res[0] {
-				if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
-					t.Fatalf("MatMul [%d,%d]: VNNI %v, AVX2 %v", i/c.out, i%c.out, res[1][i], res[0][i])
-				}
-			}
+			checkQ5V(t, data, x, c.n, c.out, in, c.threads)
 		})
 	}
+}
+
+// checkQ5V checks dotQ5Kx8VNNI against dotQ5Kx8AVX2 bit for bit and
+// against dotQ5KGo within magTol on a Q5_K weight of out×in (data) and n
+// activation rows x, and MatMul on threads threads with the VNNI kernels
+// on and off, bit for bit, nothing written past its output.
+func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
+	t.Helper()
+	var a actQ
+	a.quantize(kern{avx2: true}, x, in, n, in, 256)
+	nb, rb, bss := in/256, kernels.Q5_K.RowBytes(in), in/16
+	for m := 0; m+8 <= n; m += 8 {
+		for o := 0; o < out; o++ {
+			var want, got [8]float32
+			args := func(f func(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32), out *[8]float32) {
+				f(&data[o*rb], &a.q[m*in], in, &a.d8[(m/8)*nb*16], &a.bs[m*bss], bss, nb, out)
+			}
+			args(dotQ5Kx8AVX2, &want)
+			args(dotQ5Kx8VNNI, &got)
+			for r := range want {
+				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("weight row %d, activation row %d: VNNI %v, AVX2 %v", o, m+r, got[r], want[r])
+				}
+				g := dotQ5KGo(data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb], a.bs[(m+r)*bss:(m+r+1)*bss])
+				tol := magTol(kernels.Q5_K, data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb])
+				if d := math.Abs(float64(got[r] - g)); !(d <= tol) {
+					t.Fatalf("weight row %d, activation row %d: VNNI %v, plain Go %v (tolerance %g)", o, m+r, got[r], g, tol)
+				}
+			}
+		}
+	}
+	w, err := kernels.NewHostWeight(kernels.Q5_K, out, in, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res [2][]float32
+	for v, vnni := range []bool{false, true} {
+		b := New(Options{Threads: threads, QuantizeActivations: true})
+		b.k.vnni = vnni
+		const pad = 64
+		mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
+		for i := n * out; i < len(mm.F); i++ {
+			mm.F[i] = float32(math.Inf(-1))
+		}
+		b.MatMul(mm, &kernels.Host{R: n, C: in, F: x}, w, n)
+		b.Close()
+		for i := n * out; i < len(mm.F); i++ {
+			if !math.IsInf(float64(mm.F[i]), -1) {
+				t.Fatalf("vnni=%v: MatMul wrote past its output at %d", vnni, i)
+			}
+		}
+		res[v] = mm.F[:n*out]
+	}
+	for i := range res[0] {
+		if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
+			t.Fatalf("MatMul [%d,%d]: VNNI %v, AVX2 %v", i/out, i%out, res[1][i], res[0][i])
+		}
+	}
+}
+
+// FuzzQ5KTilesVNNI checks the Q5_K VNNI tiles (checkQ5V) on weight blocks
+// made from the fuzzer's bytes (values, scales, mins, d and dmin
+// included), batches of 8 to 137 rows and reductions of 1 to 20
+// super-blocks.
+func FuzzQ5KTilesVNNI(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(0), []byte{1, 2, 3})
+	f.Add(uint8(24), uint8(7), uint8(15), []byte{0xff, 0x7f, 0, 0x80})
+	f.Add(uint8(121), uint8(1), uint8(19), []byte{0x00, 0x3c})
+	f.Fuzz(func(t *testing.T, n8, rows8, kb8 uint8, seed []byte) {
+		if !hasVNNI {
+			t.Skip("no AVX512_VNNI kernels on this machine or build")
+		}
+		n, rows, in := int(n8%130)+8, int(rows8%19)+1, (int(kb8%20)+1)*256
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
+		data := randBlocks(r, kernels.Q5_K, rows, in)
+		for i, v := range seed {
+			data[i%len(data)] ^= v
+		}
+		sanitizeHalves(kernels.Q5_K, data)
+		checkQ5V(t, data, randF(r, n*in), n, rows, in, 2)
+	})
 }
 
 // TestQ5KTilesVNNIAllocs checks that Q5_K MatMuls on the VNNI tiles

@@ -32,8 +32,9 @@ func (t *qmatTask) takesQ6TN() bool {
 }
 
 // rowsQ6TN sets the products of Q6_K weight rows [ob, oe) with the groups
-// of 8 activation rows in [m0, m1) (multiples of 8) with dotQ6KTxNAVX2,
-// ktnGroups groups and ktnRows weight rows at a time, acc its
+// of 8 activation rows in [m0, m1) (multiples of 8) with dotQ6KTxNAVX2
+// (on VNNI dotQ6KTxNVNNI for pairs of weight rows, q6v.go), ktnGroups
+// groups and ktnRows weight rows at a time, acc its
 // accumulators. It reports false, doing nothing, where the activations
 // have no transposed rows or scales for them.
 func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]float32) bool {
