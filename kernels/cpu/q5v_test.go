@@ -166,10 +166,11 @@ func TestQ5KTilesVNNIAllocs(t *testing.T) {
 }
 
 // BenchmarkQ5KTilesVNNI compares Q5_K batched products through qTiles
-// (the ×8 tiles, ×4 and single-row leftovers) with the AVX2 ×8 tile
-// ("avx2") and the VNNI one ("vnni"), alternated within each iteration,
-// on one thread: weights in L2 (64×2048, 88 KiB) and from memory (a
-// Q5_K_M 1B file's 2048×8192 and 8192×2048), 16 and 128 activation rows.
+// with the AVX2 kernels ("avx2": the ×8 tile) and the VNNI ones ("vnni":
+// dotQ5Kx8VNNI at 8 rows, dotQ5KTxNVNNI from 16), alternated within each
+// iteration, on one thread: weights in L2 (64×2048, 88 KiB) and from
+// memory (a Q5_K_M 1B file's 2048×8192 and 8192×2048), 8, 16 and 128
+// activation rows.
 // Metrics: multiply-adds and weight bytes per CPU-second of each.
 func BenchmarkQ5KTilesVNNI(b *testing.B) {
 	if !hasVNNI {
@@ -182,7 +183,7 @@ func BenchmarkQ5KTilesVNNI(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, n := range []int{16, 128} {
+		for _, n := range []int{8, 16, 128} {
 			x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
 			t := &qmatTask{k: kern{avx2: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
 			t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
