@@ -32,8 +32,9 @@ func (t *qmatTask) takesQ6TN() bool {
 }
 
 // rowsQ6TN sets the products of Q6_K weight rows [ob, oe) with the groups
-// of 8 activation rows in [m0, m1) (multiples of 8) with dotQ6KTxNAVX2,
-// ktnGroups groups and ktnRows weight rows at a time, acc its
+// of 8 activation rows in [m0, m1) (multiples of 8) with dotQ6KTxNAVX2
+// (on VNNI dotQ6KTxNVNNI for pairs of weight rows, q6v.go), ktnGroups
+// groups and ktnRows weight rows at a time, acc its
 // accumulators. It reports false, doing nothing, where the activations
 // have no transposed rows or scales for them.
 func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]float32) bool {
@@ -56,7 +57,7 @@ func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 			re := min(rb0+ktnRows, oe)
 			wq := w.Q[rb0*rb : re*rb]
 			o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
-			dotQ6KTxNAVX2(&wq[0], rb, re-rb0, &xt[0], &xd8[0], &bs[0], 2*bss, nb, &o[0], out.C, g, &acc[0], gs, ss)
+			q6TxN(t.k.vnni, wq, rb, re-rb0, &xt[0], &xd8[0], &bs[0], 2*bss, nb, o, out.C, g, &acc[0], gs, ss)
 		}
 	}
 	return true

@@ -91,41 +91,43 @@ func checkQ6TN(t *testing.T, data []byte, x []float32, n, out, in, threads int) 
 	os := out + padCols
 	sentinel := float32(math.Inf(-1))
 	res := make([]float32, n8*os)
-	for _, rows := range []int{1, 2, 3, 5, 16} {
-		rows = min(rows, out)
-		for g0 := 0; g0 < groups; g0++ {
-			for gn := 1; g0+gn <= groups; gn++ {
-				if gn > 2 && g0 > 1 {
-					break
-				}
-				for i := range res {
-					res[i] = sentinel
-				}
-				acc := make([]float32, rows*gn*16+16)
-				for i := rows * gn * 16; i < len(acc); i++ {
-					acc[i] = sentinel
-				}
-				o0 := out - rows
-				m := 8 * g0
-				dotQ6KTxNAVX2(&data[o0*rb], rb, rows, &a.kt[g0*gs], &a.d8[g0*nb*16], &a.bs[m*bss], 2*bss, nb,
-					&res[m*os+o0], os, gn, &acc[0], gs, ss)
-				for i := rows * gn * 16; i < len(acc); i++ {
-					if acc[i] != sentinel {
-						t.Fatalf("%d rows × %d groups from %d: accumulator %d past the end written", rows, gn, g0, i)
+	for _, v := range q6TNVariants() {
+		for _, rows := range []int{1, 2, 3, 5, 16} {
+			rows = min(rows, out)
+			for g0 := 0; g0 < groups; g0++ {
+				for gn := 1; g0+gn <= groups; gn++ {
+					if gn > 2 && g0 > 1 {
+						break
 					}
-				}
-				for r := 0; r < n8; r++ {
-					for c := 0; c < os; c++ {
-						got := res[r*os+c]
-						inside := r >= m && r < m+8*gn && c >= o0 && c < o0+rows
-						if !inside {
-							if got != sentinel {
-								t.Fatalf("%d rows × %d groups from %d: [%d,%d] written outside the block", rows, gn, g0, r, c)
-							}
-							continue
+					for i := range res {
+						res[i] = sentinel
+					}
+					acc := make([]float32, rows*gn*16+16)
+					for i := rows * gn * 16; i < len(acc); i++ {
+						acc[i] = sentinel
+					}
+					o0 := out - rows
+					m := 8 * g0
+					q6TxN(v.vnni, data[o0*rb:], rb, rows, &a.kt[g0*gs], &a.d8[g0*nb*16], &a.bs[m*bss], 2*bss, nb,
+						res[m*os+o0:], os, gn, &acc[0], gs, ss)
+					for i := rows * gn * 16; i < len(acc); i++ {
+						if acc[i] != sentinel {
+							t.Fatalf("%s: %d rows × %d groups from %d: accumulator %d past the end written", v.name, rows, gn, g0, i)
 						}
-						if v := ref[r*out+c]; math.Float32bits(got) != math.Float32bits(v) {
-							t.Fatalf("%d rows × %d groups from %d: [%d,%d] %v, dotQ6Kx8AVX2 %v", rows, gn, g0, r, c, got, v)
+					}
+					for r := 0; r < n8; r++ {
+						for c := 0; c < os; c++ {
+							got := res[r*os+c]
+							inside := r >= m && r < m+8*gn && c >= o0 && c < o0+rows
+							if !inside {
+								if got != sentinel {
+									t.Fatalf("%s: %d rows × %d groups from %d: [%d,%d] written outside the block", v.name, rows, gn, g0, r, c)
+								}
+								continue
+							}
+							if want := ref[r*out+c]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s: %d rows × %d groups from %d: [%d,%d] %v, dotQ6Kx8AVX2 %v", v.name, rows, gn, g0, r, c, got, want)
+							}
 						}
 					}
 				}
@@ -133,22 +135,25 @@ func checkQ6TN(t *testing.T, data []byte, x []float32, n, out, in, threads int) 
 		}
 	}
 
-	b := New(Options{Threads: threads, QuantizeActivations: true})
-	defer b.Close()
-	const pad = 64
-	mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
-	for i := n * out; i < len(mm.F); i++ {
-		mm.F[i] = sentinel
-	}
-	b.MatMul(mm, &kernels.Host{R: n, C: in, F: x}, w, n)
-	for i, v := range ref {
-		if g := mm.F[i]; math.Float32bits(g) != math.Float32bits(v) {
-			t.Fatalf("MatMul [%d,%d]: %v, dotQ6Kx8AVX2 %v", i/out, i%out, g, v)
+	for _, v := range q6TNVariants() {
+		b := New(Options{Threads: threads, QuantizeActivations: true})
+		b.k.vnni = v.vnni
+		const pad = 64
+		mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
+		for i := n * out; i < len(mm.F); i++ {
+			mm.F[i] = sentinel
 		}
-	}
-	for i := n * out; i < len(mm.F); i++ {
-		if mm.F[i] != sentinel {
-			t.Fatalf("MatMul wrote past its output at %d", i)
+		b.MatMul(mm, &kernels.Host{R: n, C: in, F: x}, w, n)
+		b.Close()
+		for i, want := range ref {
+			if g := mm.F[i]; math.Float32bits(g) != math.Float32bits(want) {
+				t.Fatalf("%s: MatMul [%d,%d]: %v, dotQ6Kx8AVX2 %v", v.name, i/out, i%out, g, want)
+			}
+		}
+		for i := n * out; i < len(mm.F); i++ {
+			if mm.F[i] != sentinel {
+				t.Fatalf("%s: MatMul wrote past its output at %d", v.name, i)
+			}
 		}
 	}
 }

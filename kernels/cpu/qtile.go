@@ -38,7 +38,8 @@ const (
 // (qtile8.go; for Q4_K the tiles on transposed super-blocks, of qtilekt.go
 // below qTileMinRows rows and ktnMinK values and of qtilektn.go otherwise,
 // else those of qtilek.go; for Q6_K from q6tnMinRows rows the tile on
-// transposed super-blocks of q6tilen.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
+// transposed super-blocks of q6tilen.go; for Q5_K on VNNI from q5tnMinRows
+// rows that of q5v.go; for Q8_0 from qTileMinRows rows and q8PairMinK values the 2×4
 // tile of q8tile.go, weight rows in pairs) and the ×4 tiles in blocks of
 // weight rows, the activation rows left over (t.n mod 4) one by one. (The
 // 2×4 Q4_K tile, which the 8192-value reductions took at 32 rows or more,
@@ -62,7 +63,8 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		rows = ktnRows
 	}
 	q6tn := t.takesQ6TN()
-	if q6tn {
+	q5tn := t.takesQ5TN() // Q5_K on VNNI (q5v.go)
+	if q6tn || q5tn {
 		// dotQ6KTxNAVX2 (rowsQ6TN), as dotQ4KTxNAVX2: blocks of ktnRows
 		rows = ktnRows
 	}
@@ -103,6 +105,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 				t.q8Pairs(ob, oe, m0, m1)
 			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):
 			case q6tn && t.rowsQ6TN(ob, oe, m0, m1, &kacc):
+			case q5tn && t.rowsQ5TN(ob, oe, m0, m1, &kacc):
 			case w.Repacked:
 				// repacked Q4_K (k4rp.go): the transposed tiles, else
 				// the file's layout one weight row at a time

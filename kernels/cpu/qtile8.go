@@ -110,7 +110,7 @@ func (t *qmatTask) tile8W(wr []byte, m int, acc *[8]float32) {
 		}
 		dotQ4Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	case kernels.Q5_K:
-		dotQ5Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
+		dotQ5Kx8(t.k.vnni, &wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	default:
 		dotQ6Kx8AVX2(&wr[0], &xq[0], K, &xd8[0], &bs[0], K/16, nb, acc)
 	}
@@ -156,7 +156,7 @@ func (t *qmatTask) rows8(ob, oe, m int) {
 				dotQ4Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
 			}
 		case kernels.Q5_K:
-			dotQ5Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
+			dotQ5Kx8(t.k.vnni, wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
 		default:
 			dotQ6Kx8AVX2(wr, &xq[0], K, &xd8[0], &bs[0], K/16, nb, &acc)
 		}

@@ -43,6 +43,10 @@
 // vadd.go writes vadd_amd64.s (the backend's element-wise bias and
 // weighted adds, bit-equal to the Go loops) and vadd_amd64.go.
 //
+// q6v.go writes q6v_amd64.s (the Q6_K transposed tile on AVX-512 VNNI, two
+// weight rows per Z register) and q5v.go q5v_amd64.s (the Q5_K ×8 and
+// transposed tiles on AVX-512 VNNI).
+//
 // swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
 // the Go loop) and swiglu_amd64.go.
 //
@@ -84,6 +88,8 @@ func Files() map[string]string {
 		"q8tile_amd64.s":  q8tileFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
+		"q6v_amd64.s":     q6vFile(),
+		"q5v_amd64.s":     q5vFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"mxvnni_amd64.s": mxvnniFile(), "mxvnni_amd64.go": mxvnniDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),

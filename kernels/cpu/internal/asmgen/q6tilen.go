@@ -28,17 +28,22 @@ func q6tilenFile() string {
 // memory (acc, 16 floats per weight row and group).`)
 	a.l(``)
 	a.l("%s", macrosTile8)
-	a.lines(`
+	a.lines(q6tnPermData)
+	a.q6tn()
+	a.transposeKRow()
+	return a.b.String()
+}
+
+// q6tnPermData defines q6tnperm, which picks a super-block's 16 scale
+// bytes as [0 2 4 ... 14 1 3 ... 15]: widened to words, the even
+// sub-blocks' scales in the low lane and the odd ones' in the high lane.
+const q6tnPermData = `
 // q6tnperm picks a super-block's 16 scale bytes as [0 2 4 ... 14 1 3 ...
 // 15]: widened to words, the even sub-blocks' scales in the low lane and
 // the odd ones' in the high lane.
 DATA q6tnperm<>+0(SB)/8, $0x0e0c0a0806040200
 DATA q6tnperm<>+8(SB)/8, $0x0f0d0b0907050301
-GLOBL q6tnperm<>(SB), RODATA|NOPTR, $16`)
-	a.q6tn()
-	a.transposeKRow()
-	return a.b.String()
-}
+GLOBL q6tnperm<>(SB), RODATA|NOPTR, $16`
 
 // transposeKRow writes transposeKAVX2: one activation row's nb super-blocks
 // (src, 256 bytes each, contiguous) transposed as 8×8 words per 128-bit

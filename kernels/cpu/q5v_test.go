@@ -1,0 +1,207 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// q5kSaturate sets every Q5_K block of data (d and dmin kept) to its
+// extremes: all values 31 and every scale and min 63.
+func q5kSaturate(data []byte) {
+	for b := 0; b < len(data); b += kernels.Q5_K.RowBytes(256) {
+		for i := b + 4; i < b+kernels.Q5_K.RowBytes(256); i++ {
+			data[i] = 0xff
+		}
+	}
+}
+
+// TestQ5KTilesVNNI checks the Q5_K ×8 tile on VNNI (dotQ5Kx8VNNI) against
+// dotQ5Kx8AVX2 bit for bit and against plain Go (dotQ5KGo) within the
+// terms' float32 bound, on reductions of 1 to 33 super-blocks, random
+// and saturated blocks (values 31, scales and mins 63, activations ±127),
+// and through MatMul with the VNNI kernels on and off at 8 to 137 rows
+// (×8 tiles below 16 rows, the transposed tile dotQ5KTxNVNNI from 16 with
+// the odd weight row of a block on the ×8 tile, ×4 and single-row
+// leftovers, several L2 spans and calls of ktnGroups groups) on 1 and 2
+// threads, bit for bit between the two.
+func TestQ5KTilesVNNI(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX512_VNNI kernels on this machine or build")
+	}
+	for _, c := range []struct {
+		n, out, kb, threads int
+		sat                 bool
+	}{
+		{8, 3, 1, 1, false}, {8, 5, 2, 2, false}, {9, 7, 3, 1, false}, {16, 33, 8, 2, false}, {23, 4, 17, 2, false},
+		{32, 9, 32, 1, false}, {64, 16, 8, 2, false}, {127, 5, 33, 2, false}, {137, 11, 2, 2, false},
+		{8, 4, 4, 1, true}, {16, 6, 8, 2, true}, {40, 3, 32, 2, true},
+	} {
+		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%v", c.n, c.out, c.kb*256, c.threads, c.sat), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+5)))
+			in := c.kb * 256
+			data := randBlocks(r, kernels.Q5_K, c.out, in)
+			x := randF(r, c.n*in)
+			if c.sat {
+				q5kSaturate(data)
+				for i := range x {
+					x[i] = float32(127 * (1 - 2*(i%2)))
+				}
+			}
+			checkQ5V(t, data, x, c.n, c.out, in, c.threads)
+		})
+	}
+}
+
+// checkQ5V checks dotQ5Kx8VNNI against dotQ5Kx8AVX2 bit for bit and
+// against dotQ5KGo within magTol on a Q5_K weight of out×in (data) and n
+// activation rows x, and MatMul on threads threads with the VNNI kernels
+// on and off, bit for bit, nothing written past its output.
+func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
+	t.Helper()
+	var a actQ
+	a.quantize(kern{avx2: true}, x, in, n, in, 256)
+	nb, rb, bss := in/256, kernels.Q5_K.RowBytes(in), in/16
+	for m := 0; m+8 <= n; m += 8 {
+		for o := 0; o < out; o++ {
+			var want, got [8]float32
+			args := func(f func(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32), out *[8]float32) {
+				f(&data[o*rb], &a.q[m*in], in, &a.d8[(m/8)*nb*16], &a.bs[m*bss], bss, nb, out)
+			}
+			args(dotQ5Kx8AVX2, &want)
+			args(dotQ5Kx8VNNI, &got)
+			for r := range want {
+				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("weight row %d, activation row %d: VNNI %v, AVX2 %v", o, m+r, got[r], want[r])
+				}
+				g := dotQ5KGo(data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb], a.bs[(m+r)*bss:(m+r+1)*bss])
+				tol := magTol(kernels.Q5_K, data[o*rb:(o+1)*rb], a.q[(m+r)*in:(m+r+1)*in], a.d[(m+r)*nb:(m+r+1)*nb])
+				if d := math.Abs(float64(got[r] - g)); !(d <= tol) {
+					t.Fatalf("weight row %d, activation row %d: VNNI %v, plain Go %v (tolerance %g)", o, m+r, got[r], g, tol)
+				}
+			}
+		}
+	}
+	w, err := kernels.NewHostWeight(kernels.Q5_K, out, in, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res [2][]float32
+	for v, vnni := range []bool{false, true} {
+		b := New(Options{Threads: threads, QuantizeActivations: true})
+		b.k.vnni = vnni
+		const pad = 64
+		mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
+		for i := n * out; i < len(mm.F); i++ {
+			mm.F[i] = float32(math.Inf(-1))
+		}
+		b.MatMul(mm, &kernels.Host{R: n, C: in, F: x}, w, n)
+		b.Close()
+		for i := n * out; i < len(mm.F); i++ {
+			if !math.IsInf(float64(mm.F[i]), -1) {
+				t.Fatalf("vnni=%v: MatMul wrote past its output at %d", vnni, i)
+			}
+		}
+		res[v] = mm.F[:n*out]
+	}
+	for i := range res[0] {
+		if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
+			t.Fatalf("MatMul [%d,%d]: VNNI %v, AVX2 %v", i/out, i%out, res[1][i], res[0][i])
+		}
+	}
+}
+
+// FuzzQ5KTilesVNNI checks the Q5_K VNNI tiles (checkQ5V) on weight blocks
+// made from the fuzzer's bytes (values, scales, mins, d and dmin
+// included), batches of 8 to 137 rows and reductions of 1 to 20
+// super-blocks.
+func FuzzQ5KTilesVNNI(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(0), []byte{1, 2, 3})
+	f.Add(uint8(24), uint8(7), uint8(15), []byte{0xff, 0x7f, 0, 0x80})
+	f.Add(uint8(121), uint8(1), uint8(19), []byte{0x00, 0x3c})
+	f.Fuzz(func(t *testing.T, n8, rows8, kb8 uint8, seed []byte) {
+		if !hasVNNI {
+			t.Skip("no AVX512_VNNI kernels on this machine or build")
+		}
+		n, rows, in := int(n8%130)+8, int(rows8%19)+1, (int(kb8%20)+1)*256
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
+		data := randBlocks(r, kernels.Q5_K, rows, in)
+		for i, v := range seed {
+			data[i%len(data)] ^= v
+		}
+		sanitizeHalves(kernels.Q5_K, data)
+		checkQ5V(t, data, randF(r, n*in), n, rows, in, 2)
+	})
+}
+
+// TestQ5KTilesVNNIAllocs checks that Q5_K MatMuls on the VNNI tiles
+// allocate nothing once the activations' buffers have grown: 16 rows of
+// 8192 values and 48 of 2048 (transposed tile), 8 of 2048 (×8 tile), on 1
+// and 2 threads.
+func TestQ5KTilesVNNIAllocs(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX512_VNNI kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(5, 9))
+	const out = 41
+	for _, c := range []struct{ n, in int }{{16, 8192}, {48, 2048}, {8, 2048}} {
+		w, err := kernels.NewHostWeight(kernels.Q5_K, out, c.in, randBlocks(r, kernels.Q5_K, out, c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
+		res := &kernels.Host{R: c.n, C: out, F: make([]float32, c.n*out)}
+		for _, threads := range []int{1, 2} {
+			b := New(Options{Threads: threads, QuantizeActivations: true})
+			b.MatMul(res, x, w, c.n)
+			if a := testing.AllocsPerRun(20, func() { b.MatMul(res, x, w, c.n) }); a != 0 {
+				t.Errorf("%d rows of %d values, %d threads: %v allocations per MatMul", c.n, c.in, threads, a)
+			}
+			b.Close()
+		}
+	}
+}
+
+// BenchmarkQ5KTilesVNNI compares Q5_K batched products through qTiles
+// with the AVX2 kernels ("avx2": the ×8 tile) and the VNNI ones ("vnni":
+// dotQ5Kx8VNNI at 8 rows, dotQ5KTxNVNNI from 16), alternated within each
+// iteration, on one thread: weights in L2 (64×2048, 88 KiB) and from
+// memory (a Q5_K_M 1B file's 2048×8192 and 8192×2048), 8, 16 and 128
+// activation rows.
+// Metrics: multiply-adds and weight bytes per CPU-second of each.
+func BenchmarkQ5KTilesVNNI(b *testing.B) {
+	if !hasVNNI {
+		b.Skip("no AVX512_VNNI kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(19, 31))
+	for _, sh := range []struct{ out, in int }{{64, 2048}, {2048, 8192}, {8192, 2048}} {
+		data := randBlocks(r, kernels.Q5_K, sh.out, sh.in)
+		w, err := kernels.NewHostWeight(kernels.Q5_K, sh.out, sh.in, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{8, 16, 128} {
+			x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
+			t := &qmatTask{k: kern{avx2: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
+			t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
+			b.Run(fmt.Sprintf("%dx%d/n%d", sh.out, sh.in, n), func(b *testing.B) {
+				var cpu [2]float64
+				for i := 0; i < b.N; i++ {
+					for v := range cpu {
+						t.k.vnni = v == 1
+						c0 := processCPU()
+						t.qTiles(0, sh.out)
+						cpu[v] += (processCPU() - c0).Seconds()
+					}
+				}
+				for v, name := range []string{"avx2", "vnni"} {
+					b.ReportMetric(float64(n*sh.out*sh.in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+					b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
+				}
+			})
+		}
+	}
+}

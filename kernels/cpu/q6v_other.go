@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func dotQ6KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bs *int16, bsr int, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int) {
+	panic("unreachable")
+}
