@@ -176,10 +176,7 @@ func TestHalfPanelsZ(t *testing.T) {
 }
 
 // TestHalfZMatMul runs whole F16/BF16 MatMuls (1 and 2 threads, batches
-// 1–137) on a backend with AVX-512 and on the same backend with the
-// AVX-512 flag cleared (the AVX2 kernels every machine without AVX-512
-// runs): both within the float64 product's rounding bound, and equal bit
-// for bit wherever both run on the panel path.
+// 1–137) through checkHalfZ.
 func TestHalfZMatMul(t *testing.T) {
 	if !hasAVX512 {
 		t.Skip("no AVX-512 kernels on this machine or build")
@@ -193,38 +190,72 @@ func TestHalfZMatMul(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/n%d/%dx%d/t%d", dt, c.n, c.rows, c.in, threads), func(t *testing.T) {
 					data := randBlocks(r, dt, c.rows, c.in)
 					sanitizeHalves(dt, data)
-					w, err := kernels.NewHostWeight(dt, c.rows, c.in, data)
-					if err != nil {
-						t.Fatal(err)
-					}
-					xf := randF(r, c.n*c.in)
-					_, onAct, _, mag := storedRef(w, xf, c.n)
-					x := &kernels.Host{R: c.n, C: c.in, F: xf}
-					var outs [2][]float32
-					for i, simd := range []bool{true, false} {
-						b := New(Options{Threads: threads})
-						b.k.simd = simd
-						out := b.Alloc(c.n, c.rows).(*kernels.Host)
-						b.MatMul(out, x, w, c.n)
-						b.Close()
-						outs[i] = out.F
-						for j, g := range out.F {
-							tol := max(float64(halfPanelDepth(c.in)), float64(c.in/2+2))*0x1p-24*mag[j]*1.01 + 1e-6
-							if d := math.Abs(float64(g) - onAct[j]); d > tol {
-								t.Fatalf("simd=%v [%d,%d] = %v, float64 product %v (tol %g)", simd, j/c.rows, j%c.rows, g, onAct[j], tol)
-							}
-						}
-					}
-					zk := kern{simd: true, avx2: true}
-					q := qmatTask{k: kern{avx2: true}}
-					if (&qmatTask{k: zk}).panels(dt, c.n, c.in) && q.panels(dt, c.n, c.in) {
-						for j := range outs[0] {
-							if math.Float32bits(outs[0][j]) != math.Float32bits(outs[1][j]) {
-								t.Fatalf("[%d,%d]: AVX-512 %v, AVX2 %v", j/c.rows, j%c.rows, outs[0][j], outs[1][j])
-							}
-						}
-					}
+					checkHalfZ(t, dt, data, randF(r, c.n*c.in), c.n, c.rows, c.in, threads)
 				})
+			}
+		}
+	}
+}
+
+// FuzzHalfZ runs checkHalfZ on weights made from the fuzzer's bytes, any
+// batch of 1 to 70 rows, 1 to 70 weight rows and any reduction length up
+// to 1200 (every tail, several chunks).
+func FuzzHalfZ(f *testing.F) {
+	f.Add(false, uint8(15), uint8(17), uint16(100), []byte{1, 2, 3})
+	f.Add(true, uint8(32), uint8(2), uint16(1031), []byte{0xff, 0x7b, 0, 0x80})
+	f.Add(false, uint8(40), uint8(50), uint16(7), []byte{0x00, 0x3c})
+	f.Fuzz(func(t *testing.T, bf bool, n8, rows8 uint8, in16 uint16, seed []byte) {
+		if !hasAVX512 {
+			t.Skip("no AVX-512 kernels on this machine or build")
+		}
+		dt := kernels.F16
+		if bf {
+			dt = kernels.BF16
+		}
+		n, rows, in := int(n8%70)+1, int(rows8%70)+1, int(in16%1200)+1
+		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(in)))
+		data := randBlocks(r, dt, rows, in)
+		for i, v := range seed {
+			data[i%len(data)] ^= v
+		}
+		sanitizeHalves(dt, data)
+		checkHalfZ(t, dt, data, randF(r, n*in), n, rows, in, 2)
+	})
+}
+
+// checkHalfZ runs the F16/BF16 MatMul of x (n rows) by the weight rows in
+// data on a backend with AVX-512 and on the same backend with the AVX-512
+// flag cleared (the AVX2 kernels every machine without AVX-512 runs):
+// both within the float64 product's rounding bound, and equal bit for bit
+// wherever both run on the panel path.
+func checkHalfZ(t *testing.T, dt kernels.DType, data []byte, xf []float32, n, rows, in, threads int) {
+	t.Helper()
+	w, err := kernels.NewHostWeight(dt, rows, in, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, onAct, _, mag := storedRef(w, xf, n)
+	x := &kernels.Host{R: n, C: in, F: xf}
+	var outs [2][]float32
+	for i, simd := range []bool{true, false} {
+		b := New(Options{Threads: threads})
+		b.k.simd = simd
+		out := b.Alloc(n, rows).(*kernels.Host)
+		b.MatMul(out, x, w, n)
+		b.Close()
+		outs[i] = out.F
+		for j, g := range out.F {
+			tol := max(float64(halfPanelDepth(in)), float64(in/2+2))*0x1p-24*mag[j]*1.01 + 1e-6
+			if d := math.Abs(float64(g) - onAct[j]); d > tol {
+				t.Fatalf("simd=%v [%d,%d] = %v, float64 product %v (tol %g)", simd, j/rows, j%rows, g, onAct[j], tol)
+			}
+		}
+	}
+	z, a := &qmatTask{k: kern{simd: true, avx2: true}}, &qmatTask{k: kern{avx2: true}}
+	if z.panels(dt, n, in) && a.panels(dt, n, in) && in >= 8 {
+		for j := range outs[0] {
+			if math.Float32bits(outs[0][j]) != math.Float32bits(outs[1][j]) {
+				t.Fatalf("[%d,%d]: AVX-512 %v, AVX2 %v", j/rows, j%rows, outs[0][j], outs[1][j])
 			}
 		}
 	}
