@@ -31,6 +31,9 @@ import (
 // as deep as the plain path's two accumulators), added at the end. The
 // order depends neither on the weight row's place in a tile nor on the
 // range a thread was given, so results do not depend on the partition.
+// On AVX-512 (kern.simd) every F16/BF16 batch of halfPanelZMinRows rows
+// or more takes this path with the zmm kernels of halfz.go, in the same
+// order (the same bits).
 
 // The panel path's batch threshold and cache blocking.
 const (
@@ -68,7 +71,9 @@ type halfScratch struct {
 	xp  []float32                  // one chunk of the activation rows, k-major panels of 16 rows
 	wf  []float32                  // one block of weight rows widened, halfPanelKc floats each
 	buf [8 * halfPanelMaxW]float32 // one group of widened weights (halfPanelWidenAVX2)
-	acc []float32                  // two sets (even, odd chunks) of panel×row×16 accumulators
+	// bufZ is one group of widened weights of halfPanelZWidenAVX512
+	bufZ [16 * halfZMaxW1]float32
+	acc  []float32 // two sets (even, odd chunks) of panel×row×16 accumulators
 }
 
 // prepareHalf makes sure t has a halfScratch for each of workers workers
@@ -108,6 +113,7 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	s.acc = halfGrow(s.acc, 2*G*R*16)
 	clear(s.acc)
 	set := G * R * 16
+	z := t.k.simd // AVX-512 kernels (halfz.go)
 	if G == 1 {
 		// one panel: all of K packed at once (16·K floats), then each
 		// group of weight rows runs through K, so that its rows stream
@@ -116,13 +122,21 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		for kb := 0; kb < K8; kb += halfPanelKc {
 			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
 		}
+		maxW := halfPanelMaxW
+		if z {
+			maxW = halfZMaxW1
+		}
 		for o := lo; o < hi; {
-			W := min(halfPanelMaxW, hi-o)
+			W := min(maxW, hi-o)
 			_ = w.Q[(o+W-1)*rb+2*K8-1]
 			for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 				kn := min(halfPanelKc, K8-kb)
 				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
-				halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+				if z {
+					halfPanelZWidenAVX512(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.bufZ[0])
+				} else {
+					halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+				}
 			}
 			o += W
 		}
@@ -131,13 +145,18 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	// for all of them (halfPanelAVX2 on wf gives the sums of
 	// halfPanelWidenAVX2 bit for bit)
 	packed := t.xpN == n // packed once for the whole MatMul (packPanels)
-	if G > 1 {
+	blocks := G > 1
+	maxW := halfPanelMaxW
+	if z {
+		maxW = halfZMaxW2
+	}
+	if blocks {
 		if !packed {
 			s.xp = halfGrow(s.xp, G*16*halfPanelKc)
 		}
 		s.wf = halfGrow(s.wf, halfPanelNb*halfPanelKc)
 	}
-	for kb, ci := 0, 0; G > 1 && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
+	for kb, ci := 0, 0; blocks && kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
 		kn := min(halfPanelKc, K8-kb)
 		xp := s.xp
 		if packed {
@@ -167,9 +186,14 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 			}
 			pe := min(pb+halfPanelNb, hi)
 			for o := ob; o < oe; {
-				W := min(halfPanelMaxW, oe-o)
+				W := min(maxW, oe-o)
 				if r := pb + o - ob; pk < K8 && r < pe {
 					prefetchRows(w.Q[r*rb+2*pk:], rb, min(W, pe-r), 2*min(halfPanelKc, K8-pk))
+				}
+				if z {
+					halfPanelsZ(acc, xp, s.wf[(o-ob)*kn:], G, R, o-lo, W, kn)
+					o += W
+					continue
 				}
 				for g := 0; g < G; g++ {
 					a := acc[(g*R+o-lo)*16 : (g*R+o-lo+W)*16]
@@ -210,7 +234,7 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 func (t *qmatTask) packPanels() {
 	t.xpN = 0
 	w, x, n := t.w, t.x, t.n
-	if !t.k.avx2 || n <= 16 || w.C < 8 || !usePanels(w.DT, n, w.C) {
+	if !t.k.avx2 || n <= 16 || w.C < 8 || !t.panels(w.DT, n, w.C) {
 		return
 	}
 	K8 := w.C &^ 7

@@ -467,7 +467,7 @@ func (t *qmatTask) run(lo, hi, wk int) {
 		return
 	}
 	if (w.DT == kernels.F16 || w.DT == kernels.BF16) && t.n >= 2 && t.k.avx2 && K >= 8 {
-		if usePanels(w.DT, t.n, K) && wk < len(t.hp) {
+		if t.panels(w.DT, t.n, K) && wk < len(t.hp) {
 			t.halfPanels(lo, hi, &t.hp[wk])
 			return
 		}

@@ -85,6 +85,7 @@ func Files() map[string]string {
 		"vadd_amd64.s": vaddFile(), "vadd_amd64.go": vaddDecls(),
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
+		"halfz_amd64.s": halfZFile(), "halfz_amd64.go": halfZDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
