@@ -78,6 +78,7 @@ func Files() map[string]string {
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
+		"q8vnni_amd64.s":  q8vnniFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
