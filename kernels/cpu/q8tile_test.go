@@ -214,6 +214,20 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 			}
 		}
 	}
+	v := *tk
+	v.k.vnni = true
+	v.act.qt = nil
+	if w.DT == kernels.Q8_0 {
+		v.act.transposeQ8()
+		for i, b := range v.act.qt {
+			g, rest := i/(nb*256), i%(nb*256)
+			blk, j, r, c := rest/256, rest/32%8, rest/4%8, rest%4
+			if q := a.q[(8*g+r)*K+32*blk+4*j+c]; b != uint8(q)^0x80 {
+				t.Fatalf("qt[%d] = %d, want %d+128", i, b, q)
+			}
+		}
+	}
+	qt := v.act.qt
 	for m := 0; m < n8; m += 8 {
 		xq, xd8 := &a.q[m*K], &a.d8[(m/8)*nb*16]
 		for o := 0; o < out; o++ {
@@ -227,6 +241,10 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 				dotQ4_0x8VNNI(wr, xq, K, xd8, s8, nb, &got)
 			}
 			same("×8", o, m)
+			if w.DT == kernels.Q8_0 {
+				dotQ8_0x8TVNNI(wr, &qt[(m/8)*nb*256], xd8, nb, &got)
+				same("transposed ×8", o, m)
+			}
 			if w.DT != kernels.Q8_0 || o+1 >= out {
 				continue
 			}
@@ -237,8 +255,6 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 			}
 		}
 	}
-	v := *tk
-	v.k.vnni = true
 	res := &kernels.Host{R: tk.n, C: out, F: make([]float32, tk.n*out)}
 	for i := range res.F {
 		res.F[i] = float32(math.NaN())

@@ -11,7 +11,8 @@ import (
 // BenchmarkQ8VNNI times qTiles on a Q8_0 or Q4_0 weight of the 1B model's
 // shapes (2048→8192 gate/up, 8192→2048 down) against 16 and 128 activation
 // rows, one thread, with the AVX2 tiles (q8tile_amd64.s) and their VNNI
-// twins (q8vnni_amd64.s) on the same operands, the two variants alternated
+// twins (q8vnni_amd64.s), and for Q8_0 the transposed VNNI tile, on the
+// same operands, the variants alternated
 // within each sub-benchmark's run so that both meet the same load.
 // GMAC/cpu-s counts multiply-adds per CPU-second of each variant.
 func BenchmarkQ8VNNI(b *testing.B) {
@@ -31,18 +32,25 @@ func BenchmarkQ8VNNI(b *testing.B) {
 					t := &qmatTask{k: kern{avx2: true}, x: x, w: w, n: n,
 						out: &kernels.Host{R: n, C: s.out, F: make([]float32, n*s.out)}}
 					t.act.quantize(t.k, x.F, s.in, n, s.in, 32)
-					var cpu [2]float64
+					t.act.transposeQ8()
+					qt := t.act.qt
+					var cpu [3]float64
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						for v := range 2 {
-							t.k.vnni = v == 1
+						for v := range 3 {
+							// avx2; vnni: the ×8 and 2×4 twins; vnniT: the
+							// transposed Q8_0 tile (Q4_0: the twins again)
+							t.k.vnni, t.act.qt = v > 0, qt[:0]
+							if v == 2 {
+								t.act.qt = qt
+							}
 							c0 := processCPU()
 							t.qTiles(0, s.out)
 							cpu[v] += (processCPU() - c0).Seconds()
 						}
 					}
 					mac := float64(n*s.out*s.in) * float64(b.N)
-					for v, name := range []string{"avx2", "vnni"} {
+					for v, name := range []string{"avx2", "vnni", "vnniT"} {
 						if cpu[v] > 0 {
 							b.ReportMetric(mac/cpu[v]/1e9, name+"-GMAC/cpu-s")
 						}

@@ -102,11 +102,12 @@ type tile8Act struct {
 	bp []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
 	kt []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
 	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
+	qt []uint8   // q+128 transposed for the Q8_0 VNNI tile (transposeQ8, q8vnni.go)
 }
 
 // emptied returns t with every buffer's length 0 (capacity kept).
 func (t tile8Act) emptied() tile8Act {
-	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], s8: t.s8[:0]}
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], s8: t.s8[:0], qt: t.qt[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -156,6 +157,10 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 		}
 	}
 	a.scales8()
+	a.qt = a.qt[:0]
+	if k8.vnni && blk == kernels.Q8Block {
+		a.transposeQ8() // the Q8_0 VNNI tile's rows (q8vnni.go)
+	}
 }
 
 // same reports whether the n rows of x (xs apart) equal, bit for bit, the

@@ -31,6 +31,7 @@ func q8vnniFile() string {
 	a.q8vnni(false)
 	a.q8vnni(true)
 	a.q8x2x4vnni()
+	a.q8tvnni()
 	return a.b.String()
 }
 
@@ -190,6 +191,74 @@ VMOVUPS X0, (AX)
 VEXTRACTF128 $1, Y1, X10
 VADDPS X10, X1, X1
 VMOVUPS X1, 16(AX)
+VZEROUPPER
+RET`)
+}
+
+// q8tvnni writes dotQ8_0x8TVNNI: one Q8_0 weight row against 8 activation
+// rows stored transposed by 4-byte groups and offset to unsigned
+// (actQ.qt: per block, for each of its 8 groups of 4 values, the 8 rows'
+// 4 bytes x+128), so that one VPDPBUSD with the weight group broadcast
+// from memory (the signed operand) adds 4 products into each of the 8
+// rows' lanes: a half block is 4 instructions for 8 rows and needs no
+// fold. Σ(x+128)·w = Σx·w + 128·Σw, so each half's accumulator starts at
+// −128·Σw over the half (VPDPBUSD of ones against the weights, two
+// in-lane shuffles and adds, broadcast by VPERMQ). The half sums are
+// those of dotQ8_0x8UAVX2 (exact in both), folded by the same
+// conversion and fused multiply-add per row and half with d_w·d_x, and
+// the two halves are added at the end, so the results equal it bit for
+// bit.
+func (a *asm) q8tvnni() {
+	a.l(``)
+	a.l(`// func dotQ8_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, nb int, out *[8]float32)`)
+	a.l(`TEXT ·dotQ8_0x8TVNNI(SB), NOSPLIT, $0-40`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ xt+8(FP), DI
+MOVQ xd8+16(FP), DX
+MOVQ nb+24(FP), CX
+VPCMPEQB Y15, Y15, Y15
+VPABSB Y15, Y15
+VPXOR Y14, Y14, Y14
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1`)
+	a.l("q80x8tloop:")
+	a.code(`
+VMOVDQU 2(SI), Y9
+VPXOR Y10, Y10, Y10
+VPDPBUSD Y9, Y15, Y10
+VPSHUFD $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSHUFD $0xb1, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSLLD $7, Y10, Y10
+VPSUBD Y10, Y14, Y10
+VPERMQ $0x00, Y10, Y2
+VPERMQ $0xaa, Y10, Y3`)
+	for j := 0; j < 8; j++ {
+		acc := 2 + j/4
+		x := 4 + j%4
+		a.l("\tVMOVDQU %d(DI), Y%d", 32*j, x)
+		a.l("\tVPDPBUSD.BCST %d(SI), Y%d, Y%d", 2+4*j, x, acc)
+	}
+	a.code(`
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y3, Y3
+VMOVUPS (DX), X12
+VINSERTF128 $1, 32(DX), Y12, Y12
+VMULPS Y12, Y8, Y12
+VFMADD231PS Y2, Y12, Y0
+VFMADD231PS Y3, Y12, Y1
+ADDQ $34, SI
+ADDQ $256, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x8tloop
+MOVQ out+32(FP), AX
+VADDPS Y1, Y0, Y0
+VMOVUPS Y0, (AX)
 VZEROUPPER
 RET`)
 }
