@@ -244,6 +244,15 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 			if w.DT == kernels.Q8_0 {
 				dotQ8_0x8TVNNI(wr, &qt[(m/8)*nb*256], xd8, nb, &got)
 				same("transposed ×8", o, m)
+				if o+1 < out {
+					var got2 [16]float32
+					dotQ8_0x2x8TVNNI(wr, rb, &qt[(m/8)*nb*256], xd8, nb, &got2)
+					copy(got[:], got2[:8])
+					same("transposed 2×8 (first)", o, m)
+					copy(got[:], got2[8:])
+					dotQ8_0x8UAVX2(&w.Q[(o+1)*rb], xq, K, xd8, nb, &ref)
+					same("transposed 2×8 (second)", o+1, m)
+				}
 			}
 			if w.DT != kernels.Q8_0 || o+1 >= out {
 				continue

@@ -17,3 +17,6 @@ func dotQ8_0x2x4VNNI(w *byte, ws int, xq *int8, xs int, xd8 *float32, nb int, ou
 
 //go:noescape
 func dotQ8_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ8_0x2x8TVNNI(w *byte, ws int, xt *uint8, xd8 *float32, nb int, out *[16]float32)

@@ -11,7 +11,9 @@ import (
 // BenchmarkQ8VNNI times qTiles on a Q8_0 or Q4_0 weight of the 1B model's
 // shapes (2048→8192 gate/up, 8192→2048 down) against 16 and 128 activation
 // rows, one thread, with the AVX2 tiles (q8tile_amd64.s) and their VNNI
-// twins (q8vnni_amd64.s), and for Q8_0 the transposed VNNI tile, on the
+// twins (q8vnni_amd64.s), and for Q8_0 the transposed VNNI tiles (T: as
+// qTiles runs them, in pairs from 32 rows; T1: one weight row at a time),
+// on the
 // same operands, the variants alternated
 // within each sub-benchmark's run so that both meet the same load.
 // GMAC/cpu-s counts multiply-adds per CPU-second of each variant.
@@ -34,10 +36,10 @@ func BenchmarkQ8VNNI(b *testing.B) {
 					t.act.quantize(t.k, x.F, s.in, n, s.in, 32)
 					t.act.transposeQ8()
 					qt := t.act.qt
-					var cpu [3]float64
+					var cpu [4]float32
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						for v := range 3 {
+						for v := range 4 {
 							// avx2; vnni: the ×8 and 2×4 twins; vnniT: the
 							// transposed Q8_0 tile (Q4_0: the twins again)
 							t.k.vnni, t.act.qt = v > 0, qt[:0]
@@ -45,14 +47,22 @@ func BenchmarkQ8VNNI(b *testing.B) {
 								t.act.qt = qt
 							}
 							c0 := processCPU()
-							t.qTiles(0, s.out)
-							cpu[v] += (processCPU() - c0).Seconds()
+							if v == 3 {
+								// the transposed tile one weight row at a time
+								t.act.qt = qt
+								for ob := 0; ob < s.out; ob += 8 {
+									t.rowsQ8TP(ob, min(ob+8, s.out), 0, n, false)
+								}
+							} else {
+								t.qTiles(0, s.out)
+							}
+							cpu[v] += float32((processCPU() - c0).Seconds())
 						}
 					}
 					mac := float64(n*s.out*s.in) * float64(b.N)
-					for v, name := range []string{"avx2", "vnni", "vnniT"} {
+					for v, name := range []string{"avx2", "vnni", "vnniT", "vnniT1"} {
 						if cpu[v] > 0 {
-							b.ReportMetric(mac/cpu[v]/1e9, name+"-GMAC/cpu-s")
+							b.ReportMetric(mac/float64(cpu[v])/1e9, name+"-GMAC/cpu-s")
 						}
 					}
 				})

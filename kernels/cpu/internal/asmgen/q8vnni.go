@@ -32,6 +32,7 @@ func q8vnniFile() string {
 	a.q8vnni(true)
 	a.q8x2x4vnni()
 	a.q8tvnni()
+	a.q8t2vnni()
 	return a.b.String()
 }
 
@@ -259,6 +260,79 @@ JNZ q80x8tloop
 MOVQ out+32(FP), AX
 VADDPS Y1, Y0, Y0
 VMOVUPS Y0, (AX)
+VZEROUPPER
+RET`)
+}
+
+// q8t2vnni writes dotQ8_0x2x8TVNNI: dotQ8_0x8TVNNI on two weight rows ws
+// bytes apart, each transposed activation load shared by both (the same
+// operations per weight row, so the same results bit for bit). out gets
+// the first row's 8 results, then the second's.
+func (a *asm) q8t2vnni() {
+	a.l(``)
+	a.l(`// func dotQ8_0x2x8TVNNI(w *byte, ws int, xt *uint8, xd8 *float32, nb int, out *[16]float32)`)
+	a.l(`TEXT ·dotQ8_0x2x8TVNNI(SB), NOSPLIT, $0-48`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R8
+MOVQ xt+16(FP), DI
+MOVQ xd8+24(FP), DX
+MOVQ nb+32(FP), CX
+VPCMPEQB Y15, Y15, Y15
+VPABSB Y15, Y15
+VPXOR Y14, Y14, Y14
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1
+VXORPS Y16, Y16, Y16
+VXORPS Y17, Y17, Y17`)
+	a.l("q80x2x8tloop:")
+	for i, w := range []string{"(SI)", "(SI)(R8*1)"} {
+		a.l("\tVMOVDQU 2%s, Y9", w)
+		a.code(`
+VPXOR Y10, Y10, Y10
+VPDPBUSD Y9, Y15, Y10
+VPSHUFD $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSHUFD $0xb1, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSLLD $7, Y10, Y10
+VPSUBD Y10, Y14, Y10`)
+		a.l("\tVPERMQ $0x00, Y10, Y%d", 2+2*i)
+		a.l("\tVPERMQ $0xaa, Y10, Y%d", 3+2*i)
+	}
+	for j := 0; j < 8; j++ {
+		x := 6 + j%2
+		a.l("\tVMOVDQU %d(DI), Y%d", 32*j, x)
+		a.l("\tVPDPBUSD.BCST %d(SI), Y%d, Y%d", 2+4*j, x, 2+j/4)
+		a.l("\tVPDPBUSD.BCST %d(SI)(R8*1), Y%d, Y%d", 2+4*j, x, 4+j/4)
+	}
+	a.code(`
+VMOVUPS (DX), X12
+VINSERTF128 $1, 32(DX), Y12, Y12
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8
+VPBROADCASTW (SI)(R8*1), X13
+VCVTPH2PS X13, Y13
+VMULPS Y12, Y8, Y8
+VMULPS Y12, Y13, Y13
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y3, Y3
+VCVTDQ2PS Y4, Y4
+VCVTDQ2PS Y5, Y5
+VFMADD231PS Y2, Y8, Y0
+VFMADD231PS Y3, Y8, Y1
+VFMADD231PS Y4, Y13, Y16
+VFMADD231PS Y5, Y13, Y17
+ADDQ $34, SI
+ADDQ $256, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x2x8tloop
+MOVQ out+40(FP), AX
+VADDPS Y1, Y0, Y0
+VMOVUPS Y0, (AX)
+VADDPS Y17, Y16, Y16
+VMOVUPS Y16, 32(AX)
 VZEROUPPER
 RET`)
 }
