@@ -39,7 +39,7 @@ func (t *qmatTask) q8Pairs(ob, oe, m0, m1 int) {
 			o := ob
 			for ; o+1 < oe; o += 2 {
 				wr := w.Q[o*rb : (o+2)*rb]
-				dotQ8_0x2x4AVX2(&wr[0], rb, &xq[0], K, &xd8[2*h], nb, &acc)
+				t.k.q80x2x4(&wr[0], rb, &xq[0], K, &xd8[2*h], nb, &acc)
 				for r := 0; r < 4; r++ {
 					out.F[(m+h+r)*out.C+o] = acc[r]
 					out.F[(m+h+r)*out.C+o+1] = acc[4+r]

@@ -189,6 +189,92 @@ func checkQ8Tile(t *testing.T, dt kernels.DType, data []byte, x []float32, n, ou
 			t.Fatalf("qTiles left [%d,%d] unwritten", m, o)
 		}
 	}
+	checkQ8VNNI(t, tk, res.F, lo, hi)
+}
+
+// checkQ8VNNI checks the VNNI tiles of q8vnni_amd64.s against the AVX2
+// ones of q8tile_amd64.s bit for bit on tk's operands: each tile called
+// directly on every weight row (pair) and group of 8 (4) activation rows,
+// and qTiles on weight rows [lo, hi) with kern.vnni forced on against
+// want, the AVX2 qTiles' result. Where the machine has no AVX512_VNNI it
+// does nothing.
+func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
+	t.Helper()
+	if !hasVNNI {
+		return
+	}
+	a, w := &tk.act, tk.w
+	K, n8, out := w.C, tk.n&^7, w.R
+	nb, rb := K/a.blk, w.DT.RowBytes(K)
+	var got, ref [8]float32
+	same := func(what string, o, m int) {
+		for r := range got {
+			if math.Float32bits(got[r]) != math.Float32bits(ref[r]) {
+				t.Fatalf("%s weight row %d, rows %d+%d: VNNI %v, AVX2 %v", what, o, m, r, got[r], ref[r])
+			}
+		}
+	}
+	v := *tk
+	v.k.vnni = true
+	v.act.qt = nil
+	if w.DT == kernels.Q8_0 {
+		v.act.transposeQ8()
+		for i, b := range v.act.qt {
+			g, rest := i/(nb*256), i%(nb*256)
+			blk, j, r, c := rest/256, rest/32%8, rest/4%8, rest%4
+			if q := a.q[(8*g+r)*K+32*blk+4*j+c]; b != uint8(q)^0x80 {
+				t.Fatalf("qt[%d] = %d, want %d+128", i, b, q)
+			}
+		}
+	}
+	qt := v.act.qt
+	for m := 0; m < n8; m += 8 {
+		xq, xd8 := &a.q[m*K], &a.d8[(m/8)*nb*16]
+		for o := 0; o < out; o++ {
+			wr := &w.Q[o*rb]
+			if w.DT == kernels.Q8_0 {
+				dotQ8_0x8UAVX2(wr, xq, K, xd8, nb, &ref)
+				dotQ8_0x8VNNI(wr, xq, K, xd8, nb, &got)
+			} else {
+				s8 := &a.s8[(m/8)*nb*8]
+				dotQ4_0x8UAVX2(wr, xq, K, xd8, s8, nb, &ref)
+				dotQ4_0x8VNNI(wr, xq, K, xd8, s8, nb, &got)
+			}
+			same("×8", o, m)
+			if w.DT == kernels.Q8_0 {
+				dotQ8_0x8TVNNI(wr, &qt[(m/8)*nb*256], xd8, nb, &got)
+				same("transposed ×8", o, m)
+				if o+1 < out {
+					var got2 [16]float32
+					dotQ8_0x2x8TVNNI(wr, rb, &qt[(m/8)*nb*256], xd8, nb, &got2)
+					copy(got[:], got2[:8])
+					same("transposed 2×8 (first)", o, m)
+					copy(got[:], got2[8:])
+					dotQ8_0x8UAVX2(&w.Q[(o+1)*rb], xq, K, xd8, nb, &ref)
+					same("transposed 2×8 (second)", o+1, m)
+				}
+			}
+			if w.DT != kernels.Q8_0 || o+1 >= out {
+				continue
+			}
+			for h := 0; h < 8; h += 4 {
+				dotQ8_0x2x4AVX2(wr, rb, &a.q[(m+h)*K], K, &a.d8[(m/8)*nb*16+2*h], nb, &ref)
+				dotQ8_0x2x4VNNI(wr, rb, &a.q[(m+h)*K], K, &a.d8[(m/8)*nb*16+2*h], nb, &got)
+				same("2×4", o, m+h)
+			}
+		}
+	}
+	res := &kernels.Host{R: tk.n, C: out, F: make([]float32, tk.n*out)}
+	for i := range res.F {
+		res.F[i] = float32(math.NaN())
+	}
+	v.out = res
+	v.qTiles(lo, hi)
+	for i, g := range res.F {
+		if math.Float32bits(g) != math.Float32bits(want[i]) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(want[i]))) {
+			t.Fatalf("qTiles with VNNI [%d,%d]: %v, AVX2 %v", i/out, i%out, g, want[i])
+		}
+	}
 }
 
 // FuzzQ8Tile checks the q8tile kernels against the qtile8 ones bit for

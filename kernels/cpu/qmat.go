@@ -104,11 +104,12 @@ type tile8Act struct {
 	kt []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
 	kv []int8    // the same rows in the VNNI Q4_K tiles' order (transposeKV, k4v.go)
 	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
+	qt []uint8   // q+128 transposed for the Q8_0 VNNI tile (transposeQ8, q8vnni.go)
 }
 
 // emptied returns t with every buffer's length 0 (capacity kept).
 func (t tile8Act) emptied() tile8Act {
-	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0]}
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0], qt: t.qt[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -161,6 +162,10 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	a.kv = a.kv[:0]
 	if k8.k4v {
 		a.transposeKV()
+	}
+	a.qt = a.qt[:0]
+	if k8.vnni && blk == kernels.Q8Block {
+		a.transposeQ8() // the Q8_0 VNNI tile's rows (q8vnni.go)
 	}
 }
 

@@ -94,11 +94,11 @@ func (t *qmatTask) tile8W(wr []byte, m int, acc *[8]float32) {
 	xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
 	switch w.DT {
 	case kernels.Q8_0:
-		dotQ8_0x8UAVX2(&wr[0], &xq[0], K, &xd8[0], nb, acc)
+		t.k.q80x8(&wr[0], &xq[0], K, &xd8[0], nb, acc)
 		return
 	case kernels.Q4_0:
 		s8 := a.s8[(m/8)*nb*8 : (m/8+1)*nb*8]
-		dotQ4_0x8UAVX2(&wr[0], &xq[0], K, &xd8[0], &s8[0], nb, acc)
+		t.k.q40x8(&wr[0], &xq[0], K, &xd8[0], &s8[0], nb, acc)
 		return
 	}
 	bs := a.bs[m*K/16 : (m+8)*K/16]
@@ -146,9 +146,9 @@ func (t *qmatTask) rows8(ob, oe, m int) {
 		wr := &wq[i*rb]
 		switch w.DT {
 		case kernels.Q8_0:
-			dotQ8_0x8UAVX2(wr, &xq[0], K, &xd8[0], nb, &acc)
+			t.k.q80x8(wr, &xq[0], K, &xd8[0], nb, &acc)
 		case kernels.Q4_0:
-			dotQ4_0x8UAVX2(wr, &xq[0], K, &xd8[0], &s8[0], nb, &acc)
+			t.k.q40x8(wr, &xq[0], K, &xd8[0], &s8[0], nb, &acc)
 		case kernels.Q4_K:
 			if bp != nil {
 				dotQ4Kx8PAVX2(wr, &xq[0], K, &xd8[0], &bp[0], nb, &acc)

@@ -87,6 +87,7 @@ func Files() map[string]string {
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"halfz_amd64.s": halfZFile(), "halfz_amd64.go": halfZDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
+		"q8vnni_amd64.s":  q8vnniFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
 		"q6v_amd64.s":     q6vFile(),

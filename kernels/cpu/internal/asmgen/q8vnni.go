@@ -1,0 +1,338 @@
+package asmgen
+
+// q8vnniFile writes q8vnni_amd64.s: the AVX512_VNNI twins of the Q8_0 and
+// Q4_0 batch tiles of q8tile.go (dotQ8_0x8UAVX2, dotQ4_0x8UAVX2,
+// dotQ8_0x2x4AVX2).
+//
+// VPDPBUSD (256-bit, EVEX) multiplies unsigned bytes by signed bytes and
+// adds each group of 4 products into an int32 lane without any int16
+// intermediate, so it replaces VPMADDUBSW + VPMADDWD(ones) with one
+// instruction and yields the same int32 lanes. The AVX2 tiles never
+// saturate (Q8_0: |w| ≤ 128 against a signed byte, a pair at most
+// 2·128·128 = 32768 in magnitude and −32768 only at the negative end, which
+// int16 holds; Q4_0: nibbles ≤ 15), so every lane, and after the same
+// UNPK4 fold and the same float operations in the same order every
+// result, equals the AVX2 tile's bit for bit.
+//
+//   - Q8_0: the weight's sign moves onto the activations (VPSIGNB) and
+//     |w| is the unsigned operand, as in the AVX2 tiles.
+//   - Q4_0: the nibbles (0–15) are the unsigned operand against each
+//     row's int8 block straight from memory: one instruction per row and
+//     block (after a zero idiom) instead of two.
+func q8vnniFile() string {
+	var a asm
+	a.header()
+	a.lines(`
+// AVX512_VNNI twins of the ×8 and 2×4 tiles of q8tile_amd64.s (see
+// q8vnni.go in package asmgen and kernels/cpu/q8vnni.go): the same int32
+// lanes from VPDPBUSD, the same folds, results equal bit for bit.`)
+	a.l(``)
+	a.l("%s", macrosQ8Tile)
+	a.q8vnni(false)
+	a.q8vnni(true)
+	a.q8x2x4vnni()
+	a.q8tvnni()
+	a.q8t2vnni()
+	return a.b.String()
+}
+
+// q8vnni writes dotQ8_0x8VNNI (or, q4, dotQ4_0x8VNNI): dotQ8_0x8UAVX2's
+// (dotQ4_0x8UAVX2's) loop with each row's VPMADDUBSW + VPMADDWD replaced
+// by a zero idiom and one VPDPBUSD.
+func (a *asm) q8vnni(q4 bool) {
+	name, lbl, bb := "dotQ8_0x8VNNI", "q80x8vloop", 34
+	if q4 {
+		name, lbl, bb = "dotQ4_0x8VNNI", "q40x8vloop", 18
+	}
+	a.l(``)
+	if q4 {
+		a.l(`// func %s(w *byte, xq *int8, xs int, xd8 *float32, s8 *int32, nb int, out *[8]float32)`, name)
+		a.l(`TEXT ·%s(SB), NOSPLIT, $0-56`, name)
+	} else {
+		a.l(`// func %s(w *byte, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`, name)
+		a.l(`TEXT ·%s(SB), NOSPLIT, $0-48`, name)
+	}
+	a.prolog8()
+	if q4 {
+		a.code(`
+MOVQ s8+32(FP), BX
+MOVQ nb+40(FP), CX
+VMOVDQU q8tmask0f<>(SB), Y14`)
+	} else {
+		a.code("MOVQ nb+32(FP), CX")
+	}
+	a.code(`
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1`)
+	a.l("%s:", lbl)
+	a.code(`
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8`)
+	t := []int{2, 3, 4, 5, 6, 7, 11, 12}
+	if q4 {
+		a.code(`
+VMOVDQU 2(SI), X9
+VPSRLW $4, X9, X10
+VINSERTI128 $1, X10, Y9, Y9
+VPAND Y14, Y9, Y9`)
+		for r := 0; r < 8; r++ {
+			a.l("\tVPXOR Y%d, Y%d, Y%d", t[r], t[r], t[r])
+			a.l("\tVPDPBUSD %s, Y9, Y%d", rows8[r], t[r])
+		}
+	} else {
+		a.code("VMOVDQU 2(SI), Y9\nVPABSB Y9, Y10")
+		tmp := []int{13, 15}
+		for r := 0; r < 8; r++ {
+			x := tmp[r%2]
+			a.l("\tVMOVDQU %s, Y%d", rows8[r], x)
+			a.l("\tVPSIGNB Y9, Y%d, Y%d", x, x)
+			a.l("\tVPXOR Y%d, Y%d, Y%d", t[r], t[r], t[r])
+			a.l("\tVPDPBUSD Y%d, Y10, Y%d", x, t[r])
+		}
+	}
+	a.code(`
+UNPK4(Y2, Y3, Y4, Y5, Y9)
+UNPK4(Y6, Y7, Y11, Y12, Y10)`)
+	if q4 {
+		a.code(`
+VEXTRACTI128 $1, Y2, X13
+VPADDD X13, X2, X2
+VEXTRACTI128 $1, Y6, X13
+VPADDD X13, X6, X6
+VPSUBD (BX), X2, X2
+VPSUBD 16(BX), X6, X6
+VCVTDQ2PS X2, X2
+VCVTDQ2PS X6, X6
+VMULPS (DX), X8, X13
+VMULPS 32(DX), X8, X3
+VFMADD231PS X2, X13, X0
+VFMADD231PS X6, X3, X1
+ADDQ $32, BX`)
+	} else {
+		a.code(`
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y6, Y6
+VMULPS (DX), Y8, Y13
+VMULPS 32(DX), Y8, Y14
+VFMADD231PS Y2, Y13, Y0
+VFMADD231PS Y6, Y14, Y1`)
+	}
+	a.l("\tADDQ $%d, SI", bb)
+	a.code(`
+ADDQ $32, DI
+ADDQ $32, R11
+ADDQ $64, DX
+DECQ CX`)
+	a.l("\tJNZ %s", lbl)
+	a.code(`
+MOVQ out+` + map[bool]string{false: "40", true: "48"}[q4] + `(FP), AX
+VEXTRACTF128 $1, Y0, X10
+VADDPS X10, X0, X0
+VMOVUPS X0, (AX)
+VEXTRACTF128 $1, Y1, X10
+VADDPS X10, X1, X1
+VMOVUPS X1, 16(AX)
+VZEROUPPER
+RET`)
+}
+
+// q8x2x4vnni writes dotQ8_0x2x4VNNI: dotQ8_0x2x4AVX2 with each
+// VPMADDUBSW + VPMADDWD replaced by a zero idiom and one VPDPBUSD.
+func (a *asm) q8x2x4vnni() {
+	a.l(``)
+	a.l(`// func dotQ8_0x2x4VNNI(w *byte, ws int, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`)
+	a.l(`TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $0-56`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R8
+MOVQ xq+16(FP), DI
+MOVQ xs+24(FP), R12
+LEAQ (R12)(R12*2), R13
+MOVQ xd8+32(FP), DX
+MOVQ nb+40(FP), CX
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1`)
+	a.l("q80x2x4vloop:")
+	a.code(`
+VMOVDQU 2(SI), Y10
+VPABSB Y10, Y11
+VMOVDQU 2(SI)(R8*1), Y12
+VPABSB Y12, Y13`)
+	for r := 0; r < 4; r++ {
+		a.l("	VMOVDQU %s, Y14", rows8[r])
+		a.l("	VPSIGNB Y10, Y14, Y15")
+		a.l("	VPXOR Y%d, Y%d, Y%d", 2+r, 2+r, 2+r)
+		a.l("	VPDPBUSD Y15, Y11, Y%d", 2+r)
+		a.l("	VPSIGNB Y12, Y14, Y14")
+		a.l("	VPXOR Y%d, Y%d, Y%d", 6+r, 6+r, 6+r)
+		a.l("	VPDPBUSD Y14, Y13, Y%d", 6+r)
+	}
+	a.code(`
+UNPK4(Y2, Y3, Y4, Y5, Y14)
+UNPK4(Y6, Y7, Y8, Y9, Y14)
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y6, Y6
+VPBROADCASTW (SI), X10
+VCVTPH2PS X10, Y10
+VPBROADCASTW (SI)(R8*1), X12
+VCVTPH2PS X12, Y12
+VMULPS (DX), Y10, Y10
+VMULPS (DX), Y12, Y12
+VFMADD231PS Y2, Y10, Y0
+VFMADD231PS Y6, Y12, Y1
+ADDQ $34, SI
+ADDQ $32, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x2x4vloop
+MOVQ out+48(FP), AX
+VEXTRACTF128 $1, Y0, X10
+VADDPS X10, X0, X0
+VMOVUPS X0, (AX)
+VEXTRACTF128 $1, Y1, X10
+VADDPS X10, X1, X1
+VMOVUPS X1, 16(AX)
+VZEROUPPER
+RET`)
+}
+
+// q8tvnni writes dotQ8_0x8TVNNI: one Q8_0 weight row against 8 activation
+// rows stored transposed by 4-byte groups and offset to unsigned
+// (actQ.qt: per block, for each of its 8 groups of 4 values, the 8 rows'
+// 4 bytes x+128), so that one VPDPBUSD with the weight group broadcast
+// from memory (the signed operand) adds 4 products into each of the 8
+// rows' lanes: a half block is 4 instructions for 8 rows and needs no
+// fold. Σ(x+128)·w = Σx·w + 128·Σw, so each half's accumulator starts at
+// −128·Σw over the half (VPDPBUSD of ones against the weights, two
+// in-lane shuffles and adds, broadcast by VPERMQ). The half sums are
+// those of dotQ8_0x8UAVX2 (exact in both), folded by the same
+// conversion and fused multiply-add per row and half with d_w·d_x, and
+// the two halves are added at the end, so the results equal it bit for
+// bit.
+func (a *asm) q8tvnni() {
+	a.l(``)
+	a.l(`// func dotQ8_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, nb int, out *[8]float32)`)
+	a.l(`TEXT ·dotQ8_0x8TVNNI(SB), NOSPLIT, $0-40`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ xt+8(FP), DI
+MOVQ xd8+16(FP), DX
+MOVQ nb+24(FP), CX
+VPCMPEQB Y15, Y15, Y15
+VPABSB Y15, Y15
+VPXOR Y14, Y14, Y14
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1`)
+	a.l("q80x8tloop:")
+	a.code(`
+VMOVDQU 2(SI), Y9
+VPXOR Y10, Y10, Y10
+VPDPBUSD Y9, Y15, Y10
+VPSHUFD $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSHUFD $0xb1, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSLLD $7, Y10, Y10
+VPSUBD Y10, Y14, Y10
+VPERMQ $0x00, Y10, Y2
+VPERMQ $0xaa, Y10, Y3`)
+	for j := 0; j < 8; j++ {
+		acc := 2 + j/4
+		x := 4 + j%4
+		a.l("\tVMOVDQU %d(DI), Y%d", 32*j, x)
+		a.l("\tVPDPBUSD.BCST %d(SI), Y%d, Y%d", 2+4*j, x, acc)
+	}
+	a.code(`
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y3, Y3
+VMOVUPS (DX), X12
+VINSERTF128 $1, 32(DX), Y12, Y12
+VMULPS Y12, Y8, Y12
+VFMADD231PS Y2, Y12, Y0
+VFMADD231PS Y3, Y12, Y1
+ADDQ $34, SI
+ADDQ $256, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x8tloop
+MOVQ out+32(FP), AX
+VADDPS Y1, Y0, Y0
+VMOVUPS Y0, (AX)
+VZEROUPPER
+RET`)
+}
+
+// q8t2vnni writes dotQ8_0x2x8TVNNI: dotQ8_0x8TVNNI on two weight rows ws
+// bytes apart, each transposed activation load shared by both (the same
+// operations per weight row, so the same results bit for bit). out gets
+// the first row's 8 results, then the second's.
+func (a *asm) q8t2vnni() {
+	a.l(``)
+	a.l(`// func dotQ8_0x2x8TVNNI(w *byte, ws int, xt *uint8, xd8 *float32, nb int, out *[16]float32)`)
+	a.l(`TEXT ·dotQ8_0x2x8TVNNI(SB), NOSPLIT, $0-48`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R8
+MOVQ xt+16(FP), DI
+MOVQ xd8+24(FP), DX
+MOVQ nb+32(FP), CX
+VPCMPEQB Y15, Y15, Y15
+VPABSB Y15, Y15
+VPXOR Y14, Y14, Y14
+VXORPS Y0, Y0, Y0
+VXORPS Y1, Y1, Y1
+VXORPS Y16, Y16, Y16
+VXORPS Y17, Y17, Y17`)
+	a.l("q80x2x8tloop:")
+	for i, w := range []string{"(SI)", "(SI)(R8*1)"} {
+		a.l("\tVMOVDQU 2%s, Y9", w)
+		a.code(`
+VPXOR Y10, Y10, Y10
+VPDPBUSD Y9, Y15, Y10
+VPSHUFD $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSHUFD $0xb1, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSLLD $7, Y10, Y10
+VPSUBD Y10, Y14, Y10`)
+		a.l("\tVPERMQ $0x00, Y10, Y%d", 2+2*i)
+		a.l("\tVPERMQ $0xaa, Y10, Y%d", 3+2*i)
+	}
+	for j := 0; j < 8; j++ {
+		x := 6 + j%2
+		a.l("\tVMOVDQU %d(DI), Y%d", 32*j, x)
+		a.l("\tVPDPBUSD.BCST %d(SI), Y%d, Y%d", 2+4*j, x, 2+j/4)
+		a.l("\tVPDPBUSD.BCST %d(SI)(R8*1), Y%d, Y%d", 2+4*j, x, 4+j/4)
+	}
+	a.code(`
+VMOVUPS (DX), X12
+VINSERTF128 $1, 32(DX), Y12, Y12
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8
+VPBROADCASTW (SI)(R8*1), X13
+VCVTPH2PS X13, Y13
+VMULPS Y12, Y8, Y8
+VMULPS Y12, Y13, Y13
+VCVTDQ2PS Y2, Y2
+VCVTDQ2PS Y3, Y3
+VCVTDQ2PS Y4, Y4
+VCVTDQ2PS Y5, Y5
+VFMADD231PS Y2, Y8, Y0
+VFMADD231PS Y3, Y8, Y1
+VFMADD231PS Y4, Y13, Y16
+VFMADD231PS Y5, Y13, Y17
+ADDQ $34, SI
+ADDQ $256, DI
+ADDQ $64, DX
+DECQ CX
+JNZ q80x2x8tloop
+MOVQ out+40(FP), AX
+VADDPS Y1, Y0, Y0
+VMOVUPS Y0, (AX)
+VADDPS Y17, Y16, Y16
+VMOVUPS Y16, 32(AX)
+VZEROUPPER
+RET`)
+}
