@@ -1,5 +1,7 @@
 package asmgen
 
+import "strings"
+
 // q8tileFile writes q8tile_amd64.s: the ×8 tiles on Q8_0 and Q4_0 weights
 // that fold a block's 8 rows with unpacks instead of horizontal adds, and
 // the Q4_0 tile that multiplies the unsigned nibbles directly.
@@ -28,9 +30,9 @@ func q8tileFile() string {
 // r4-r7]; s8 (Q4_0) holds, per block, 8·Σx of rows 0-7 as int32.`)
 	a.l(``)
 	a.l("%s", macrosQ8Tile)
-	a.q8tile(false)
-	a.q8tile(true)
-	a.q8x2x4()
+	a.q8tile(false, false)
+	a.q8tile(true, false)
+	a.q8x2x4(false)
 	return a.b.String()
 }
 
@@ -64,10 +66,17 @@ GLOBL q8tmask0f<>(SB), RODATA|NOPTR, $32
 // the nibbles (Y9, low nibbles in the low lane) meet each row's block from
 // memory, the halves are added, 8·Σx subtracted, and each row's whole
 // block sum goes into one FMA chain, as dotQ4_0x8AVX2 and dotQ4_0Go.
-func (a *asm) q8tile(q4 bool) {
+//
+// With vnni it writes the AVX512_VNNI twin (dotQ8_0x8VNNI, dotQ4_0x8VNNI;
+// q8vnni.go): each row's VPMADDUBSW + VPMADDWD becomes a zero idiom and one
+// VPDPBUSD, which gives the same int32 lanes.
+func (a *asm) q8tile(q4, vnni bool) {
 	name, lbl, bb := "dotQ8_0x8UAVX2", "q80x8uloop", 34
 	if q4 {
 		name, lbl, bb = "dotQ4_0x8UAVX2", "q40x8uloop", 18
+	}
+	if vnni {
+		name, lbl = strings.Replace(name, "UAVX2", "VNNI", 1), strings.Replace(lbl, "uloop", "vloop", 1)
 	}
 	a.l(``)
 	if q4 {
@@ -86,9 +95,12 @@ VMOVDQU q8tmask0f<>(SB), Y14`)
 	} else {
 		a.code("MOVQ nb+32(FP), CX")
 	}
-	a.code(`
+	if !vnni {
+		a.code(`
 VPCMPEQW Y15, Y15, Y15
-VPSRLW $15, Y15, Y15
+VPSRLW $15, Y15, Y15`)
+	}
+	a.code(`
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1`)
 	a.l("%s:", lbl)
@@ -103,12 +115,26 @@ VPSRLW $4, X9, X10
 VINSERTI128 $1, X10, Y9, Y9
 VPAND Y14, Y9, Y9`)
 		for r := 0; r < 8; r++ {
+			if vnni {
+				a.l("\tVPXOR Y%d, Y%d, Y%d", t[r], t[r], t[r])
+				a.l("\tVPDPBUSD %s, Y9, Y%d", rows8[r], t[r])
+				continue
+			}
 			a.l("\tVPMADDUBSW %s, Y9, Y%d", rows8[r], t[r])
 			a.l("\tVPMADDWD Y15, Y%d, Y%d", t[r], t[r])
 		}
 	} else {
 		a.code("VMOVDQU 2(SI), Y9\nVPABSB Y9, Y10")
+		tmp := []int{13, 15} // VNNI: the signed rows beside the accumulators
 		for r := 0; r < 8; r++ {
+			if vnni {
+				x := tmp[r%2]
+				a.l("\tVMOVDQU %s, Y%d", rows8[r], x)
+				a.l("\tVPSIGNB Y9, Y%d, Y%d", x, x)
+				a.l("\tVPXOR Y%d, Y%d, Y%d", t[r], t[r], t[r])
+				a.l("\tVPDPBUSD Y%d, Y10, Y%d", x, t[r])
+				continue
+			}
 			a.l("\tVMOVDQU %s, Y%d", rows8[r], t[r])
 			a.l("\tVPSIGNB Y9, Y%d, Y%d", t[r], t[r])
 			a.l("\tVPMADDUBSW Y%d, Y10, Y%d", t[r], t[r])
@@ -171,11 +197,17 @@ RET`)
 // conversion and one FMA with d_w·[d_x of the rows] from xd8 (whose 8
 // floats per block, 64 bytes apart, are the half of a group's scales the 4
 // rows take): dotQ8_0x8UAVX2's operations for those rows, so the results
-// equal it bit for bit.
-func (a *asm) q8x2x4() {
+// equal it bit for bit. With vnni it writes the AVX512_VNNI twin
+// dotQ8_0x2x4VNNI (q8vnni.go): a zero idiom and one VPDPBUSD per
+// VPMADDUBSW + VPMADDWD, the same int32 lanes.
+func (a *asm) q8x2x4(vnni bool) {
+	name, lbl := "dotQ8_0x2x4AVX2", "q80x2x4loop"
+	if vnni {
+		name, lbl = "dotQ8_0x2x4VNNI", "q80x2x4vloop"
+	}
 	a.l(``)
-	a.l(`// func dotQ8_0x2x4AVX2(w *byte, ws int, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`)
-	a.l(`TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $0-56`)
+	a.l(`// func %s(w *byte, ws int, xq *int8, xs int, xd8 *float32, nb int, out *[8]float32)`, name)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $0-56`, name)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ ws+8(FP), R8
@@ -183,18 +215,32 @@ MOVQ xq+16(FP), DI
 MOVQ xs+24(FP), R12
 LEAQ (R12)(R12*2), R13
 MOVQ xd8+32(FP), DX
-MOVQ nb+40(FP), CX
+MOVQ nb+40(FP), CX`)
+	if !vnni {
+		a.code(`
 VPCMPEQW Y15, Y15, Y15
-VPSRLW $15, Y15, Y15
+VPSRLW $15, Y15, Y15`)
+	}
+	a.code(`
 VXORPS Y0, Y0, Y0
 VXORPS Y1, Y1, Y1`)
-	a.l("q80x2x4loop:")
+	a.l("%s:", lbl)
 	a.code(`
 VMOVDQU 2(SI), Y10
 VPABSB Y10, Y11
 VMOVDQU 2(SI)(R8*1), Y12
 VPABSB Y12, Y13`)
 	for r := 0; r < 4; r++ {
+		if vnni {
+			a.l("	VMOVDQU %s, Y14", rows8[r])
+			a.l("	VPSIGNB Y10, Y14, Y15")
+			a.l("	VPXOR Y%d, Y%d, Y%d", 2+r, 2+r, 2+r)
+			a.l("	VPDPBUSD Y15, Y11, Y%d", 2+r)
+			a.l("	VPSIGNB Y12, Y14, Y14")
+			a.l("	VPXOR Y%d, Y%d, Y%d", 6+r, 6+r, 6+r)
+			a.l("	VPDPBUSD Y14, Y13, Y%d", 6+r)
+			continue
+		}
 		a.l("	VMOVDQU %s, Y%d", rows8[r], 6+r)
 		a.l("	VPSIGNB Y10, Y%d, Y%d", 6+r, 2+r)
 		a.l("	VPSIGNB Y12, Y%d, Y%d", 6+r, 6+r)
@@ -219,8 +265,9 @@ VFMADD231PS Y6, Y12, Y1
 ADDQ $34, SI
 ADDQ $32, DI
 ADDQ $64, DX
-DECQ CX
-JNZ q80x2x4loop
+DECQ CX`)
+	a.l("\tJNZ %s", lbl)
+	a.code(`
 MOVQ out+48(FP), AX
 VEXTRACTF128 $1, Y0, X10
 VADDPS X10, X0, X0
