@@ -1,13 +1,8 @@
 package e2etest
 
 import (
-	"io"
-	"net"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
-	"unsafe"
 )
 
 // TestBodyEnd checks benchmarkAlt's reader of chunked responses: the
@@ -70,64 +65,6 @@ func TestMedian(t *testing.T) {
 	} {
 		if got := median(tc.in); got != tc.want {
 			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
-// TestSendRing checks BenchmarkSendFloor's io_uring sender: one
-// io_uring_enter delivers the bytes to every connection, twice in a row
-// (the rings' heads and tails wrap past the first batch).
-func TestSendRing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	const conns = 5
-	var fds []int
-	var readers []net.Conn
-	for i := 0; i < conns; i++ {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		readers = append(readers, c)
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		rc, err := s.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = rc.Control(func(fd uintptr) { fds = append(fds, int(fd)) })
-	}
-	ring, err := newSendRing(4) // fewer slots than sends would need: the kernel rounds up to a power of two
-	if err != nil {
-		t.Skip("SKIP: io_uring unavailable: ", err)
-	}
-	defer ring.close()
-	if int(ring.entries) < conns {
-		ring.close()
-		if ring, err = newSendRing(conns); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for round, msg := range []string{"first batch", "second batch, longer"} {
-		buf := []byte(msg)
-		failed, err := ring.sendAll(fds, uintptr(unsafe.Pointer(&buf[0])), uint32(len(buf)))
-		runtime.KeepAlive(buf)
-		if failed != 0 || err != nil {
-			t.Fatalf("round %d: %d failed: %v", round, failed, err)
-		}
-		for i, c := range readers {
-			got := make([]byte, len(msg))
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-				t.Fatalf("round %d, connection %d: read %q, %v; want %q", round, i, got, err, msg)
-			}
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	ssend "github.com/sluice-llm/sluice/api-frontend/sse"
 )
 
 // BenchmarkSendFloor measures the system-call floor under the frontend's
@@ -33,8 +35,9 @@ import (
 //   - unread: the reader connects and never reads: the sender's cost
 //     without waking anyone (the receive path itself still runs);
 //   - uring: as paced, but each round's 256 sends are one io_uring_enter
-//     (IORING_OP_SEND, MSG_DONTWAIT; sendRing, raw system calls): what
-//     batching an engine step's sends into one system call would save;
+//     (IORING_OP_SEND, MSG_DONTWAIT) through the frontend's own batched
+//     sender (sse.Batch, which copies each chunk): what batching an engine
+//     step's sends into one system call saves;
 //   - uring-busy: as busy, batched as uring.
 //
 // On loopback the receiver's TCP work (softirq) and its wake-up run inside
@@ -120,13 +123,13 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var ring *sendRing
+	var ring *ssend.Batch // the frontend's batched sender (sse.Batch)
 	busy := mode == "busy" || mode == "uring-busy"
 	if strings.HasPrefix(mode, "uring") {
-		if ring, err = newSendRing(floorConns); err != nil {
+		if ring, err = ssend.NewBatch(floorConns); err != nil {
 			b.Skip("SKIP: io_uring: ", err)
 		}
-		defer ring.close()
+		defer ring.Close()
 	}
 	go func() {
 		runtime.LockOSThread()
@@ -144,9 +147,18 @@ func measureSendFloor(b testing.TB, mode string, rounds int) sendFloorResult {
 			}
 			_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &r0)
 			if ring != nil {
-				failed, err := ring.sendAll(fds, p, floorChunk)
-				res.sends += len(fds) - failed
-				res.err = err
+				for _, fd := range fds {
+					ring.Add(fd, chunk)
+				}
+				res.err = ring.Flush()
+				for i := range fds {
+					if n, err := ring.Result(i); n > 0 {
+						res.sends++
+					} else if err != syscall.EAGAIN {
+						res.err = err
+					}
+				}
+				ring.Reset()
 			} else {
 				for _, fd := range fds {
 					_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), p, floorChunk, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
