@@ -290,6 +290,7 @@ func FuzzRender(f *testing.F) {
 		`{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}`,
 		`{{ raise_exception('x') }}`,
 		`{% set ns = namespace(a=1) %}{% set ns.a = ns.a + 1 %}{{ ns.a }}`,
+		`{% set ns = namespace(a=1) %}{% set ns.a = [ns] %}{{ ns }}`,
 		`{{ tools | tojson }}{{ strftime_now('%d %b %Y') }}`,
 		`{{ messages[-1].content.split()[-1] }}{{ '\\' ~ "a\
 b\u00e9" }}`,

@@ -78,6 +78,8 @@ func newEnvironment() (*exec.Environment, error) {
 	// gonja's range feeds a channel from a goroutine that leaks when a loop
 	// breaks early; this one returns a bounded list.
 	ctx.Set("range", rangeFunc)
+	// Jinja's namespace, printed to a bounded depth (namespace.go)
+	ctx.Set("namespace", namespaceFunc)
 	return &exec.Environment{
 		Context:           ctx,
 		Filters:           filters,
