@@ -132,31 +132,10 @@ MOVQ DI, R11
 MOVQ DX, R12
 MOVQ BX, R13
 MOVQ groups+80(FP), R9`)
-	a.l("q6ktngroup:")
-	for half := 0; half < 2; half++ {
-		act := func(r, v int) string { return fmt.Sprintf("%d(R11)", (4*half+r)*256+32*v) }
-		bs := func(r int) string {
-			switch {
-			case half == 0 && r == 0:
-				return "(R13)"
-			case half == 0 && r == 1:
-				return "(R13)(AX*1)"
-			case r%2 == 0:
-				return "(R15)"
-			}
-			return "(R15)(AX*1)"
-		}
-		// rows 2 and 3 at 2·AX; rows 4 and 5 at 4·AX, 6 and 7 at 6·AX
-		a.l("\tLEAQ (R13)(AX*%d), R15", 2+2*half)
+	a.q6Groups("q6ktngroup", 64, func(act func(r, v int) string, bs func(r int) string, half int) {
 		a.q6tnHalf(act, bs, half, fmt.Sprintf("%d(R12)", 32*half), fmt.Sprintf("%d(R10)", 32*half))
-	}
+	})
 	a.code(`
-ADDQ R14, R11
-ADDQ 80(SP), R12
-LEAQ (R13)(AX*8), R13
-ADDQ $64, R10
-DECQ R9
-JNZ q6ktngroup
 ADDQ rb+8(FP), SI
 DECQ 72(SP)
 JNZ q6ktnrow
@@ -239,4 +218,37 @@ VMULPS %s, Y4, Y4
 VMOVUPS %s, Y6
 VFMADD231PS Y0, Y4, Y6
 VMOVUPS Y6, %s`, xd, acc, acc))
+}
+
+// q6Groups writes the group loop shared by the Q6_K transposed tiles
+// (dotQ6KTxNAVX2 and its VNNI twin): per group of 8 activation rows (R11,
+// their bsums at R13, AX apart), half 0 takes rows 0-3 and half 1 rows 4-7
+// (rows 2 and 3 at 2·AX, 4 and 5 at 4·AX, 6 and 7 at 6·AX, through R15),
+// each by body; then the pointers step to the next group and the
+// accumulators (R10) by acc bytes.
+func (a *asm) q6Groups(label string, acc int, body func(act func(r, v int) string, bs func(r int) string, half int)) {
+	a.l("%s:", label)
+	for half := 0; half < 2; half++ {
+		act := func(r, v int) string { return fmt.Sprintf("%d(R11)", (4*half+r)*256+32*v) }
+		bs := func(r int) string {
+			switch {
+			case half == 0 && r == 0:
+				return "(R13)"
+			case half == 0 && r == 1:
+				return "(R13)(AX*1)"
+			case r%2 == 0:
+				return "(R15)"
+			}
+			return "(R15)(AX*1)"
+		}
+		a.l("\tLEAQ (R13)(AX*%d), R15", 2+2*half)
+		body(act, bs, half)
+	}
+	a.code(`
+ADDQ R14, R11
+ADDQ 80(SP), R12
+LEAQ (R13)(AX*8), R13`)
+	a.l("\tADDQ $%d, R10", acc)
+	a.l("\tDECQ R9")
+	a.l("\tJNZ %s", label)
 }

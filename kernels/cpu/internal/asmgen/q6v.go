@@ -112,30 +112,10 @@ MOVQ DI, R11
 MOVQ DX, R12
 MOVQ BX, R13
 MOVQ groups+80(FP), R9`)
-	a.l("q6vgroup:")
-	for half := 0; half < 2; half++ {
-		act := func(r, v int) string { return fmt.Sprintf("%d(R11)", (4*half+r)*256+32*v) }
-		bs := func(r int) string {
-			switch {
-			case half == 0 && r == 0:
-				return "(R13)"
-			case half == 0 && r == 1:
-				return "(R13)(AX*1)"
-			case r%2 == 0:
-				return "(R15)"
-			}
-			return "(R15)(AX*1)"
-		}
-		a.l("\tLEAQ (R13)(AX*%d), R15", 2+2*half)
+	a.q6Groups("q6vgroup", 128, func(act func(r, v int) string, bs func(r int) string, half int) {
 		a.q6vHalf(act, bs, half, fmt.Sprintf("%d(R12)", 32*half), fmt.Sprintf("%d(R10)", 64*half))
-	}
+	})
 	a.code(`
-ADDQ R14, R11
-ADDQ 80(SP), R12
-LEAQ (R13)(AX*8), R13
-ADDQ $128, R10
-DECQ R9
-JNZ q6vgroup
 ADDQ rb+8(FP), SI
 DECQ 72(SP)
 JNZ q6vrow
