@@ -17,13 +17,26 @@
 // vLLM's prefix-offset detokenizer does; without a prompt the Decoder
 // follows the tokenizer and strips it (probing tok.Decode once).
 //
-// In steady state Add allocates nothing but the returned string. A Decoder
-// is not safe for concurrent use; use one per completion.
+// In steady state Add allocates nothing but the returned string, and not
+// even that for a single token whose text is complete, well-formed UTF-8
+// when the tokenizer shares its token texts as strings (TokenStringer, as
+// tokenizer.Model does). A Decoder is not safe for concurrent use; use one
+// per completion.
 package detok
 
 import (
+	"unicode/utf8"
+
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
+
+// TokenStringer is a tokenizer that can return a token's text
+// (TokenBytes) as a string without copying: the string must stay valid
+// and unchanged for the tokenizer's life, since deltas may keep it.
+// tokenizer.Model implements it.
+type TokenStringer interface {
+	TokenString(id int32) string
+}
 
 // Options configure a Decoder.
 type Options struct {
@@ -47,6 +60,8 @@ type Decoder struct {
 	// SentencePiece decoder strips a leading space.
 	atStart bool
 	probe   [1]int32
+	// strs is tok as a TokenStringer, or nil.
+	strs TokenStringer
 }
 
 // New returns a Decoder for tok.
@@ -58,6 +73,7 @@ func New(tok tokenizer.Tokenizer, opts Options) *Decoder {
 		out:     make([]byte, 0, 64),
 		atStart: true,
 	}
+	d.strs, _ = tok.(TokenStringer)
 	d.primePrompt(opts.PromptIDs)
 	return d
 }
@@ -95,6 +111,11 @@ func (d *Decoder) Add(ids []int32) string {
 		}
 		b := d.tok.TokenBytes(id)
 		if n := completeLen(b); n == len(b) {
+			if d.strs != nil && utf8.Valid(b) {
+				// The text as it is (appendLossy would copy it unchanged),
+				// shared with the tokenizer: no allocation.
+				return d.strs.TokenString(id)
+			}
 			if d.out = appendLossy(d.out[:0], b); len(d.out) == 0 {
 				return ""
 			}
