@@ -260,6 +260,26 @@ func TestTokenStringerSameText(t *testing.T) {
 	}
 }
 
+// TestNewAllocations bounds a Decoder's set-up: the Decoder and the
+// prompt tail it reads; its buffers wait for their first use.
+func TestNewAllocations(t *testing.T) {
+	f := newByteLevelFake()
+	for _, tc := range []struct {
+		name   string
+		prompt []int32
+		max    float64
+	}{
+		{"no prompt", nil, 1},
+		{"prompt", ids(f, "Hello", " world"), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := testing.AllocsPerRun(100, func() { _ = New(f, Options{PromptIDs: tc.prompt}) }); got > tc.max {
+				t.Errorf("New allocates %.0f times, want at most %.0f", got, tc.max)
+			}
+		})
+	}
+}
+
 func TestDetokenizableIDs(t *testing.T) {
 	all := []int32{5, 6, 2}
 	if got := DetokenizableIDs(all, true, false); len(got) != 2 {
