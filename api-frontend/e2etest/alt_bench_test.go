@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,6 +51,15 @@ import (
 // floor under the per-token figure (BenchmarkSendFloor's paced mode:
 // SLUICE_BENCH_ALT_FLOOR rounds, default 200, of one 150-byte send to
 // each of 256 loopback connections): floor-cpu-us/send.
+//
+// Profiles of the first long phase (the per-token path), for reading, not
+// for figures (profiling costs CPU of its own): SLUICE_BENCH_PPROF=ADDR
+// serves the frontend's pprof there and saves a CPU profile and an
+// allocation (delta) profile of the phase to
+// /tmp/sluice-frontend-alt-long-<interval>.{pprof,allocs};
+// SLUICE_BENCH_PERF=PATH records the frontend's threads with perf's
+// software cpu-clock event and call graphs, kernel stacks included (what
+// pprof shows as one system call), to PATH (perf report -i PATH).
 func BenchmarkFrontendAlt(b *testing.B) {
 	streams := envInt("SLUICE_BENCH_SPLIT_STREAMS", 256)
 	stepMS := envInt("SLUICE_BENCH_STEP_MS", 20)
@@ -131,7 +143,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 		"--max-num-seqs", strconv.Itoa(streams), "--sim-step-ms", strconv.Itoa(stepMS), "--max-num-batched-tokens", "65536")
 	port := freePort(b)
 	fe := start(b, "api-frontend", "--model", "demo", "--engine", addr, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--stream-interval", strconv.Itoa(interval), "--log-format", "json")
+		"--stream-interval", strconv.Itoa(interval), "--log-format", "json", "--pprof-addr", os.Getenv("SLUICE_BENCH_PPROF"))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealth(b, base, http.StatusOK, 60*time.Second)
 	conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: addr, FrontendID: "bench-observer"})
@@ -228,6 +240,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	defer stopClients()
 
 	pid := fe.Cmd.Process.Pid
+	profiled := false // the first long phase is profiled (profileLong)
 	measure := func(name string, maxTokens int, settle time.Duration) splitPhase {
 		phase.Store(int64(maxTokens))
 		time.Sleep(settle)
@@ -240,6 +253,10 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 			b.Fatal(err)
 		}
 		m0 := scrape(b, base, "go_memstats_mallocs_total")
+		if name == "long" && !profiled {
+			profiled = true
+			profileLong(pid, interval, window)
+		}
 		st0, fi0, g0 := started.Load(), finished.Load(), generated()
 		t0 := time.Now()
 		time.Sleep(window)
@@ -301,4 +318,34 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	// both phases), ≈ 0.1 per request here.
 	b.ReportMetric(median(allocReq), "allocs/request")
 	b.ReportMetric(median(allocTok), "allocs/token")
+}
+
+// profileLong starts the profiles of a long phase of window that the
+// environment asks for (see BenchmarkFrontendAlt); each runs in the
+// background and ends by itself within the window.
+func profileLong(pid, interval int, window time.Duration) {
+	if addr := os.Getenv("SLUICE_BENCH_PPROF"); addr != "" {
+		go saveProfile(addr, window, fmt.Sprintf("/tmp/sluice-frontend-alt-long-%d.pprof", interval))
+		go saveAllocs(addr, window, fmt.Sprintf("/tmp/sluice-frontend-alt-long-%d.allocs", interval))
+	}
+	if path := os.Getenv("SLUICE_BENCH_PERF"); path != "" {
+		secs := strconv.Itoa(max(int(window.Seconds())-1, 1))
+		cmd := exec.Command("perf", "record", "-F", "2000", "-e", "cpu-clock", "-g", "-p", strconv.Itoa(pid), "-o", path, "--", "sleep", secs)
+		if err := cmd.Start(); err == nil {
+			go func() { _ = cmd.Wait() }()
+		}
+	}
+}
+
+// saveAllocs saves the allocations of the next window (a delta profile)
+// from the frontend's pprof address to path: go tool pprof -sample_index
+// alloc_objects bin/api-frontend path.
+func saveAllocs(addr string, window time.Duration, path string) {
+	r, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", addr, max(int(window.Seconds())-1, 1)))
+	if err != nil {
+		return
+	}
+	defer r.Body.Close()
+	data, _ := io.ReadAll(r.Body)
+	_ = os.WriteFile(path, data, 0o644)
 }

@@ -148,3 +148,30 @@ func TestReadHeadAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteBodyAllocs checks that writing a chunk of a chunked body
+// allocates nothing (the chunk's size line once escaped to the heap).
+func TestWriteBodyAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		chunked bool
+		size    int
+	}{
+		{"chunked small", true, 150},
+		{"chunked large", true, 9000}, // larger than the writer's buffer: written through
+		{"plain", false, 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newHeadConn(nil)
+			c.w.chunked, c.w.headSent = tc.chunked, true
+			p := bytes.Repeat([]byte("x"), tc.size)
+			if got := testing.AllocsPerRun(200, func() {
+				if err := c.w.writeBody(p); err != nil {
+					t.Fatal(err)
+				}
+			}); got != 0 {
+				t.Errorf("%.1f allocations per chunk, want 0", got)
+			}
+		})
+	}
+}

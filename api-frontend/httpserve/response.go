@@ -32,6 +32,10 @@ type response struct {
 	closeQuiet  bool // close once the response ends, without saying so in the head
 	aborted     bool // a write failed: close without ending the response
 	keys        []string
+	// chunkHead holds a chunk's size line while writeBody writes it: a
+	// local array would escape through bufio.Writer.Write (one allocation
+	// per chunk).
+	chunkHead [18]byte
 }
 
 // reset prepares w for req.
@@ -126,8 +130,7 @@ func (w *response) writeBody(p []byte) error {
 		return nil
 	}
 	if w.chunked {
-		var hex [18]byte
-		_, _ = bw.Write(append(strconv.AppendInt(hex[:0], int64(len(p)), 16), '\r', '\n'))
+		_, _ = bw.Write(append(strconv.AppendInt(w.chunkHead[:0], int64(len(p)), 16), '\r', '\n'))
 	}
 	_, _ = bw.Write(p)
 	var err error

@@ -17,13 +17,26 @@
 // vLLM's prefix-offset detokenizer does; without a prompt the Decoder
 // follows the tokenizer and strips it (probing tok.Decode once).
 //
-// In steady state Add allocates nothing but the returned string. A Decoder
-// is not safe for concurrent use; use one per completion.
+// In steady state Add allocates nothing but the returned string, and not
+// even that for a single token whose text is complete, well-formed UTF-8
+// when the tokenizer shares its token texts as strings (TokenStringer, as
+// tokenizer.Model does). A Decoder is not safe for concurrent use; use one
+// per completion.
 package detok
 
 import (
+	"unicode/utf8"
+
 	"github.com/sluice-llm/sluice/text/tokenizer"
 )
+
+// TokenStringer is a tokenizer that can return a token's text
+// (TokenBytes) as a string without copying: the string must stay valid
+// and unchanged for the tokenizer's life, since deltas may keep it.
+// tokenizer.Model implements it.
+type TokenStringer interface {
+	TokenString(id int32) string
+}
 
 // Options configure a Decoder.
 type Options struct {
@@ -47,17 +60,20 @@ type Decoder struct {
 	// SentencePiece decoder strips a leading space.
 	atStart bool
 	probe   [1]int32
+	// strs is tok as a TokenStringer, or nil.
+	strs TokenStringer
 }
 
 // New returns a Decoder for tok.
 func New(tok tokenizer.Tokenizer, opts Options) *Decoder {
+	// pending and out are made on first use: a stream of whole tokens from
+	// a TokenStringer needs neither (two allocations fewer per completion).
 	d := &Decoder{
 		tok:     tok,
 		skip:    opts.SkipSpecial,
-		pending: make([]byte, 0, 16),
-		out:     make([]byte, 0, 64),
 		atStart: true,
 	}
+	d.strs, _ = tok.(TokenStringer)
 	d.primePrompt(opts.PromptIDs)
 	return d
 }
@@ -95,7 +111,12 @@ func (d *Decoder) Add(ids []int32) string {
 		}
 		b := d.tok.TokenBytes(id)
 		if n := completeLen(b); n == len(b) {
-			if d.out = appendLossy(d.out[:0], b); len(d.out) == 0 {
+			if d.strs != nil && utf8.Valid(b) {
+				// The text as it is (appendLossy would copy it unchanged),
+				// shared with the tokenizer: no allocation.
+				return d.strs.TokenString(id)
+			}
+			if d.out = appendLossy(d.scratch(), b); len(d.out) == 0 {
 				return ""
 			}
 			return string(d.out)
@@ -121,9 +142,17 @@ func (d *Decoder) Add(ids []int32) string {
 	if n == 0 {
 		return ""
 	}
-	d.out = appendLossy(d.out[:0], d.pending[:n])
+	d.out = appendLossy(d.scratch(), d.pending[:n])
 	d.pending = d.pending[:copy(d.pending, d.pending[n:])]
 	return string(d.out)
+}
+
+// scratch returns out emptied, making it on first use.
+func (d *Decoder) scratch() []byte {
+	if d.out == nil {
+		d.out = make([]byte, 0, 64)
+	}
+	return d.out[:0]
 }
 
 // stripsLeadingSpace reports whether the tokenizer drops the leading space
@@ -141,7 +170,7 @@ func (d *Decoder) Flush() string {
 	if len(d.pending) == 0 {
 		return ""
 	}
-	d.out = appendLossy(d.out[:0], d.pending)
+	d.out = appendLossy(d.scratch(), d.pending)
 	d.pending = d.pending[:0]
 	return string(d.out)
 }

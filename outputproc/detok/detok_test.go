@@ -230,6 +230,56 @@ func TestAddAllocations(t *testing.T) {
 	}
 }
 
+// sharedTok is a fake tokenizer that is also a TokenStringer.
+type sharedTok struct{ *fakeTok }
+
+// TokenString implements TokenStringer (with a copy: the fake's bytes are
+// not shared).
+func (s sharedTok) TokenString(id int32) string { return string(s.TokenBytes(id)) }
+
+// TestTokenStringerSameText streams random ids (complete, split and invalid
+// UTF-8 pieces, specials) through a tokenizer with and without
+// TokenStringer: the same text either way, equal to Decode.
+func TestTokenStringerSameText(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, f := range []*fakeTok{newByteLevelFake(), newSPMFake()} {
+		for iter := range 1000 {
+			all := randomIDs(r, f, r.IntN(24))
+			for _, skip := range []bool{false, true} {
+				want := f.Decode(all, skip)
+				for _, maxPiece := range []int{1, 3} {
+					seed := uint64(iter*8 + maxPiece)
+					plain := streamDecode(f, Options{SkipSpecial: skip}, all, rand.New(rand.NewPCG(seed, 1)), maxPiece)
+					shared := streamDecode(sharedTok{f}, Options{SkipSpecial: skip}, all, rand.New(rand.NewPCG(seed, 1)), maxPiece)
+					if plain != want || shared != want {
+						t.Fatalf("spm=%v ids %v skip=%v maxPiece %d: plain %q, shared %q, want %q", f.spm, all, skip, maxPiece, plain, shared, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNewAllocations bounds a Decoder's set-up: the Decoder and the
+// prompt tail it reads; its buffers wait for their first use.
+func TestNewAllocations(t *testing.T) {
+	f := newByteLevelFake()
+	for _, tc := range []struct {
+		name   string
+		prompt []int32
+		max    float64
+	}{
+		{"no prompt", nil, 1},
+		{"prompt", ids(f, "Hello", " world"), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := testing.AllocsPerRun(100, func() { _ = New(f, Options{PromptIDs: tc.prompt}) }); got > tc.max {
+				t.Errorf("New allocates %.0f times, want at most %.0f", got, tc.max)
+			}
+		})
+	}
+}
+
 func TestDetokenizableIDs(t *testing.T) {
 	all := []int32{5, 6, 2}
 	if got := DetokenizableIDs(all, true, false); len(got) != 2 {
@@ -258,7 +308,11 @@ func FuzzDecoder(f *testing.F) {
 			all[i] = int32(int(b) * len(tok.bytes) / 256)
 		}
 		want := tok.Decode(all, skip)
-		got := streamDecode(tok, Options{SkipSpecial: skip}, all, rand.New(rand.NewPCG(uint64(piece), 1)), int(piece%6)+1)
+		var tk tokenizer.Tokenizer = tok
+		if piece&0x80 != 0 {
+			tk = sharedTok{tok} // the TokenStringer path
+		}
+		got := streamDecode(tk, Options{SkipSpecial: skip}, all, rand.New(rand.NewPCG(uint64(piece), 1)), int(piece%6)+1)
 		if got != want {
 			t.Fatalf("ids %v: got %q, want %q", all, got, want)
 		}

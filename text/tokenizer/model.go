@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // modelKind selects the merge algorithm and the symbol alphabet.
@@ -41,7 +42,7 @@ type Model struct {
 	kind   modelKind
 	vocab  []string         // id → token text as the vocabulary writes it
 	ids    map[string]int32 // model vocabulary text → id
-	pieces [][]byte         // id → TokenBytes
+	pieces [][]byte         // id → TokenBytes; never written after load (TokenString shares them)
 	// special marks control tokens (skipped by Decode with skipSpecial).
 	special []bool
 	scores  []float32        // kindScore: per-token score
@@ -380,6 +381,19 @@ func (m *Model) TokenBytes(id int32) []byte {
 		return nil
 	}
 	return m.pieces[id]
+}
+
+// TokenString returns TokenBytes(id) as a string without copying it: the
+// string shares the model's own bytes, which are never written after the
+// model is loaded, so it stays valid and unchanged for the model's life.
+// The incremental detokenizer returns it for a token whose text is
+// complete, well-formed UTF-8 (no allocation per token). Unknown ids give "".
+func (m *Model) TokenString(id int32) string {
+	if id < 0 || int(id) >= len(m.pieces) {
+		return ""
+	}
+	b := m.pieces[id]
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // IsSpecial implements Tokenizer.
