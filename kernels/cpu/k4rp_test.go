@@ -439,3 +439,33 @@ func TestRepackedShared(t *testing.T) {
 		t.Errorf("repacked batch-1 products allocate %v times per call", allocs)
 	}
 }
+
+// TestRepackThreads checks that PrepareMatMul's repack, split across 1–5
+// threads (repackTask), writes what one serial quant.RepackQ4K writes, for
+// weights just under, at and over repackMinPar blocks and ragged splits.
+func TestRepackThreads(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 53))
+	for _, c := range []struct{ out, kb int }{{1, 1}, {97, 1}, {repackMinPar - 1, 1}, {repackMinPar, 1}, {repackMinPar + 1, 1}, {97, 8}, {1031, 3}} {
+		in := c.kb * 256
+		data := randBlocks(r, kernels.Q4_K, c.out, in)
+		want := make([]byte, len(data))
+		quant.RepackQ4K(want, data)
+		for _, threads := range []int{1, 2, 3, 5} {
+			b := New(Options{Threads: threads})
+			w, err := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.PrepareMatMul(w, false); err != nil || !w.Repacked {
+				t.Fatalf("%dx%d, %d threads: PrepareMatMul did not repack (err %v)", c.out, in, threads, err)
+			}
+			if !bytes.Equal(w.Q, want) {
+				t.Fatalf("%dx%d, %d threads: the repacked copy differs from a serial RepackQ4K", c.out, in, threads)
+			}
+			b.Close()
+		}
+	}
+}
