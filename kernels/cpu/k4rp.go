@@ -73,7 +73,7 @@ func (b *Backend) repackQ4K(h *kernels.Host, keepRows bool) bool {
 		return false
 	}
 	q := make([]byte, n)
-	b.pool.parallel(n/quant.Q4KBlockBytes, 1, repackMinPar, &repackTask{dst: q, src: h.Q[:n]})
+	b.pool.parallel(n/quant.Q4KBlockBytes, 1, repackMinPar, &repackTask{dst: q, src: h.Q[:n], prefault: !b.noPrefault})
 	h.Q, h.Repacked = q, true
 	return true
 }
@@ -85,12 +85,26 @@ const repackMinPar = 512
 // repackTask repacks blocks [lo, hi) of src into dst (quant.RepackQ4K):
 // the load's repack runs on every thread the backend has, each chunk
 // reading the file's pages and writing (first touching) the copy's once.
-type repackTask struct{ dst, src []byte }
+type repackTask struct {
+	dst, src []byte
+	prefault bool // map dst's pages a step ahead of the writes (prefault)
+}
 
 func (t *repackTask) run(lo, hi, _ int) {
 	const bb = quant.Q4KBlockBytes
-	quant.RepackQ4K(t.dst[lo*bb:hi*bb], t.src[lo*bb:hi*bb])
+	for s := lo; s < hi; s += repackStep {
+		e := min(hi, s+repackStep)
+		d := t.dst[s*bb : e*bb]
+		if t.prefault {
+			prefault(d)
+		}
+		quant.RepackQ4K(d, t.src[s*bb:e*bb])
+	}
 }
+
+// repackStep is the blocks (≈ 288 KiB) repackTask maps (prefault) and
+// then writes at a time, so that the zeroed lines are still in L2.
+const repackStep = 2048
 
 // permuteK fills a.qp with a.q's rows permuted for repacked Q4_K weights
 // (permuteQ4KAct), unless it holds them for the rows last quantized.
