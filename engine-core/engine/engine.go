@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -162,13 +163,17 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 	)
 	switch cfg.Executor {
 	case "cpu", "cuda":
+		threads, procs := computeProcs(cfg.Threads, runtime.GOMAXPROCS(0))
+		if procs != runtime.GOMAXPROCS(0) {
+			runtime.GOMAXPROCS(procs)
+		}
 		rcfg := runner.Config{
 			Model:          cfg.Model,
 			NumBlocks:      cfg.NumKVBlocks,
 			KVCacheBytes:   cfg.KVCacheMemory,
 			KVCacheDType:   cfg.KVCacheDType,
 			BlockSize:      cfg.BlockSize,
-			Threads:        cfg.Threads,
+			Threads:        threads,
 			MaxModelLen:    cfg.MaxModelLen,
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
@@ -409,6 +414,24 @@ func buildSim(cfg *configs.Engine, log *zap.Logger) (*simSetup, error) {
 	s.exec = ex
 	s.tok = tok
 	return s, nil
+}
+
+// computeProcs returns the compute threads for --threads (0: every
+// processor Go schedules on, gomaxprocs) and the GOMAXPROCS to run with:
+// at least one more than the compute threads, so that the transport's
+// goroutines (pings, frontend frames) always find a processor. The
+// compute goroutines run assembly, which the Go scheduler cannot preempt,
+// and a kernel stalled on page faults (weights read back from disk when
+// the file does not fit in the page cache: an 8B F16 model on a 23 GiB
+// machine) holds its processor for seconds; with every processor held,
+// the engine sent nothing for longer than the frontends' liveness timeout
+// (3 s) and they declared it down mid-request.
+func computeProcs(threads, gomaxprocs int) (compute, procs int) {
+	compute = threads
+	if compute <= 0 {
+		compute = gomaxprocs
+	}
+	return compute, max(gomaxprocs, compute+1)
 }
 
 // lazyGuide is a sched.Guide whose vocabulary (the tokenizer read from

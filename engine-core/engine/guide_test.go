@@ -62,3 +62,22 @@ func TestLazyGuide(t *testing.T) {
 		})
 	}
 }
+
+// TestComputeProcs checks that the compute threads leave the transport a
+// processor of its own.
+func TestComputeProcs(t *testing.T) {
+	for _, c := range []struct{ threads, gomaxprocs, compute, procs int }{
+		{0, 2, 2, 3},
+		{2, 2, 2, 3},
+		{1, 2, 1, 2},
+		{1, 1, 1, 2},
+		{4, 16, 4, 16},
+		{0, 16, 16, 17},
+		{8, 4, 8, 9},
+	} {
+		compute, procs := computeProcs(c.threads, c.gomaxprocs)
+		if compute != c.compute || procs != c.procs {
+			t.Errorf("computeProcs(%d, %d) = %d, %d; want %d, %d", c.threads, c.gomaxprocs, compute, procs, c.compute, c.procs)
+		}
+	}
+}
