@@ -14,7 +14,10 @@
 # a loaded machine use 1, since llama.cpp's threads spin at every op's
 # barrier and its rate collapses when the partner thread is descheduled),
 # INPUT_LEN (128), OUTPUT_LEN (32),
-# PROMPTS1 (2), PROMPTS16 (16), ENGINES ("llama.cpp sluice": the order),
+# CONCURRENCIES ("1 16": the stream counts, in order; each sends as many
+# prompts as streams, 1 stream PROMPTS1), PROMPTS1 (2), PROMPTS16 (16),
+# ENGINES ("llama.cpp sluice": the order), FRONTEND_ARGS (extra api-frontend
+# flags, e.g. --engine-liveness-timeout 30s),
 # SKIP_BUILD=1 reuses bin/, LOCK (a file to flock around each engine's run,
 # e.g. /tmp/gptoss.lock so that one multi-GB model is resident at a time).
 # Not part of the test suite; skips when llama-server is absent.
@@ -57,13 +60,15 @@ run_engine() {
       kill -0 "$pid" 2>/dev/null || { cat "$out/$name.engine.log"; exit 1; }
       sleep 0.1
     done
-    spawn "$out/$name.frontend.log" "$BIN/api-frontend" --model "$model" --engine "$sock" --port "$port"
+    # shellcheck disable=SC2086 # FRONTEND_ARGS is a list of flags
+    spawn "$out/$name.frontend.log" "$BIN/api-frontend" --model "$model" --engine "$sock" --port "$port" ${FRONTEND_ARGS:-}
     wait_health "http://127.0.0.1:$port/health" 120
   fi
   t1=$(date +%s.%N)
   echo "$name: ready in $(python3 -c "print(f'{$t1-$t0:.1f}')") s; $(rollup "$pid")" | tee -a "$out/summary.txt"
-  for c in 1 16; do
-    n="${PROMPTS1:-2}"
+  for c in ${CONCURRENCIES:-1 16}; do
+    n=$c
+    [[ $c == 1 ]] && n="${PROMPTS1:-2}"
     [[ $c == 16 ]] && n="${PROMPTS16:-16}"
     ticks=$(cpu_ticks "$pid")
     "$BIN/bench" serve --base-url "http://127.0.0.1:$port" --endpoint /v1/completions --tokenizer "$model" \

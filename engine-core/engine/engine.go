@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -156,17 +157,23 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		blocks   int
 		window   int
 		fpSource string
-		tok      tokenizer.Tokenizer
+		// loadTok returns the tokenizer the guide's vocabulary is made
+		// from; nil when there is none (no structured outputs)
+		loadTok func() (tokenizer.Tokenizer, error)
 	)
 	switch cfg.Executor {
 	case "cpu", "cuda":
+		threads, procs := computeProcs(cfg.Threads, runtime.GOMAXPROCS(0))
+		if procs != runtime.GOMAXPROCS(0) {
+			runtime.GOMAXPROCS(procs)
+		}
 		rcfg := runner.Config{
 			Model:          cfg.Model,
 			NumBlocks:      cfg.NumKVBlocks,
 			KVCacheBytes:   cfg.KVCacheMemory,
 			KVCacheDType:   cfg.KVCacheDType,
 			BlockSize:      cfg.BlockSize,
-			Threads:        cfg.Threads,
+			Threads:        threads,
 			MaxModelLen:    cfg.MaxModelLen,
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
@@ -211,10 +218,15 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		if p, err := runner.ResolveModel(cfg.Model); err == nil {
 			fpSource = p
 		}
-		if tm, err := tokenizer.Load(fpSource, cfg.Tokenizer); err == nil {
-			tok = tm
-		} else {
-			log.Warn("no tokenizer: structured outputs are disabled", zap.Error(err))
+		// the tokenizer is read in the background with the guide's
+		// vocabulary (newLazyGuide), after the engine is ready
+		tokPath := fpSource
+		loadTok = func() (tokenizer.Tokenizer, error) {
+			tm, err := tokenizer.Load(tokPath, cfg.Tokenizer)
+			if err != nil {
+				return nil, fmt.Errorf("no tokenizer: %w", err)
+			}
+			return tm, nil
 		}
 	case "sim":
 		sim, err := buildSim(cfg, log)
@@ -223,7 +235,9 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		}
 		eng.exec = sim.exec
 		name, vocab, eos, maxLen, blocks, window, fpSource = sim.name, sim.vocab, sim.eos, sim.maxLen, sim.blocks, sim.window, sim.path
-		tok = sim.tok
+		if sim.tok != nil {
+			loadTok = func() (tokenizer.Tokenizer, error) { return sim.tok, nil }
+		}
 	default:
 		return nil, fmt.Errorf("unknown executor %q", cfg.Executor)
 	}
@@ -238,13 +252,18 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			blocks, cfg.BlockSize, maxLen, need, window)
 	}
 	var g sched.Guide
-	if tok != nil {
-		gv, err := guide.FromTokenizer(tok, eos...)
-		if err != nil {
-			log.Warn("structured outputs are disabled", zap.Error(err))
-		} else {
-			g = &guideAdapter{c: guide.NewCompilerWithOptions(gv, guide.Options{CacheSize: 64, CacheBytes: cfg.GrammarCacheBytes, MaxGrammarBytes: cfg.MaxGrammarBytes}), size: gv.Size(), timeout: cfg.ConstraintTimeout}
-		}
+	if loadTok != nil {
+		g = newLazyGuide(log, func() (*guideAdapter, error) {
+			tok, err := loadTok()
+			if err != nil {
+				return nil, err
+			}
+			gv, err := guide.FromTokenizer(tok, eos...)
+			if err != nil {
+				return nil, err
+			}
+			return &guideAdapter{c: guide.NewCompilerWithOptions(gv, guide.Options{CacheSize: 64, CacheBytes: cfg.GrammarCacheBytes, MaxGrammarBytes: cfg.MaxGrammarBytes}), size: gv.Size(), timeout: cfg.ConstraintTimeout}, nil
+		})
 	}
 	pool := kvcache.New(blocks, cfg.BlockSize)
 	eng.sched = sched.New(sched.Config{
@@ -395,6 +414,58 @@ func buildSim(cfg *configs.Engine, log *zap.Logger) (*simSetup, error) {
 	s.exec = ex
 	s.tok = tok
 	return s, nil
+}
+
+// computeProcs returns the compute threads for --threads (0: every
+// processor Go schedules on, gomaxprocs) and the GOMAXPROCS to run with:
+// at least one more than the compute threads, so that the transport's
+// goroutines (pings, frontend frames) always find a processor. The
+// compute goroutines run assembly, which the Go scheduler cannot preempt,
+// and a kernel stalled on page faults (weights read back from disk when
+// the file does not fit in the page cache: an 8B F16 model on a 23 GiB
+// machine) holds its processor for seconds; with every processor held,
+// the engine sent nothing for longer than the frontends' liveness timeout
+// (3 s) and they declared it down mid-request.
+func computeProcs(threads, gomaxprocs int) (compute, procs int) {
+	compute = threads
+	if compute <= 0 {
+		compute = gomaxprocs
+	}
+	return compute, max(gomaxprocs, compute+1)
+}
+
+// lazyGuide is a sched.Guide whose vocabulary (the tokenizer read from
+// the model file, then guide.FromTokenizer: 0.1–0.3 CPU-s for 32k–128k
+// tokens) is built on a goroutine of its own from engine start, so that
+// the engine is ready without waiting for it; the first constrained
+// request waits for it on the engine loop.
+type lazyGuide struct {
+	done chan struct{} // closed once g or err is set
+	g    *guideAdapter
+	err  error
+}
+
+// newLazyGuide starts build and returns the guide that waits for it. A
+// failure is logged once and refuses every constrained request.
+func newLazyGuide(log *zap.Logger, build func() (*guideAdapter, error)) *lazyGuide {
+	l := &lazyGuide{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		if l.g, l.err = build(); l.err != nil {
+			log.Warn("structured outputs are disabled", zap.Error(l.err))
+			l.err = fmt.Errorf("structured outputs are disabled: %w", l.err)
+		}
+	}()
+	return l
+}
+
+// NewMatcher waits for the vocabulary, then compiles c.
+func (l *lazyGuide) NewMatcher(c *ipc.Constraint) (sched.Matcher, error) {
+	<-l.done
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.g.NewMatcher(c)
 }
 
 // guideAdapter serves sched.Guide with engine-core/guide. Compilation runs

@@ -90,6 +90,9 @@ type Backend struct {
 	// mxgOff keeps MXFP4 batches off the group tiles (unless
 	// Options.GroupMXFP4)
 	mxgOff bool
+	// noPrefault makes the load's Q4_K repack fault its copy's pages in
+	// one by one (tests and the paired benchmark; see prefault)
+	noPrefault bool
 
 	mm   matmulTask
 	qm   qmatTask

@@ -61,7 +61,8 @@ const k4rpMaxK = 32768
 // (quant.RepackQ4K, the same number of bytes) when the AVX2 kernels serve
 // it, and reports whether it did. A weight whose rows are read as rows
 // (keepRows: the embedding) keeps the file's layout. The caller may then
-// release the file's pages (the weight no longer reads them).
+// release the file's pages (the weight no longer reads them). Like an
+// op, it runs on the backend's workers: not concurrently with other calls.
 func (b *Backend) repackQ4K(h *kernels.Host, keepRows bool) bool {
 	if !b.k.avx2 || h.DT != kernels.Q4_K || h.Repacked || keepRows || h.R < 1 ||
 		h.C < quant.QKBlock || h.C%quant.QKBlock != 0 || h.C > k4rpMaxK {
@@ -72,10 +73,38 @@ func (b *Backend) repackQ4K(h *kernels.Host, keepRows bool) bool {
 		return false
 	}
 	q := make([]byte, n)
-	quant.RepackQ4K(q, h.Q[:n])
+	b.pool.parallel(n/quant.Q4KBlockBytes, 1, repackMinPar, &repackTask{dst: q, src: h.Q[:n], prefault: !b.noPrefault})
 	h.Q, h.Repacked = q, true
 	return true
 }
+
+// repackMinPar is the fewest Q4_K blocks (≈ 74 KB) repackQ4K splits
+// across the workers.
+const repackMinPar = 512
+
+// repackTask repacks blocks [lo, hi) of src into dst (quant.RepackQ4K):
+// the load's repack runs on every thread the backend has, each chunk
+// reading the file's pages and writing (first touching) the copy's once.
+type repackTask struct {
+	dst, src []byte
+	prefault bool // map dst's pages a step ahead of the writes (prefault)
+}
+
+func (t *repackTask) run(lo, hi, _ int) {
+	const bb = quant.Q4KBlockBytes
+	for s := lo; s < hi; s += repackStep {
+		e := min(hi, s+repackStep)
+		d := t.dst[s*bb : e*bb]
+		if t.prefault {
+			prefault(d)
+		}
+		quant.RepackQ4K(d, t.src[s*bb:e*bb])
+	}
+}
+
+// repackStep is the blocks (≈ 288 KiB) repackTask maps (prefault) and
+// then writes at a time, so that the zeroed lines are still in L2.
+const repackStep = 2048
 
 // permuteK fills a.qp with a.q's rows permuted for repacked Q4_K weights
 // (permuteQ4KAct), unless it holds them for the rows last quantized.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/quant"
@@ -437,5 +439,69 @@ func TestRepackedShared(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("repacked batch-1 products allocate %v times per call", allocs)
+	}
+}
+
+// TestRepackThreads checks that PrepareMatMul's repack, split across 1–5
+// threads (repackTask), with and without prefault, writes what one serial quant.RepackQ4K writes, for
+// weights just under, at and over repackMinPar blocks and ragged splits.
+func TestRepackThreads(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 53))
+	for _, c := range []struct{ out, kb int }{{1, 1}, {97, 1}, {repackMinPar - 1, 1}, {repackMinPar, 1}, {repackMinPar + 1, 1}, {97, 8}, {1031, 3}, {repackStep + 1, 1}, {1000, 32}} {
+		in := c.kb * 256
+		data := randBlocks(r, kernels.Q4_K, c.out, in)
+		want := make([]byte, len(data))
+		quant.RepackQ4K(want, data)
+		for _, threads := range []int{1, 2, 3, 5, -2} {
+			// (-2: 2 threads, the copy's pages faulted in one by one)
+			b := New(Options{Threads: max(threads, 2)})
+			b.noPrefault = threads < 0
+			w, err := kernels.NewHostWeight(kernels.Q4_K, c.out, in, bytes.Clone(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.PrepareMatMul(w, false); err != nil || !w.Repacked {
+				t.Fatalf("%dx%d, %d threads: PrepareMatMul did not repack (err %v)", c.out, in, threads, err)
+			}
+			if !bytes.Equal(w.Q, want) {
+				t.Fatalf("%dx%d, %d threads: the repacked copy differs from a serial RepackQ4K", c.out, in, threads)
+			}
+			b.Close()
+		}
+	}
+}
+
+// BenchmarkRepackPrefault repacks a 14 MB Q4_K weight on 2 threads into
+// fresh pages (the heap returned to the OS before each call), with and
+// without prefault, and reports the process's CPU seconds per GB (user +
+// system: the page faults are system time).
+func BenchmarkRepackPrefault(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2 kernels on this machine or build")
+	}
+	const out, in = 8192, 3072
+	data := randBlocks(rand.New(rand.NewPCG(1, 2)), kernels.Q4_K, out, in)
+	for _, pf := range []bool{true, false} {
+		b.Run(fmt.Sprintf("prefault=%v", pf), func(b *testing.B) {
+			be := New(Options{Threads: 2})
+			defer be.Close()
+			be.noPrefault = !pf
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				debug.FreeOSMemory()
+				w, _ := kernels.NewHostWeight(kernels.Q4_K, out, in, data)
+				c0 := processCPU()
+				b.StartTimer()
+				if err := be.PrepareMatMul(w, false); err != nil || !w.Repacked {
+					b.Fatal("no repack")
+				}
+				cpu += processCPU() - c0
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N)/(float64(len(data))/1e9), "cpu-s/GB")
+		})
 	}
 }
