@@ -301,6 +301,16 @@ func (c *Core) Step() bool {
 	}
 	c.sched.DrainReleased(c.exec.Release)
 	c.stepTime = c.now().Sub(start)
+	if ce := c.log.Check(zap.DebugLevel, "step"); ce != nil {
+		prefill := 0
+		for i := range b.Seqs {
+			if len(b.Seqs[i].Tokens) > 1 || !b.Seqs[i].Sample {
+				prefill++
+			}
+		}
+		ce.Write(zap.Uint64("step", b.Step), zap.Int("seqs", len(b.Seqs)), zap.Int("prefill_seqs", prefill),
+			zap.Int("tokens", b.NumTokens), zap.Duration("took", c.stepTime))
+	}
 	return true
 }
 
