@@ -255,19 +255,38 @@ func (c *Core) coalesce(ctx context.Context, in <-chan zmqtransport.Inbound) {
 	if c.opts.IdleWait <= 0 {
 		return
 	}
+	start := c.now()
 	timer := c.after(c.opts.IdleWait)
-	for n := 0; n < c.opts.MaxInboundPerStep && c.sched.HasWork() && !c.sched.WaitingFillsStep(); n++ {
+	why := ""
+loop:
+	for n := 0; c.sched.HasWork() && !c.sched.WaitingFillsStep(); n++ {
+		if n == c.opts.MaxInboundPerStep {
+			why = "message limit"
+			break
+		}
 		select {
 		case m, ok := <-in:
 			if !ok {
-				return
+				why = "transport closed"
+				break loop
 			}
 			c.handle(m)
 		case <-timer:
-			return
+			why = "timer"
+			break loop
 		case <-ctx.Done():
-			return
+			why = "shutdown"
+			break loop
 		}
+	}
+	if why == "" {
+		why = "step full"
+		if !c.sched.HasWork() {
+			why = "nothing waiting" // aborted inside the window
+		}
+	}
+	if ce := c.log.Check(zap.DebugLevel, "arrival window closed"); ce != nil {
+		ce.Write(zap.String("why", why), zap.Int("waiting", c.sched.NumWaiting()), zap.Duration("waited", c.now().Sub(start)))
 	}
 }
 
