@@ -29,7 +29,7 @@ type Engine struct {
 	Threads               int    `flag:"threads" yaml:"threads" usage:"compute threads for --executor cpu (0: all cores)"`
 	// SchedulerIdleWait is the arrival-coalescing window: "auto" or a
 	// duration (IdleWait resolves it).
-	SchedulerIdleWait string `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"when a request wakes an idle engine, how long to keep receiving before the first step, so that requests sent together share it (ends early once they fill a step; never waits while requests run): auto (5ms with --executor cpu, 0 with sim and cuda) or a duration such as 2ms (0: off)"`
+	SchedulerIdleWait string `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"when a request wakes an idle engine, how long to keep receiving before the first step, so that requests sent together share it (ends early once they fill a step; never waits while requests run): auto (10ms with --executor cpu, 0 with sim and cuda) or a duration such as 2ms (0: off)"`
 	Seed              int64  `flag:"seed" yaml:"seed" usage:"seed of the per-request seeds drawn for requests without one"`
 
 	SimStepMS            float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"simulator: fixed time per step in milliseconds"`
@@ -182,10 +182,11 @@ func (e *Engine) SimStep() time.Duration {
 
 // DefaultCPUIdleWait is --scheduler-idle-wait's auto value with the CPU
 // executor: a CPU prefill of one short prompt takes 100 ms or more, so
-// waiting 5 ms for the rest of a burst costs a lone request little, while
+// waiting 10 ms for the rest of a burst costs a lone request little, while
 // a burst split into two steps makes the first request's second token wait
-// for everyone else's prefill.
-const DefaultCPUIdleWait = 5 * time.Millisecond
+// for everyone else's prefill. A 16-request burst sent within 1 ms took
+// 6–8 ms to reach a loaded engine (docs/bench/idle-window.md).
+const DefaultCPUIdleWait = 10 * time.Millisecond
 
 // IdleWait resolves --scheduler-idle-wait: auto (or empty) is
 // DefaultCPUIdleWait with the CPU executor and 0 with sim (whose steps
