@@ -2,6 +2,7 @@ package configs
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -26,7 +27,10 @@ type Engine struct {
 	DisablePrefixCaching  bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
 	MXFP4GroupActivations bool   `flag:"mxfp4-group-activations" yaml:"mxfp4_group_activations" usage:"CPU executor: MXFP4 expert groups of 8+ prefill rows quantize activations per 320 values (about 25 % faster gpt-oss prefill; results then depend on the batch)"`
 	Threads               int    `flag:"threads" yaml:"threads" usage:"compute threads for --executor cpu (0: all cores)"`
-	Seed                  int64  `flag:"seed" yaml:"seed" usage:"seed of the per-request seeds drawn for requests without one"`
+	// SchedulerIdleWait is the arrival-coalescing window: "auto" or a
+	// duration (IdleWait resolves it).
+	SchedulerIdleWait string `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"when a request wakes an idle engine, how long to keep receiving before the first step, so that requests sent together share it (ends early once they fill a step; never waits while requests run): auto (10ms with --executor cpu, 0 with sim and cuda) or a duration such as 2ms (0: off)"`
+	Seed              int64  `flag:"seed" yaml:"seed" usage:"seed of the per-request seeds drawn for requests without one"`
 
 	SimStepMS            float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"simulator: fixed time per step in milliseconds"`
 	SimPrefillUSPerToken float64 `flag:"sim-prefill-us-per-token" yaml:"sim_prefill_us_per_token" usage:"simulator: microseconds per prompt token computed"`
@@ -67,6 +71,7 @@ func DefaultEngine() Engine {
 		MaxNumBatchedTokens:     2048,
 		BlockSize:               16,
 		KVCacheDType:            "auto",
+		SchedulerIdleWait:       "auto",
 		SimVocabSize:            32000,
 		ShutdownTimeout:         30 * time.Second,
 		ConstraintTimeout:       10 * time.Second,
@@ -110,6 +115,9 @@ func (e *Engine) Validate() error {
 	case "", "auto", "float32", "fp32", "float16", "fp16", "half":
 	default:
 		errs = append(errs, Errorf("kv-cache-dtype", "must be auto, float32 or float16, got %q", e.KVCacheDType))
+	}
+	if _, err := e.IdleWait(); err != nil {
+		errs = append(errs, Errorf("scheduler-idle-wait", "%v", err))
 	}
 	if e.NumKVBlocks < 0 {
 		errs = append(errs, Errorf("num-kv-blocks", "must be >= 0, got %d", e.NumKVBlocks))
@@ -170,4 +178,33 @@ func (e *Engine) Validate() error {
 // SimStep returns the simulator's fixed step time.
 func (e *Engine) SimStep() time.Duration {
 	return time.Duration(e.SimStepMS * float64(time.Millisecond))
+}
+
+// DefaultCPUIdleWait is --scheduler-idle-wait's auto value with the CPU
+// executor: a CPU prefill of one short prompt takes 100 ms or more, so
+// waiting 10 ms for the rest of a burst costs a lone request little, while
+// a burst split into two steps makes the first request's second token wait
+// for everyone else's prefill. A 16-request burst sent within 1 ms took
+// 6–8 ms to reach a loaded engine (docs/bench/idle-window.md).
+const DefaultCPUIdleWait = 10 * time.Millisecond
+
+// IdleWait resolves --scheduler-idle-wait: auto (or empty) is
+// DefaultCPUIdleWait with the CPU executor and 0 with sim (whose steps
+// take microseconds unless --sim-step-ms says otherwise) and cuda (a GPU
+// prefill step costs about as much as the window would).
+func (e *Engine) IdleWait() (time.Duration, error) {
+	if e.SchedulerIdleWait == "" || e.SchedulerIdleWait == "auto" {
+		if e.Executor == "cpu" {
+			return DefaultCPUIdleWait, nil
+		}
+		return 0, nil
+	}
+	d, err := time.ParseDuration(e.SchedulerIdleWait)
+	if err != nil {
+		return 0, fmt.Errorf("must be auto or a duration such as 5ms: %w", err)
+	}
+	if d < 0 || d > time.Minute {
+		return 0, fmt.Errorf("must be between 0 and 1m, got %s", d)
+	}
+	return d, nil
 }

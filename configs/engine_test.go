@@ -36,6 +36,9 @@ func TestEngineValidateNamesField(t *testing.T) {
 		{"--sim-token-min", func(e *Engine) { e.SimTokenMin, e.SimTokenMax = 9, 3 }},
 		{"--log-format", func(e *Engine) { e.LogFormat = "text" }},
 		{"--log-level", func(e *Engine) { e.LogLevel = "loud" }},
+		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "5" }},
+		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "-1ms" }},
+		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "2m" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -47,6 +50,29 @@ func TestEngineValidateNamesField(t *testing.T) {
 				t.Fatalf("error %v, want one naming %s", err, tc.flag)
 			}
 		})
+	}
+}
+
+// TestEngineIdleWait checks how --scheduler-idle-wait resolves per
+// executor.
+func TestEngineIdleWait(t *testing.T) {
+	for _, c := range []struct {
+		executor, flag string
+		want           time.Duration
+	}{
+		{"cpu", "auto", DefaultCPUIdleWait},
+		{"cpu", "", DefaultCPUIdleWait},
+		{"sim", "auto", 0},
+		{"cuda", "auto", 0},
+		{"cpu", "0", 0},
+		{"sim", "2ms", 2 * time.Millisecond},
+		{"cpu", "750us", 750 * time.Microsecond},
+	} {
+		e := DefaultEngine()
+		e.Executor, e.SchedulerIdleWait = c.executor, c.flag
+		if got, err := e.IdleWait(); err != nil || got != c.want {
+			t.Errorf("%s with %q: %v, %v; want %v", c.executor, c.flag, got, err, c.want)
+		}
 	}
 }
 

@@ -81,6 +81,7 @@ type Frontend struct {
 	BlockSize           int     `flag:"block-size" yaml:"block_size" usage:"engine --block-size when spawning"`
 	KVCacheMemory       string  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"engine --kv-cache-memory when spawning"`
 	KVCacheDType        string  `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"engine --kv-cache-dtype when spawning (auto, float32 or float16)"`
+	SchedulerIdleWait   string  `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"engine --scheduler-idle-wait when spawning (auto or a duration such as 5ms)"`
 	SimStepMS           float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"engine --sim-step-ms when spawning"`
 	SimScript           string  `flag:"sim-script" yaml:"sim_script" usage:"engine --sim-script when spawning"`
 }
@@ -229,6 +230,9 @@ func (f *Frontend) SpawnArgs() []string {
 	}
 	if f.KVCacheDType != "" {
 		add("kv-cache-dtype", f.KVCacheDType)
+	}
+	if f.SchedulerIdleWait != "" {
+		add("scheduler-idle-wait", f.SchedulerIdleWait)
 	}
 	if f.SimStepMS >= 0 {
 		add("sim-step-ms", fmt.Sprint(f.SimStepMS))

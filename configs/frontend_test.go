@@ -62,7 +62,9 @@ func TestFrontendEngineArgs(t *testing.T) {
 		t.Fatalf("addrs %q", got)
 	}
 	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript, f.KVCacheDType = "sim", 64, 2.5, "s.jsonl", "float16"
-	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16", "--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
+	f.SchedulerIdleWait = "2ms"
+	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16", "--scheduler-idle-wait", "2ms",
+		"--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
 	if got := f.SpawnArgs(); !slices.Equal(got, want) {
 		t.Fatalf("spawn args %q, want %q", got, want)
 	}

@@ -5,7 +5,7 @@
 //
 //	engine-core --model M [--listen ADDR] [--executor cpu|sim] [--max-num-seqs N]
 //	    [--max-num-batched-tokens N] [--max-model-len N] [--block-size N]
-//	    [--kv-cache-memory BYTES] [--num-kv-blocks N] [--sim-step-ms F]
+//	    [--kv-cache-memory BYTES] [--num-kv-blocks N] [--scheduler-idle-wait auto|DURATION] [--sim-step-ms F]
 //	    [--sim-script FILE] [--tokenizer FILE] [--served-model-name NAME]
 //	    [--config FILE] [--log-format json|console] [--log-level LEVEL]
 //	engine-core gen-model --out DIR [--shape tiny|15m|110m|1b-v32k|llama3.2-1b|qwen3-0.6b|gpt-oss-20b|qwen3-30b-a3b|…] [--seed N]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,30 +58,40 @@ func TestServe(t *testing.T) {
 	}
 }
 
-func serve(t *testing.T, args []string, model string, vocab int) {
+// engineProc is an engine started by startEngine: run's exit status
+// arrives on done, its log in stderr (read it only after done).
+type engineProc struct {
+	conn   *zmqtransport.EngineConn
+	done   chan int
+	stderr *bytes.Buffer
+	ready  ipc.Ready
+}
+
+// startEngine runs the engine with args on a fresh ipc socket and connects
+// a frontend to it, waiting for READY.
+func startEngine(t *testing.T, args []string) *engineProc {
+	t.Helper()
 	dir := t.TempDir()
 	addr := "ipc://" + filepath.Join(dir, "engine.sock")
-	done := make(chan int, 1)
-	var stderr bytes.Buffer
+	e := &engineProc{done: make(chan int, 1), stderr: &bytes.Buffer{}}
 	go func() {
-		done <- run(append(args, "--listen", addr, "--log-format", "console"), &stderr)
+		e.done <- run(append(args, "--listen", addr, "--log-format", "console"), e.stderr)
 	}()
 	conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: addr, FrontendID: "fe-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(conn.Close)
+	e.conn = conn
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if r, ok := conn.Ready(); ok {
-			if (model != "" && r.ModelName != model) || r.MaxModelLen <= 0 || (vocab != 0 && r.VocabSize != vocab) || r.NumKVBlocks <= 0 {
-				t.Fatalf("READY %+v", r)
-			}
-			break
+			e.ready = r
+			return e
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("engine exited %d:\n%s", code, stderr.String())
+		case code := <-e.done:
+			t.Fatalf("engine exited %d:\n%s", code, e.stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -88,6 +99,78 @@ func serve(t *testing.T, args []string, model string, vocab int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (e *engineProc) stop(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-e.done:
+		if code != 0 {
+			t.Fatalf("exit %d; log:\n%s", code, e.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("engine did not stop on SIGTERM")
+	}
+}
+
+// TestBurstSharesFirstStep sends a burst of requests over ZeroMQ to an
+// idle engine, each one a separate message as a frontend sends them: with
+// the arrival window on, all of them are prefilled in the engine's first
+// step. The window (30 s) is far longer than the burst takes to arrive; it
+// ends because the burst fills --max-num-seqs, so the test waits on no
+// clock.
+func TestBurstSharesFirstStep(t *testing.T) {
+	const n = 8
+	e := startEngine(t, []string{"--model", "sim", "--executor", "sim", "--max-model-len", "256", "--sim-step-ms", "1",
+		"--sim-vocab-size", "500", "--max-num-seqs", "8", "--scheduler-idle-wait", "30s"})
+	for i := range n {
+		req := &ipc.AddRequest{RequestID: fmt.Sprintf("r%d", i), PromptTokenIDs: []int32{5, 6, 7, int32(8 + i)},
+			Params: ipc.SamplingParams{MaxTokens: 4, Logprobs: -1, IgnoreEOS: true}}
+		if err := e.conn.Send(ipc.KindAdd, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := map[string]uint64{}
+	for finished := 0; finished < n; {
+		select {
+		case o := <-e.conn.Outputs():
+			for _, out := range o.Outputs {
+				if out.Error != "" {
+					t.Fatalf("error output: %s", out.Error)
+				}
+				if _, ok := first[out.RequestID]; !ok {
+					first[out.RequestID] = o.Step
+				}
+				if out.FinishReason != ipc.FinishNone {
+					finished++
+				}
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("outputs missing; first steps so far %v", first)
+		}
+	}
+	for id, step := range first {
+		if step != first["r0"] {
+			t.Errorf("first steps %v: %s started apart from r0", first, id)
+			break
+		}
+	}
+	e.stop(t)
+	if log := e.stderr.String(); !strings.Contains(log, `"scheduler_idle_wait": "30s"`) {
+		t.Errorf("engine ready line lacks the window:\n%s", log)
+	}
+}
+
+func serve(t *testing.T, args []string, model string, vocab int) {
+	e := startEngine(t, args)
+	if r := e.ready; (model != "" && r.ModelName != model) || r.MaxModelLen <= 0 || (vocab != 0 && r.VocabSize != vocab) || r.NumKVBlocks <= 0 {
+		t.Fatalf("READY %+v", r)
+	}
+	conn, done, stderr := e.conn, e.done, e.stderr
 	req := &ipc.AddRequest{RequestID: "r1", PromptTokenIDs: []int32{5, 6, 7}, Params: ipc.SamplingParams{MaxTokens: 10, Logprobs: -1, IgnoreEOS: true}}
 	if err := conn.Send(ipc.KindAdd, req); err != nil {
 		t.Fatal(err)

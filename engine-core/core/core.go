@@ -7,7 +7,10 @@
 //
 //  1. drains the transport's inbound channel without blocking (blocking only
 //     when there is no work at all): ADD, ABORT, UTILITY and
-//     frontend-gone messages;
+//     frontend-gone messages. When a request wakes an idle engine, the
+//     loop goes on receiving for up to Options.IdleWait (the arrival
+//     window), or until the waiting requests fill a step, so that a burst
+//     sent together shares its first step;
 //  2. plans a step (sched.Schedule), tells the executor which requests were
 //     preempted, runs the step (Executor.Execute), applies the sampled
 //     tokens (sched.Update) and tells the executor which requests ended;
@@ -81,6 +84,18 @@ type Options struct {
 	// MaxInboundPerStep bounds the messages handled between two steps
 	// (default 4096), so a flood of ADDs cannot stall running streams.
 	MaxInboundPerStep int
+	// IdleWait is the arrival-coalescing window. When a request arrives at
+	// an idle engine (nothing running or waiting), the loop keeps
+	// receiving for up to IdleWait before it plans the first step, and
+	// stops early once the waiting requests fill a step
+	// (sched.Scheduler.WaitingFillsStep), so that a burst of requests sent
+	// together is prefilled in one step instead of the first alone and the
+	// rest one step later. It never waits while anything runs. 0: no
+	// window (the first step starts with the first request).
+	IdleWait time.Duration
+	// After replaces time.After for the window's timer in tests (nil:
+	// time.After).
+	After func(time.Duration) <-chan time.Time
 	// Now replaces the clock in tests (nil: time.Now).
 	Now func() time.Time
 }
@@ -101,6 +116,7 @@ type Core struct {
 	exec      sched.Executor
 	tr        Transport
 	now       func() time.Time
+	after     func(time.Duration) <-chan time.Time
 	owner     map[string]*frontend // request id → submitting frontend
 	frontends map[string]*frontend
 	dirty     []*frontend
@@ -127,6 +143,9 @@ func New(opts Options) (*Core, error) {
 	if opts.MaxInboundPerStep <= 0 {
 		opts.MaxInboundPerStep = 4096
 	}
+	if opts.IdleWait < 0 {
+		return nil, fmt.Errorf("core: negative IdleWait %s", opts.IdleWait)
+	}
 	c := &Core{
 		opts:      opts,
 		log:       opts.Log,
@@ -142,6 +161,10 @@ func New(opts Options) (*Core, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	c.after = opts.After
+	if c.after == nil {
+		c.after = time.After
 	}
 	c.emitFn = c.emit
 	return c, nil
@@ -176,6 +199,9 @@ func (c *Core) Run(ctx context.Context) error {
 					return nil
 				}
 				c.handle(m)
+				if c.sched.HasWork() {
+					c.coalesce(ctx, in)
+				}
 			case <-ctx.Done():
 				continue
 			}
@@ -221,6 +247,49 @@ func (c *Core) Run(ctx context.Context) error {
 	}
 }
 
+// coalesce is the arrival window (Options.IdleWait): the engine was idle
+// and a request just arrived, so it keeps handling inbound messages until
+// the window ends, the waiting requests fill a step, the inbound channel
+// closes or ctx is cancelled (the caller's loop then sees why).
+func (c *Core) coalesce(ctx context.Context, in <-chan zmqtransport.Inbound) {
+	if c.opts.IdleWait <= 0 {
+		return
+	}
+	start := c.now()
+	timer := c.after(c.opts.IdleWait)
+	why := ""
+loop:
+	for n := 0; c.sched.HasWork() && !c.sched.WaitingFillsStep(); n++ {
+		if n == c.opts.MaxInboundPerStep {
+			why = "message limit"
+			break
+		}
+		select {
+		case m, ok := <-in:
+			if !ok {
+				why = "transport closed"
+				break loop
+			}
+			c.handle(m)
+		case <-timer:
+			why = "timer"
+			break loop
+		case <-ctx.Done():
+			why = "shutdown"
+			break loop
+		}
+	}
+	if why == "" {
+		why = "step full"
+		if !c.sched.HasWork() {
+			why = "nothing waiting" // aborted inside the window
+		}
+	}
+	if ce := c.log.Check(zap.DebugLevel, "arrival window closed"); ce != nil {
+		ce.Write(zap.String("why", why), zap.Int("waiting", c.sched.NumWaiting()), zap.Duration("waited", c.now().Sub(start)))
+	}
+}
+
 func (c *Core) beginStop() {
 	c.stopping = true
 	c.log.Info("shutdown: refusing new requests, finishing running ones",
@@ -251,6 +320,16 @@ func (c *Core) Step() bool {
 	}
 	c.sched.DrainReleased(c.exec.Release)
 	c.stepTime = c.now().Sub(start)
+	if ce := c.log.Check(zap.DebugLevel, "step"); ce != nil {
+		prefill := 0
+		for i := range b.Seqs {
+			if len(b.Seqs[i].Tokens) > 1 || !b.Seqs[i].Sample {
+				prefill++
+			}
+		}
+		ce.Write(zap.Uint64("step", b.Step), zap.Int("seqs", len(b.Seqs)), zap.Int("prefill_seqs", prefill),
+			zap.Int("tokens", b.NumTokens), zap.Duration("took", c.stepTime))
+	}
 	return true
 }
 

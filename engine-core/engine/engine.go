@@ -53,6 +53,11 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 	}
 	defer func() { _ = log.Sync() }()
 
+	idleWait, err := cfg.IdleWait()
+	if err != nil { // configs.Load validated it; a caller may not have
+		fmt.Fprintf(stderr, "engine-core: --scheduler-idle-wait: %v\n", err)
+		return 2
+	}
 	eng, err := build(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "engine-core: %v\n", err)
@@ -89,6 +94,7 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		Transport:    sock,
 		Log:          log.Named("core"),
 		DrainTimeout: cfg.ShutdownTimeout,
+		IdleWait:     idleWait,
 	})
 	if err != nil {
 		sock.Close("engine failed to start")
@@ -105,7 +111,8 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		zap.String("listen", cfg.Listen), zap.String("model", eng.ready.ModelName), zap.String("executor", cfg.Executor),
 		zap.Int("max_model_len", eng.ready.MaxModelLen), zap.Int("vocab_size", eng.ready.VocabSize),
 		zap.Int("kv_blocks", eng.ready.NumKVBlocks), zap.Int("block_size", eng.ready.BlockSize),
-		zap.Int("max_num_seqs", cfg.MaxNumSeqs), zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens))
+		zap.Int("max_num_seqs", cfg.MaxNumSeqs), zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
+		zap.Duration("scheduler_idle_wait", idleWait))
 	if _, err := sdnotify.Notify(sdnotify.Ready); err != nil {
 		log.Warn("sd_notify", zap.Error(err))
 	}

@@ -254,6 +254,28 @@ func (s *Scheduler) NumRunning() int { return len(s.running) }
 // NumWaiting counts waiting (including preempted) requests.
 func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
 
+// WaitingFillsStep reports whether the waiting requests alone would fill
+// the next step: they are at least MaxNumSeqs minus the running requests,
+// their prompt tokens still to compute reach MaxNumBatchedTokens, or their
+// prompts' KV blocks reach the free blocks. Prefix-cache hits are not
+// counted, so it may answer true a little early. engine-core's arrival
+// window (core.Options.IdleWait) stops waiting for more requests once it
+// holds: another arrival could not join the first step.
+func (s *Scheduler) WaitingFillsStep() bool {
+	if len(s.waiting) == 0 {
+		return false
+	}
+	if len(s.running)+len(s.waiting) >= s.cfg.MaxNumSeqs {
+		return true
+	}
+	tokens, blocks := 0, 0
+	for _, r := range s.waiting {
+		tokens += len(r.tokens) - r.numComputed
+		blocks += s.kv.BlocksFor(len(r.tokens))
+	}
+	return tokens >= s.cfg.MaxNumBatchedTokens || blocks >= s.kv.NumFree()
+}
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
 }
