@@ -19,7 +19,8 @@ import (
 // 1 and 16 sequences with 128-token prompts in the cache, and 128- and
 // 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
-// unified (Config.UnifiedKV) for sliding-window models too. With
+// unified (Config.UnifiedKV) for sliding-window models too. $SLUICE_BENCH_SEQS
+// sets the decode batch sizes (benchSeqs). With
 // $SLUICE_BENCH_OPSTATS set, each benchmark also reports op-wait-% and
 // ops-cpu-% (reportOps). Decode also reports the weight bytes a step reads
 // and their rates (reportWeights).
@@ -30,7 +31,7 @@ func BenchmarkModelFile(b *testing.B) {
 	}
 	for _, path := range strings.Split(env, ":") {
 		name := filepath.Base(filepath.Dir(path)) + "-" + strings.TrimSuffix(filepath.Base(path), ".gguf")
-		for _, nseq := range []int{1, 16} {
+		for _, nseq := range benchSeqs(b) {
 			b.Run(name+"/decode-seqs"+strconv.Itoa(nseq), func(b *testing.B) {
 				const prompt, maxLen = 128, 256
 				r, err := New(Config{Model: path, NumBlocks: nseq * maxLen / 16, BlockSize: 16, MaxBatchTokens: 128 * nseq, MaxSeqs: nseq, MaxModelLen: maxLen, UnifiedKV: true})
@@ -150,4 +151,23 @@ func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
 	}
+}
+
+// benchSeqs is BenchmarkModelFile's decode batch sizes: 1 and 16, or the
+// comma-separated list in $SLUICE_BENCH_SEQS (e.g. "15,16": a batch that
+// is not a multiple of the tiles' 8 rows takes the leftover-row paths).
+func benchSeqs(b *testing.B) []int {
+	env := os.Getenv("SLUICE_BENCH_SEQS")
+	if env == "" {
+		return []int{1, 16}
+	}
+	var seqs []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("SLUICE_BENCH_SEQS: %q is not a positive count", f)
+		}
+		seqs = append(seqs, n)
+	}
+	return seqs
 }

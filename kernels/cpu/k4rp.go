@@ -160,24 +160,19 @@ func (t *qmatTask) rowsKR(ob, oe, m0, m1 int) {
 }
 
 // leftoversR is qTiles' part for the activation rows past the groups of 8
-// ([n8, n4) by the ×4 tile, the rest one by one) on a repacked Q4_K
-// weight: each weight row of [ob, oe) unrepacked once into the file's
-// layout for the kernels that read it, so the results are those of the
-// file's rows bit for bit.
-func (t *qmatTask) leftoversR(ob, oe, n8, n4 int) {
-	var buf [k4rpMaxK / quant.QKBlock * quant.Q4KBlockBytes]byte
-	var acc [4]float32
-	out, x, K := t.out, t.x, t.w.C
-	for o := ob; o < oe; o++ {
-		wr := q4kFileRow(t.w, o, &buf)
-		for m := n8; m < n4; m += 4 {
-			t.tile4W(wr, m, 0, K, &acc)
-			for r, v := range acc {
-				out.F[(m+r)*out.C+o] = v
-			}
-		}
-		for m := n4; m < t.n; m++ {
-			out.F[m*out.C+o] = t.k.rowDot(kernels.Q4_K, wr, x.F[m*x.C:m*x.C+K], &t.act, m)
-		}
+// ([n8, t.n), 1–7 rows) on a repacked Q4_K weight: the batch-1 row loop of
+// the repacked layout (q4kRows1R, on the permuted activations the matmul's
+// prologue made) once per leftover row over the weight rows [ob, oe) (qTiles' L1-sized
+// block), which the next row's pass finds in cache. Results equal the file layout's
+// ×4 tile and rowDot bit for bit (rows1's contract). (It used to unrepack
+// every weight row into the file's layout on every call: a batch of 9–15
+// sequences cost 4× the CPU per token of 16.)
+func (t *qmatTask) leftoversR(ob, oe, n8 int) {
+	a, K, out := &t.act, t.w.C, t.out
+	nb := K / quant.QKBlock
+	rb := kernels.Q4_K.RowBytes(K)
+	wr := t.w.Q[ob*rb : oe*rb]
+	for m := n8; m < t.n; m++ {
+		q4kRows1R(wr, a.qp[m*K:(m+1)*K], a.d[m*nb:(m+1)*nb], a.bs[m*K/16:(m+1)*K/16], nb, out.F[m*out.C+ob:m*out.C+oe])
 	}
 }

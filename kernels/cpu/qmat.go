@@ -509,8 +509,9 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Prep(b.k, b.mxgRows(n), b.mxgRows(n))
 	}
-	if w.Repacked && n < 4 {
-		// the row loops of repacked Q4_K weights (rows1, rowsEach)
+	if w.Repacked && (n < 4 || n%8 != 0 || len(t.act.d8) < n/8*(w.C/t.act.blk)*16) {
+		// the row loops of repacked Q4_K weights (rows1, rowsEach, and
+		// qTiles' leftover rows past the groups of 8: leftoversR)
 		t.act.permuteK()
 	}
 	t.prepareHalf(b.pool.n)

@@ -75,6 +75,12 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		n8 = t.n &^ 7
 	}
 	n4 := n8 + (t.n-n8)&^3
+	if w.DT == kernels.Q4_K {
+		// Q4_K's leftover rows one by one (rowDot; leftoversR on repacked
+		// weights), so the file's layout and the repacked one agree bit
+		// for bit: the ×4 tile's sums differ from rowDot's in the last bit
+		n4 = n8
+	}
 	q8p := q8Pair(w.DT, K, t.n, n8) // Q8_0: the 2×4 tile (q8tile.go)
 	if q8p {
 		// weight rows in pairs: blocks of an even count
@@ -131,7 +137,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 		}
 	}
 	for ob := lo; ob < hi && w.Repacked && n8 < t.n; ob += rows {
-		t.leftoversR(ob, min(ob+rows, hi), n8, n4)
+		t.leftoversR(ob, min(ob+rows, hi), n8)
 	}
 	for ob := lo; ob < hi && !w.Repacked; ob += rows {
 		oe := min(ob+rows, hi)
