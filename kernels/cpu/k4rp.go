@@ -160,13 +160,14 @@ func (t *qmatTask) rowsKR(ob, oe, m0, m1 int) {
 }
 
 // leftoversR is qTiles' part for the activation rows past the groups of 8
-// ([n8, t.n), 1–7 rows) on a repacked Q4_K weight: the batch-1 row loop of
-// the repacked layout (q4kRows1R, on the permuted activations the matmul's
-// prologue made) once per leftover row over the weight rows [ob, oe) (qTiles' L1-sized
-// block), which the next row's pass finds in cache. Results equal the file layout's
-// ×4 tile and rowDot bit for bit (rows1's contract). (It used to unrepack
-// every weight row into the file's layout on every call: a batch of 9–15
-// sequences cost 4× the CPU per token of 16.)
+// ([n8, t.n), 1–7 rows) on a repacked Q4_K weight: the repacked layout's
+// batch-1 row loop (q4kRows1R, on the permuted activations the matmul's
+// prologue made), once per leftover row over the weight rows [ob, oe)
+// (qTiles' L1-sized block, which the next row's pass finds in cache).
+// Results equal rowDot's on the file's rows bit for bit (rows1's
+// contract), as the file layout's Q4_K leftovers are computed. (It used
+// to unrepack every weight row into the file's layout on every call: a
+// batch of 9–15 sequences cost 3× the CPU per token of 16.)
 func (t *qmatTask) leftoversR(ob, oe, n8 int) {
 	a, K, out := &t.act, t.w.C, t.out
 	nb := K / quant.QKBlock
