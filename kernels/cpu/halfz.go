@@ -18,7 +18,8 @@ import "github.com/sluice-llm/sluice/kernels"
 // 16 lanes, each FMA broadcasting its weight from the widened block itself
 // (embedded broadcast: one fused µop, so the out-of-order window holds
 // twice the steps and reaches further ahead into the streamed weights); a
-// two-panel one 2 loads, W broadcasts and 2·W FMAs. The register tiles of half.go (AVX2) keep the smaller batches.
+// two-panel one 2 loads, W broadcasts and 2·W FMAs. The register tiles of
+// half.go (AVX2) keep the smaller batches.
 
 // halfPanelZMinRows is the smallest batch that runs on the AVX-512 panels;
 // fewer rows run on the AVX2 register tiles (half.go).
