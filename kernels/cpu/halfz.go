@@ -14,9 +14,12 @@ import "github.com/sluice-llm/sluice/kernels"
 // (halfPanelZWidenAVX512); two panels or more run on blocks of widened
 // weights, two panels per call (halfPanelZAVX512).
 //
-// Per step of k a one-panel kernel issues W broadcasts, one 64-byte load
-// and W FMAs of 16 lanes; a two-panel one 2 loads, W broadcasts and 2·W
-// FMAs. The register tiles of half.go (AVX2) keep the smaller batches.
+// Per step of k a one-panel kernel issues one 64-byte load and W FMAs of
+// 16 lanes, each FMA broadcasting its weight from the widened block itself
+// (embedded broadcast: one fused µop, so the out-of-order window holds
+// twice the steps and reaches further ahead into the streamed weights); a
+// two-panel one 2 loads, W broadcasts and 2·W FMAs. The register tiles of
+// half.go (AVX2) keep the smaller batches.
 
 // halfPanelZMinRows is the smallest batch that runs on the AVX-512 panels;
 // fewer rows run on the AVX2 register tiles (half.go).

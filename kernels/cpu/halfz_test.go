@@ -390,3 +390,48 @@ func BenchmarkHalfZPaths(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHalfPanelZWidenWhere times the one-panel path's kernel loop (as
+// halfPanelRows runs it for 16 activation rows: 16 weight rows at a time,
+// each streaming through K = 2048 in chunks of halfPanelKc values) on one
+// thread with the weights in L1 (16 rows, 64 KiB of F16 or BF16: mostly
+// L1 and L2), in L2 (256 rows, 1 MiB) and from memory (distinct copies of
+// at least streamBytes), the activations packed once: the GMAC per
+// CPU-second the kernel keeps where its weights come from.
+func BenchmarkHalfPanelZWidenWhere(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 kernels on this machine or build")
+	}
+	const K, W = 2048, halfZMaxW1
+	r := rand.New(rand.NewPCG(17, 68))
+	xp := randF(r, 16*K)
+	acc := make([]float32, 2*16*W)
+	var buf [16 * halfZMaxW1]float32
+	for _, dt := range halfTypes {
+		for _, where := range []struct {
+			name string
+			rows int
+		}{{"L1", W}, {"L2", 256}, {"mem", streamBytes / (2 * K)}} {
+			b.Run(fmt.Sprintf("%v/%s", dt, where.name), func(b *testing.B) {
+				data := randBlocks(r, dt, where.rows, K)
+				sanitizeHalves(dt, data)
+				rb := 2 * K
+				b.ResetTimer()
+				c0 := processCPU()
+				o := 0
+				for i := 0; i < b.N; i++ {
+					for kb, ci := 0, 0; kb < K; kb, ci = kb+halfPanelKc, ci+1 {
+						a := acc[(ci&1)*16*W:]
+						halfPanelZWidenAVX512(dt == kernels.BF16, W, &xp[16*kb], &data[o*rb+2*kb], rb, halfPanelKc, &a[0], &buf[0])
+					}
+					if o += W; o+W > where.rows {
+						o = 0
+					}
+				}
+				if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+					b.ReportMetric(float64(16*W*K)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
+				}
+			})
+		}
+	}
+}

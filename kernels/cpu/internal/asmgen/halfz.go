@@ -254,9 +254,9 @@ MOVQ buf+40(FP), BX`)
 		for u := 0; u < n; u++ {
 			a.l("\tVMOVUPS %d(DI), Z28", 64*u)
 			for c := 0; c < W; c++ {
-				b := 30 + c%2
-				a.l("\tVBROADCASTSS %d(BX), Z%d", 64*c+4*u, b)
-				a.l("\tVFMADD231PS Z28, Z%d, Z%d", b, c)
+				// the weight broadcast from buf inside the multiply-add
+				// (one fused µop, not two: twice the steps in flight)
+				a.l("\tVFMADD231PS.BCST %d(BX), Z28, Z%d", 64*c+4*u, c)
 			}
 		}
 		for j := 0; j < nb; j++ {
