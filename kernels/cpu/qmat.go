@@ -229,7 +229,9 @@ func actBlock(x []float32, q []int8) float32 {
 		inv = 0
 	}
 	for j, v := range x {
-		q[j] = cvtI8(v * inv)
+		// the product rounded to float32 on its own, as VMULPS does (the
+		// conversion forbids fusing it into a later add at GOAMD64=v3)
+		q[j] = cvtI8(float32(v * inv))
 	}
 	return d
 }
