@@ -115,3 +115,23 @@ func TestDeriveAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per step, want 0", allocs)
 	}
 }
+
+// BenchmarkActQuantize measures quantizing 16 new rows of 2048 values for
+// one MatMul of each weight type, with the layouts its tiles read
+// (quantizeFor), on the VNNI kernels where the machine has them.
+func BenchmarkActQuantize(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const k, n = 2048, 16
+	xs := [2][]float32{randF(r, n*k), randF(r, n*k)}
+	k8 := kern{avx2: hasAVX2, vnni: hasK4V, k4v: hasK4V}
+	for _, dt := range []kernels.DType{kernels.Q4_K, kernels.Q5_K, kernels.Q6_K, kernels.Q8_0, kernels.Q4_0, kernels.MXFP4} {
+		b.Run(dt.String(), func(b *testing.B) {
+			var a actQ
+			c0 := processCPU()
+			for i := 0; b.Loop(); i++ {
+				a.quantizeFor(k8, dt, xs[i%2], k, n, k)
+			}
+			b.ReportMetric(float64(processCPU()-c0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
