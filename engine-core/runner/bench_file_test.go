@@ -16,7 +16,7 @@ import (
 // BenchmarkModelFile measures the runner's step on the model files listed
 // in $SLUICE_BENCH_MODELS (colon-separated paths, e.g. files written by
 // `engine-core gen-model --shape 1b-v32k --format gguf-q4_k_m`): decode of
-// 1 and 16 sequences with 128-token prompts in the cache, and 128- and
+// 1, 8 and 16 sequences with 128-token prompts in the cache, and 128- and
 // 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
 // unified (Config.UnifiedKV) for sliding-window models too. With
@@ -30,7 +30,7 @@ func BenchmarkModelFile(b *testing.B) {
 	}
 	for _, path := range strings.Split(env, ":") {
 		name := filepath.Base(filepath.Dir(path)) + "-" + strings.TrimSuffix(filepath.Base(path), ".gguf")
-		for _, nseq := range []int{1, 16} {
+		for _, nseq := range []int{1, 8, 16} {
 			b.Run(name+"/decode-seqs"+strconv.Itoa(nseq), func(b *testing.B) {
 				const prompt, maxLen = 128, 256
 				r, err := New(Config{Model: path, NumBlocks: nseq * maxLen / 16, BlockSize: 16, MaxBatchTokens: 128 * nseq, MaxSeqs: nseq, MaxModelLen: maxLen, UnifiedKV: true})
