@@ -190,7 +190,7 @@ const (
 // k: every ×8 tile the transposed scales; the k-quants' transposed tiles
 // (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
 // 32-value sums, Q4_K's VNNI tiles their own order; Q4_0's ×8 tile 8·Σx;
-// Q8_0's VNNI tile q+128 transposed. MXFP4 and the float types read none.
+// Q8_0's and Q4_0's VNNI tiles q+128 transposed. MXFP4 and the float types read none.
 func tileLayouts(k kern, dt kernels.DType) layouts {
 	switch dt {
 	case kernels.Q8_0:
@@ -199,6 +199,9 @@ func tileLayouts(k kern, dt kernels.DType) layouts {
 		}
 		return layD8
 	case kernels.Q4_0:
+		if k.vnni {
+			return layD8 | layS8 | layQT
+		}
 		return layD8 | layS8
 	case kernels.Q4_K:
 		if k.k4v {
@@ -239,7 +242,7 @@ func (a *actQ) derive(k kern, dt kernels.DType) {
 		a.sums8()
 	}
 	if need&layQT != 0 {
-		a.transposeQ8() // the Q8_0 VNNI tile's rows (q8vnni.go)
+		a.transposeQ8() // the Q8_0 and Q4_0 VNNI tiles' rows (q8vnni.go)
 	}
 	a.built |= need
 }
