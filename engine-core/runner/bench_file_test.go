@@ -16,7 +16,7 @@ import (
 // BenchmarkModelFile measures the runner's step on the model files listed
 // in $SLUICE_BENCH_MODELS (colon-separated paths, e.g. files written by
 // `engine-core gen-model --shape 1b-v32k --format gguf-q4_k_m`): decode of
-// 1 and 16 sequences with 128-token prompts in the cache, and 128- and
+// 1, 8 and 16 sequences with 128-token prompts in the cache, and 128- and
 // 1024-token prefills. The KV cache type is the runner's default (auto).
 // The batches are built by hand with one block table, so the cache is
 // unified (Config.UnifiedKV) for sliding-window models too. $SLUICE_BENCH_SEQS
@@ -153,13 +153,13 @@ func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	}
 }
 
-// benchSeqs is BenchmarkModelFile's decode batch sizes: 1 and 16, or the
+// benchSeqs is BenchmarkModelFile's decode batch sizes: 1, 8 and 16, or the
 // comma-separated list in $SLUICE_BENCH_SEQS (e.g. "15,16": a batch that
 // is not a multiple of the tiles' 8 rows takes the leftover-row paths).
 func benchSeqs(b *testing.B) []int {
 	env := os.Getenv("SLUICE_BENCH_SEQS")
 	if env == "" {
-		return []int{1, 16}
+		return []int{1, 8, 16}
 	}
 	var seqs []int
 	for _, f := range strings.Split(env, ",") {

@@ -110,9 +110,9 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 		return
 	}
 	t.k, t.out, t.x, t.rows = b.k, oh, xh, w0.R
-	q, blk := quantized(w0.DT)
+	q, _ := quantized(w0.DT)
 	if t.quant = q; q {
-		t.act.quantize(b.k, xh.F, xh.C, n, w0.C, blk)
+		t.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, n, w0.C)
 	}
 	t.act.c16, t.act.c32 = t.act.c16[:0], t.act.c32[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
@@ -200,7 +200,7 @@ func (t *expertsTask) run(lo, hi, wk int) {
 		if a := &t.act; t.quant {
 			nb := K / a.blk
 			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, tile8Act: sub.act.tile8Act.emptied()}
-			sub.act.scales8() // the ×8 tiles' scales of these rows (the worker's buffer)
+			sub.act.derive(t.k, t.w[g].DT) // the tiles' layouts of these rows (the worker's buffers)
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]
 			}

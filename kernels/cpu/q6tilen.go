@@ -25,10 +25,22 @@ import "github.com/sluice-llm/sluice/kernels"
 // docs/bench/q6k-tiles.md.)
 const q6tnMinRows = 16
 
+// q6tnMinRowsVNNI is q6tnMinRows on AVX512_VNNI, where the transposed
+// tile is dotQ6KTxNVNNI (q6v.go): from one group of 8 rows it beats the ×8
+// tile dotQ6Kx8AVX2 (BenchmarkQ6Tile8VNNI, 8 rows: 61–64 against 50–53
+// GMAC per CPU-second, in L2 and from memory), so batches of 8–15 rows
+// take it too.
+const q6tnMinRowsVNNI = 8
+
 // takesQ6TN reports whether t's Q6_K products go to rowsQ6TN: from
-// q6tnMinRows rows, where the activations were transposed.
+// q6tnMinRows rows (q6tnMinRowsVNNI on VNNI), where the activations were
+// transposed.
 func (t *qmatTask) takesQ6TN() bool {
-	return t.w.DT == kernels.Q6_K && len(t.act.kt) > 0 && t.n >= q6tnMinRows
+	minRows := q6tnMinRows
+	if t.k.vnni {
+		minRows = q6tnMinRowsVNNI
+	}
+	return t.w.DT == kernels.Q6_K && len(t.act.kt) > 0 && t.n >= minRows
 }
 
 // rowsQ6TN sets the products of Q6_K weight rows [ob, oe) with the groups

@@ -15,7 +15,7 @@ import (
 // terms' float32 bound: called directly on blocks of 1 to 16 weight rows
 // and runs of 1 to 17 groups of 8 rows (from every group for runs of 1
 // and 2, from the first two otherwise), in both of transposeK's layouts,
-// and through MatMul on 1 and 2 threads at 16 to 137 rows (×4 and
+// and through MatMul on 1 and 2 threads at 8 to 137 rows (×4 and
 // one-row leftovers), reductions of 1 to 64 super-blocks (L2 spans of 16
 // to 128 rows), weight-row counts that are not multiples of the blocks.
 // Saturated blocks (every value 63, scales 127, −128 or −1, activations
@@ -34,6 +34,10 @@ func TestQ6TileTN(t *testing.T) {
 		{32, 30, 8, 2, ""}, {40, 5, 32, 1, ""}, {41, 37, 2, 2, ""}, {64, 16, 1, 1, ""}, {72, 130, 8, 2, ""},
 		{96, 3, 64, 2, ""}, {128, 67, 3, 2, ""}, {137, 19, 2, 2, ""},
 		{16, 4, 2, 1, "max"}, {32, 5, 8, 2, "min"}, {136, 6, 16, 2, "ones"}, {128, 18, 2, 1, "max"},
+		// 8–15 rows: the ×8 tile on AVX2, the transposed one on VNNI
+		// (q6tnMinRowsVNNI)
+		{8, 1, 1, 1, ""}, {8, 37, 8, 2, ""}, {9, 16, 2, 2, ""}, {12, 97, 3, 2, ""}, {15, 33, 32, 1, ""},
+		{8, 5, 2, 1, "max"}, {15, 6, 4, 2, "min"}, {11, 3, 2, 1, "ones"},
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%s", c.n, c.out, c.kb*256, c.threads, c.sat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+11)))
@@ -160,7 +164,7 @@ func checkQ6TN(t *testing.T, data []byte, x []float32, n, out, in, threads int) 
 
 // FuzzQ6TileTN checks dotQ6KTxNAVX2 (and MatMul) against dotQ6Kx8AVX2 bit
 // for bit on weight blocks made from the fuzzer's bytes (values, scales
-// and d included), batches of 16 to 137 rows and reductions of 1 to 20
+// and d included), batches of 8 to 137 rows and reductions of 1 to 20
 // super-blocks.
 func FuzzQ6TileTN(f *testing.F) {
 	f.Add(uint8(0), uint8(3), uint8(0), []byte{1, 2, 3})
@@ -170,7 +174,7 @@ func FuzzQ6TileTN(f *testing.F) {
 		if !hasAVX2 {
 			t.Skip("no AVX2 kernels on this machine or build")
 		}
-		n, rows, in := int(n8%122)+16, int(rows8%19)+1, (int(kb8%20)+1)*256
+		n, rows, in := int(n8%130)+8, int(rows8%19)+1, (int(kb8%20)+1)*256
 		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
 		data := randBlocks(r, kernels.Q6_K, rows, in)
 		for i, v := range seed {

@@ -73,3 +73,54 @@ func BenchmarkQ6TileTNVNNI(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQ6Tile8VNNI compares, at 8 and 12 activation rows (one group
+// of 8, the rest left to the ×4 tiles either way), the AVX2 ×8 tile
+// (rows8: dotQ6Kx8AVX2 over blocks of qTileFewRows weight rows, "x8") with
+// the VNNI transposed tile (rowsQ6TN: dotQ6KTxNVNNI over blocks of
+// ktnRows, "tnv"), alternated within each iteration, on one thread:
+// weights in L2 (64×2048) and from memory (2048×2048, 2048×8192,
+// 8192×2048). Metrics: multiply-adds per CPU-second of each.
+func BenchmarkQ6Tile8VNNI(b *testing.B) {
+	if !hasVNNI {
+		b.Skip("no AVX512_VNNI kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 31))
+	for _, sh := range []struct{ out, in int }{{64, 2048}, {2048, 2048}, {2048, 8192}, {8192, 2048}} {
+		data := randBlocks(r, kernels.Q6_K, sh.out, sh.in)
+		w, err := kernels.NewHostWeight(kernels.Q6_K, sh.out, sh.in, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		const n = 8
+		x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
+		t := &qmatTask{k: kern{avx2: true, vnni: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
+		t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
+		var acc [ktnRows * ktnGroups * 16]float32
+		rows := min(max(1, qTileL1/w.DT.RowBytes(sh.in)), qTileFewRows)
+		run := func(tn bool) {
+			if tn {
+				for ob := 0; ob < sh.out; ob += ktnRows {
+					t.rowsQ6TN(ob, min(ob+ktnRows, sh.out), 0, n, &acc)
+				}
+				return
+			}
+			for ob := 0; ob < sh.out; ob += rows {
+				t.rows8(ob, min(ob+rows, sh.out), 0)
+			}
+		}
+		b.Run(fmt.Sprintf("%dx%d", sh.out, sh.in), func(b *testing.B) {
+			var cpu [2]float64
+			for i := 0; i < b.N; i++ {
+				for v := range cpu {
+					c0 := processCPU()
+					run(v == 1)
+					cpu[v] += (processCPU() - c0).Seconds()
+				}
+			}
+			for v, name := range []string{"x8", "tnv"} {
+				b.ReportMetric(float64(n*sh.out*sh.in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
+			}
+		})
+	}
+}

@@ -56,7 +56,13 @@ func ggmlQ8K(x []float32) ([]int8, float32, []int16) {
 	}
 	iscale := -127 / m
 	for j, v := range x {
-		f := iscale*v + 12582912 // 1.5·2²³: the sum's low mantissa bits are the rounded integer
+		// 1.5·2²³: the sum's low mantissa bits are the rounded integer. The
+		// product is rounded on its own, as in ggml's quantize_row_q8_K_ref
+		// (ggml-quants.c, built into ggml-base without -march: no FMA to
+		// contract into); the explicit conversion keeps the Go compiler from
+		// fusing the multiply-add at GOAMD64=v3 (Go spec), which rounded
+		// tiny-normal's −63.5 tie to −63 instead of −64
+		f := float32(iscale*v) + 12582912
 		n := int32(math.Float32bits(f)&0x007fffff) - 0x00400000
 		q[j] = int8(min(127, n))
 	}

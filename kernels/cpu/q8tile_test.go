@@ -193,8 +193,9 @@ func checkQ8Tile(t *testing.T, dt kernels.DType, data []byte, x []float32, n, ou
 }
 
 // checkQ8VNNI checks the VNNI tiles of q8vnni_amd64.s against the AVX2
-// ones of q8tile_amd64.s bit for bit on tk's operands: each tile called
-// directly on every weight row (pair) and group of 8 (4) activation rows,
+// ones of q8tile_amd64.s bit for bit on tk's operands: each tile (the
+// transposed ones of Q8_0 and Q4_0 included, on actQ.qt, itself checked)
+// called directly on every weight row (pair) and group of 8 (4) activation rows,
 // and qTiles on weight rows [lo, hi) with kern.vnni forced on against
 // want, the AVX2 qTiles' result. Where the machine has no AVX512_VNNI it
 // does nothing.
@@ -217,7 +218,7 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 	v := *tk
 	v.k.vnni = true
 	v.act.qt = nil
-	if w.DT == kernels.Q8_0 {
+	{
 		v.act.transposeQ8()
 		for i, b := range v.act.qt {
 			g, rest := i/(nb*256), i%(nb*256)
@@ -239,6 +240,9 @@ func checkQ8VNNI(t *testing.T, tk *qmatTask, want []float32, lo, hi int) {
 				s8 := &a.s8[(m/8)*nb*8]
 				dotQ4_0x8UAVX2(wr, xq, K, xd8, s8, nb, &ref)
 				dotQ4_0x8VNNI(wr, xq, K, xd8, s8, nb, &got)
+				same("×8", o, m)
+				dotQ4_0x8TVNNI(wr, &qt[(m/8)*nb*256], xd8, s8, nb, &got)
+				same("transposed ×8", o, m)
 			}
 			same("×8", o, m)
 			if w.DT == kernels.Q8_0 {

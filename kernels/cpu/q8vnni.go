@@ -109,3 +109,34 @@ func (t *qmatTask) rowsQ8TP(ob, oe, m0, m1 int, pairs bool) bool {
 	}
 	return true
 }
+
+// rowsQ4T sets the products of Q4_0 weight rows [ob, oe) with activation
+// rows [m0, m1) (multiples of 8) with the transposed VNNI tile
+// dotQ4_0x8TVNNI, and reports whether it could: it needs AVX512_VNNI and
+// the transposed activations with their 8·Σx (derive makes them for Q4_0
+// where kern.vnni; views of some rows, as MatMulExperts' groups, have
+// them only from derive). Its results equal the ×8 tile's
+// (dotQ4_0x8UAVX2) bit for bit.
+func (t *qmatTask) rowsQ4T(ob, oe, m0, m1 int) bool {
+	w, a, out := t.w, &t.act, t.out
+	K := w.C
+	nb := K / 32
+	if !t.k.vnni || w.DT != kernels.Q4_0 || a.blk != 32 || nb == 0 || len(a.qt) < m1/8*nb*256 || len(a.s8) < m1/8*nb*8 {
+		return false
+	}
+	rb := w.DT.RowBytes(K)
+	var acc [8]float32
+	for m := m0; m < m1; m += 8 {
+		xt := a.qt[(m/8)*nb*256 : (m/8+1)*nb*256]
+		xd8 := a.d8[(m/8)*nb*16 : (m/8+1)*nb*16]
+		s8 := a.s8[(m/8)*nb*8 : (m/8+1)*nb*8]
+		for o := ob; o < oe; o++ {
+			wr := w.Q[o*rb : (o+1)*rb]
+			dotQ4_0x8TVNNI(&wr[0], &xt[0], &xd8[0], &s8[0], nb, &acc)
+			for r := 0; r < 8; r++ {
+				out.F[(m+r)*out.C+o] = acc[r]
+			}
+		}
+	}
+	return true
+}

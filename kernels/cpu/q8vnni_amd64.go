@@ -20,3 +20,6 @@ func dotQ8_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, nb int, out *[8]float32)
 
 //go:noescape
 func dotQ8_0x2x8TVNNI(w *byte, ws int, xt *uint8, xd8 *float32, nb int, out *[16]float32)
+
+//go:noescape
+func dotQ4_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, s8 *int32, nb int, out *[8]float32)

@@ -68,10 +68,11 @@ type actQ struct {
 	q        []int8
 	d        []float32
 	bs       []int16
-	tile8Act     // the ×8 tiles' data derived from q, d and bs (scales8)
-	blk      int // values per scale: 32 or 256
-	k        int // values per row
-	n        int // rows
+	tile8Act         // the ×8 tiles' data derived from q, d and bs (derive)
+	built    layouts // the layouts of tile8Act derive made for these rows
+	blk      int     // values per scale: 32 or 256
+	k        int     // values per row
+	n        int     // rows
 
 	src []float32 // a copy of the rows last quantized (n×k)
 
@@ -124,10 +125,21 @@ func quantized(dt kernels.DType) (bool, int) {
 	return false, 0
 }
 
-// quantize quantizes n rows of x (k values each, xs apart) in blocks of
-// blk, growing the buffers as needed, unless they are the rows it
-// quantized last.
-func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
+// quantizeFor quantizes n rows of x (k values each, xs apart) for weights
+// of type dt (quantizeRows) and derives the activation layouts the tiles
+// of dt read under k8 (derive). A MatMul on the same rows for another type
+// quantizes nothing and derives only the layouts not yet made.
+func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k int) {
+	_, blk := quantized(dt)
+	a.quantizeRows(k8, x, xs, n, k, blk)
+	a.derive(k8, dt)
+}
+
+// quantizeRows quantizes n rows of x (k values each, xs apart) in blocks
+// of blk, growing the buffers as needed, unless they are the rows it
+// quantized last. New rows drop every derived layout (tile8Act, emptied;
+// built cleared).
+func (a *actQ) quantizeRows(k8 kern, x []float32, xs, n, k, blk int) {
 	if a.n == n && a.k == k && a.blk == blk && a.same(x, xs) {
 		return
 	}
@@ -144,6 +156,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
 	a.blk, a.k, a.n = blk, k, n
 	a.mxsOK, a.mxg.ok, a.qpOK = false, false, false
+	a.tile8Act, a.built = a.tile8Act.emptied(), 0
 	if cap(a.src) < n*k {
 		a.src = make([]float32, n*k)
 	}
@@ -158,15 +171,80 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 			quantizeActRow(xr, q, d, bs, blk)
 		}
 	}
-	a.scales8()
-	a.kv = a.kv[:0]
-	if k8.k4v {
-		a.transposeKV()
+}
+
+// layouts is a set of the activation layouts of tile8Act.
+type layouts uint8
+
+// The layouts of tile8Act, each made from q, d and bs by derive.
+const (
+	layD8 layouts = 1 << iota // d8 (scales8)
+	layKT                     // kt (transposeK)
+	layBP                     // bp (pairs8)
+	layKV                     // kv (transposeKV; made from kt's strides)
+	layS8                     // s8 (sums8)
+	layQT                     // qt (transposeQ8)
+)
+
+// tileLayouts returns the layouts the tiles of weight type dt read under
+// k: every ×8 tile the transposed scales; the k-quants' transposed tiles
+// (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
+// 32-value sums, Q4_K's VNNI tiles their own order; Q4_0's ×8 tile 8·Σx;
+// Q8_0's and Q4_0's VNNI tiles q+128 transposed. MXFP4 and the float types read none.
+func tileLayouts(k kern, dt kernels.DType) layouts {
+	switch dt {
+	case kernels.Q8_0:
+		if k.vnni {
+			return layD8 | layQT
+		}
+		return layD8
+	case kernels.Q4_0:
+		if k.vnni {
+			return layD8 | layS8 | layQT
+		}
+		return layD8 | layS8
+	case kernels.Q4_K:
+		if k.k4v {
+			return layD8 | layKT | layBP | layKV
+		}
+		return layD8 | layKT | layBP
+	case kernels.Q5_K:
+		return layD8 | layKT | layBP
+	case kernels.Q6_K:
+		return layD8 | layKT
 	}
-	a.qt = a.qt[:0]
-	if k8.vnni && blk == kernels.Q8Block {
-		a.transposeQ8() // the Q8_0 VNNI tile's rows (q8vnni.go)
+	return 0
+}
+
+// derive makes the layouts that the tiles of dt read under k (tileLayouts)
+// and that were not made since the rows were quantized: each MatMul pays
+// only for what its weight's tiles read (a Q6_K or Q5_K product no longer
+// transposes for Q4_K's VNNI tiles, an MXFP4 one for Q8_0's). Buffers are
+// reused, so a step allocates nothing once they have grown.
+func (a *actQ) derive(k kern, dt kernels.DType) {
+	need := tileLayouts(k, dt) &^ a.built
+	if need == 0 {
+		return
 	}
+	if need&layD8 != 0 {
+		a.scales8()
+	}
+	if need&layKT != 0 {
+		a.transposeK()
+	}
+	if need&layBP != 0 {
+		a.pairs8()
+	}
+	if need&layKV != 0 {
+		a.transposeKV() // (kt made above or before: tileLayouts pairs them)
+	}
+	if need&layS8 != 0 {
+		a.sums8()
+	}
+	if need&layQT != 0 {
+		a.transposeQ8() // the Q8_0 and Q4_0 VNNI tiles' rows (q8vnni.go)
+	}
+	a.built |= need
 }
 
 // same reports whether the n rows of x (xs apart) equal, bit for bit, the
@@ -229,7 +307,9 @@ func actBlock(x []float32, q []int8) float32 {
 		inv = 0
 	}
 	for j, v := range x {
-		q[j] = cvtI8(v * inv)
+		// the product rounded to float32 on its own, as VMULPS does (the
+		// conversion forbids fusing it into a later add at GOAMD64=v3)
+		q[j] = cvtI8(float32(v * inv))
 	}
 	return d
 }
@@ -503,8 +583,8 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	}
 	t := &b.qm
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
-	if q, blk := quantized(w.DT); q {
-		t.act.quantize(b.k, x.F, x.C, n, w.C, blk)
+	if q, _ := quantized(w.DT); q {
+		t.act.quantizeFor(b.k, w.DT, x.F, x.C, n, w.C)
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Prep(b.k, b.mxgRows(n), b.mxgRows(n))

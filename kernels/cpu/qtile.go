@@ -108,6 +108,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 			oe := min(ob+rows, hi)
 			switch {
 			case t.rowsQ8T(ob, oe, m0, m1): // Q8_0 on VNNI (q8vnni.go)
+			case t.rowsQ4T(ob, oe, m0, m1): // Q4_0 on VNNI (q8vnni.go)
 			case q8p:
 				t.q8Pairs(ob, oe, m0, m1)
 			case ktn && t.rowsKTN(ob, oe, m0, m1, &kacc):

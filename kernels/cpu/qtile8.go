@@ -30,10 +30,7 @@ func has8(dt kernels.DType) bool {
 // scales8 fills a.d8 from a.d: for each group g of 8 rows and block b of
 // a row, the 16 floats at (g·nb+b)·16 are the scales of rows 8g..8g+3
 // twice, then those of rows 8g+4..8g+7 twice (the layout of the ×8 tiles'
-// float accumulators). Rows beyond the last full group have none. For
-// blocks of 32 it also fills a.s8 from a.bs: at (g·nb+b)·8, 8·Σx of block
-// b of rows 8g..8g+7 (the offset the unsigned-nibble Q4_0 tile subtracts),
-// and for blocks of 256 a.bp (pairs8, the Q4_K ×8 tile's 32-value sums).
+// float accumulators). Rows beyond the last full group have none.
 func (a *actQ) scales8() {
 	nb := 0
 	if a.blk > 0 {
@@ -56,11 +53,18 @@ func (a *actQ) scales8() {
 			}
 		}
 	}
-	a.pairs8()
+}
+
+// sums8 fills a.s8 from a.bs for blocks of 32: at (g·nb+b)·8, 8·Σx of
+// block b of rows 8g..8g+7 (the offset the unsigned-nibble Q4_0 tile
+// subtracts). For other blocks, and rows beyond the last full group, it
+// makes none.
+func (a *actQ) sums8() {
 	if a.blk != 32 {
 		a.s8 = a.s8[:0]
 		return
 	}
+	g, nb := a.n/8, a.k/32
 	if cap(a.s8) < g*nb*8 {
 		a.s8 = make([]int32, g*nb*8)
 	}

@@ -16,10 +16,8 @@ package cpu
 // [r s0-s3, r' s0-s3, r s4-s7, r' s4-s7] with s_j the sum of the
 // super-block's 16-value sums 2j and 2j+1 (int16, wrapping as VPHADDW
 // does). Rows beyond the last full group have none; other block sizes
-// leave a.bp empty. It also makes the transposed rows of qtilekt.go
-// (transposeK).
+// leave a.bp empty.
 func (a *actQ) pairs8() {
-	a.transposeK()
 	a.bp = a.bp[:0]
 	if a.blk != 256 || a.k < 256 {
 		return

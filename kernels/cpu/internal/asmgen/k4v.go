@@ -289,11 +289,16 @@ MOVQ nb+48(FP), CX`)
 	}
 	a.l("%sloop:", lbl)
 	if groups == 2 {
-		// the weight stream 4 super-blocks ahead, as dotQ4KTx16RAVX2
+		// the weight stream 8 super-blocks ahead (dotQ4KTx16RAVX2: 4): the
+		// ×16 tile runs at 16-row decode, where the weights stream from
+		// memory, and there 8 ahead was faster in both sessions that
+		// measured it (BenchmarkK4V k2048/n16/mem, alternated: +5.7 %;
+		// then −4.6…+5.8 %, median +3.7 %, load 16–25; in L2 −1…+7 % and
+		// −2…+4 %); docs/BENCHMARKS.md, i17tiles
 		a.code(`
-PREFETCHT0 576(SI)
-PREFETCHT0 640(SI)
-PREFETCHT0 704(SI)`)
+PREFETCHT0 1152(SI)
+PREFETCHT0 1216(SI)
+PREFETCHT0 1280(SI)`)
 	}
 	a.kvtDecode()
 	for g := 0; g < groups; g++ {

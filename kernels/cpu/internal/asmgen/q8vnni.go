@@ -33,6 +33,7 @@ func q8vnniFile() string {
 	a.q8x2x4(true)
 	a.q8tvnni()
 	a.q8t2vnni()
+	a.q4tvnni()
 	return a.b.String()
 }
 
@@ -173,6 +174,75 @@ VADDPS Y1, Y0, Y0
 VMOVUPS Y0, (AX)
 VADDPS Y17, Y16, Y16
 VMOVUPS Y16, 32(AX)
+VZEROUPPER
+RET`)
+}
+
+// q4tvnni writes dotQ4_0x8TVNNI: one Q4_0 weight row against 8 activation
+// rows in dotQ8_0x8TVNNI's transposed layout (actQ.qt, x+128). Per 18-byte
+// block the nibbles q (0–15) are unpacked in value order (low nibbles,
+// then high, as dotQ4_0x8UAVX2 does) and stored to the frame, from which
+// each group of 4 is broadcast as VPDPBUSD's signed operand: 8
+// instructions add the block's 32 products into each of the 8 rows' lanes.
+// Σ(x+128)·q = Σx·q + 128·Σq, so the accumulator starts at
+// −(128·Σq + 8·Σx) (Σq by VPSADBW and adds across the lanes, 8·Σx of each
+// row from actQ.s8): it ends at Σ(q−8)·x, dotQ4_0x8UAVX2's exact block
+// sum, no int16 step in either. The fold is dotQ4_0x8UAVX2's per row:
+// one conversion and one fused multiply-add with d_w·d_x into a chain per
+// row, and +0 added at the end (its upper half), so the results equal it
+// bit for bit.
+func (a *asm) q4tvnni() {
+	a.l(``)
+	a.l(`// func dotQ4_0x8TVNNI(w *byte, xt *uint8, xd8 *float32, s8 *int32, nb int, out *[8]float32)`)
+	a.l(`TEXT ·dotQ4_0x8TVNNI(SB), NOSPLIT, $32-48`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ xt+8(FP), DI
+MOVQ xd8+16(FP), DX
+MOVQ s8+24(FP), BX
+MOVQ nb+32(FP), CX
+VMOVDQU q8tmask0f<>(SB), Y13
+VPXOR Y14, Y14, Y14
+VXORPS Y0, Y0, Y0`)
+	a.l("q40x8tloop:")
+	a.code(`
+VMOVDQU 2(SI), X9
+VPSRLW $4, X9, X10
+VINSERTI128 $1, X10, Y9, Y9
+VPAND Y13, Y9, Y9
+VMOVDQU Y9, (SP)
+VPSADBW Y14, Y9, Y10
+VPSHUFD $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPERMQ $0x4e, Y10, Y11
+VPADDD Y11, Y10, Y10
+VPSHUFD $0x00, Y10, Y10
+VPSLLD $7, Y10, Y10
+VPADDD (BX), Y10, Y10
+VPSUBD Y10, Y14, Y2`)
+	for j := 0; j < 8; j++ {
+		x := 4 + j%4
+		a.l("	VMOVDQU %d(DI), Y%d", 32*j, x)
+		a.l("	VPDPBUSD.BCST %d(SP), Y%d, Y2", 4*j, x)
+	}
+	a.code(`
+VPBROADCASTW (SI), X8
+VCVTPH2PS X8, Y8
+VCVTDQ2PS Y2, Y2
+VMOVUPS (DX), X12
+VINSERTF128 $1, 32(DX), Y12, Y12
+VMULPS Y12, Y8, Y12
+VFMADD231PS Y2, Y12, Y0
+ADDQ $18, SI
+ADDQ $256, DI
+ADDQ $64, DX
+ADDQ $32, BX
+DECQ CX
+JNZ q40x8tloop
+MOVQ out+40(FP), AX
+VXORPS Y1, Y1, Y1
+VADDPS Y1, Y0, Y0
+VMOVUPS Y0, (AX)
 VZEROUPPER
 RET`)
 }
