@@ -129,12 +129,19 @@ func start(t *testing.T, blocks int, drain time.Duration) *setup {
 		t.Fatal(err)
 	}
 	tr := newFake()
-	c, err := New(Options{EngineID: "e1", Sched: s, Exec: ex, Transport: tr, DrainTimeout: drain})
+	return run(t, Options{EngineID: "e1", Sched: s, Exec: ex, Transport: tr, DrainTimeout: drain})
+}
+
+// run starts a loop with opts (its Transport a *fakeTransport) and stops
+// it when the test ends.
+func run(t *testing.T, opts Options) *setup {
+	t.Helper()
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &setup{tr: tr, cancel: cancel, done: make(chan error, 1)}
+	st := &setup{tr: opts.Transport.(*fakeTransport), cancel: cancel, done: make(chan error, 1)}
 	go func() { st.done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -51,22 +50,7 @@ func startWindowStep(t *testing.T, maxSeqs int, idle time.Duration, ft *fakeTime
 	if ft != nil {
 		opts.After = ft.after
 	}
-	c, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &setup{tr: tr, cancel: cancel, done: make(chan error, 1)}
-	go func() { st.done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-st.done:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return")
-		}
-	})
-	return st
+	return run(t, opts)
 }
 
 // firstSteps maps each request of frontend fe to the step of its first
