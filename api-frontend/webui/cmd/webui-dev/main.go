@@ -44,7 +44,7 @@ func main() {
 	var h http.Handler
 	if *proxy != "" {
 		var err error
-		h, err = proxyHandler(*proxy, *apiKey, *uiDir)
+		h, err = proxyHandler(*proxy, *apiKey, *uiDir, nil)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "webui-dev: %v\n", err)
 			os.Exit(2)
@@ -72,15 +72,17 @@ func main() {
 	}
 }
 
-// proxyHandler serves /ui/ itself and proxies the rest to upstream.
-func proxyHandler(upstream, apiKey, uiDir string) (http.Handler, error) {
+// proxyHandler serves /ui/ itself and proxies the rest to upstream through
+// rt (nil: http.DefaultTransport).
+func proxyHandler(upstream, apiKey, uiDir string, rt http.RoundTripper) (http.Handler, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("parse -proxy %q: want http://HOST:PORT (%v)", upstream, err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = rt
 	rp.FlushInterval = -1 // server-sent events: flush every write
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Transport: rt, Timeout: 5 * time.Second}
 	stats := func() any {
 		st, err := upstreamStats(client, u.JoinPath("/metrics").String(), apiKey, u.Host)
 		if err != nil {
@@ -92,8 +94,25 @@ func proxyHandler(upstream, apiKey, uiDir string) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/ui", ui)
 	mux.Handle("/ui/", ui)
-	mux.Handle("/", rp)
+	mux.Handle("/", fullDuplex(rp))
 	return mux, nil
+}
+
+// fullDuplex lets h go on reading the request body after it has begun the
+// response, as a reverse proxy does: its transport copies the body upstream
+// in its own goroutine and, after the declared Content-Length, reads once
+// more to check the body is not longer. The upstream may answer before that
+// read runs (on a loaded machine it often did), and by default an HTTP/1
+// server drains and closes the request body when the response headers go
+// out; the late read then fails and the transport closes the upstream
+// connection under the response being streamed (golang/go#40747). In full
+// duplex the server leaves the body to the handler until it returns.
+func fullDuplex(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// HTTP/2 is always full duplex and answers ErrNotSupported.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // upstreamStats reads the upstream frontend's /metrics into webui.Stats.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +20,7 @@ import (
 func TestProxy(t *testing.T) {
 	up := httptest.NewServer(fakeapi.New(fakeapi.Config{TokenInterval: time.Millisecond}))
 	defer up.Close()
-	h, err := proxyHandler(up.URL, "", "")
+	h, err := proxyHandler(up.URL, "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +63,95 @@ func TestProxy(t *testing.T) {
 	}
 }
 
+// TestProxyLateBodyRead is the regression test for TestProxy's flake on a
+// loaded machine (the stream cut after its first event, the proxy logging
+// "ReverseProxy read error during body copy: use of closed network
+// connection"). Having copied the declared Content-Length upstream, the
+// proxy's transport reads the inbound body once more to check it is not
+// longer; if its goroutine ran that read only after the upstream's headers
+// had been written back, the HTTP/1 server had already drained and closed
+// the inbound body, the read failed, and the transport closed the upstream
+// connection under the stream. heldBody holds that read until the client
+// has the first event, the order the scheduler produced under load.
+func TestProxyLateBodyRead(t *testing.T) {
+	up := httptest.NewServer(fakeapi.New(fakeapi.Config{TokenInterval: time.Millisecond}))
+	defer up.Close()
+	release := make(chan struct{})
+	var once sync.Once
+	releaseOnce := func() { once.Do(func() { close(release) }) }
+	defer releaseOnce()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	h, err := proxyHandler(up.URL, "", "", lateRead{rt: tr, release: release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions",
+		strings.NewReader(`{"prompt":"x","stream":true,"max_tokens":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			events = append(events, d)
+			releaseOnce() // the client has the first event: let the late read run
+		}
+	}
+	if len(events) != 6 || events[5] != "[DONE]" {
+		t.Fatalf("proxied stream with the body's last read after the response headers (scan error %v): %q", sc.Err(), events)
+	}
+}
+
+// lateRead is an http.RoundTripper whose request bodies, once they have
+// returned their declared Content-Length, hold the next Read until release
+// is closed.
+type lateRead struct {
+	rt      http.RoundTripper
+	release <-chan struct{}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (l lateRead) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.ContentLength > 0 {
+		r = r.Clone(r.Context())
+		r.Body = &heldBody{ReadCloser: r.Body, left: r.ContentLength, release: l.release}
+	}
+	return l.rt.RoundTrip(r)
+}
+
+// heldBody is a request body whose reads past its first left bytes wait for release.
+type heldBody struct {
+	io.ReadCloser
+	left    int64
+	release <-chan struct{}
+}
+
+// Read implements io.Reader.
+func (b *heldBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		<-b.release
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 func TestProxyBadURL(t *testing.T) {
 	for _, u := range []string{"", "localhost:8000", "://x"} {
-		if _, err := proxyHandler(u, "", ""); err == nil {
+		if _, err := proxyHandler(u, "", "", nil); err == nil {
 			t.Errorf("proxyHandler(%q) accepted a bad URL", u)
 		}
 	}
