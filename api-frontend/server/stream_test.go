@@ -230,7 +230,10 @@ func TestNGreaterThanOne(t *testing.T) {
 }
 
 func TestEngineDownMidStream(t *testing.T) {
-	env := newTestEnv(t, Config{StreamInterval: 10}, "0123456789abcdefghijklmnopqrstuvwxyz")
+	// One token every 20 ms: the 200-token stream lasts 4 s, so the kill
+	// below lands mid-stream even when this goroutine is descheduled for a
+	// while (at a 1 ms step the stream could end first on a loaded machine).
+	env := newTestEnvStep(t, Config{StreamInterval: 10}, "0123456789abcdefghijklmnopqrstuvwxyz", 20*time.Millisecond)
 	req, _ := http.NewRequest("POST", env.http.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":200,"stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -238,11 +241,11 @@ func TestEngineDownMidStream(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
-	// read the first event, then let a few more tokens accumulate
+	// read the first event, then let a token or two accumulate
 	if _, err := br.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(15 * time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
 	start := time.Now()
 	env.eng.kill()
 	var rest strings.Builder
@@ -347,13 +350,23 @@ func TestQueueLimitAndAuth(t *testing.T) {
 }
 
 func TestDrain(t *testing.T) {
-	env := newTestEnv(t, Config{}, "abcdefghij")
-	done := make(chan []byte)
-	go func() {
-		_, raw := env.post("/v1/completions", `{"prompt":"x","max_tokens":250,"stream":true}`)
-		done <- raw
-	}()
-	time.Sleep(20 * time.Millisecond)
+	// One token every 40 ms: the 250-token stream would last 10 s, so it is
+	// still open whenever the test ends it (at a 1 ms step it could finish
+	// by itself on a loaded machine before EndStreams).
+	env := newTestEnvStep(t, Config{}, "abcdefghij", 40*time.Millisecond)
+	resp, err := http.Post(env.http.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"x","max_tokens":250,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Drain once the stream has sent its first event, not after a guessed
+	// delay: a request that arrives after BeginDrain gets 503.
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
 	env.srv.BeginDrain()
 	if r, _ := http.Get(env.http.URL + "/health"); r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/health %d while draining", r.StatusCode)
@@ -367,8 +380,11 @@ func TestDrain(t *testing.T) {
 		t.Fatal("endless stream finished by itself")
 	}
 	env.srv.EndStreams()
-	raw := <-done
-	evs := sseEvents(t, raw)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := sseEvents(t, append([]byte(first), rest...))
 	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" || !strings.Contains(evs[len(evs)-2], "shutting down") {
 		t.Fatalf("stream not ended with error+[DONE]: %q", evs[max(0, len(evs)-3):])
 	}
