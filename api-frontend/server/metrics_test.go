@@ -18,19 +18,28 @@ func TestMetricsExposition(t *testing.T) {
 	if r, _ := env.post("/v1/completions", `{"prompt":"x","max_tokens":5,"stream":true}`); r.StatusCode != 200 {
 		t.Fatalf("status %d", r.StatusCode)
 	}
-	time.Sleep(20 * time.Millisecond)
-	resp, err := http.Get(env.http.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Read /metrics until the request's accounting shows (waiting for the
+	// condition, not a guessed delay: the test goroutine may run before the
+	// handler's bookkeeping on a loaded machine), then check the whole page.
+	const finished = `vllm:request_success_total{finished_reason="length",model_name="m"} 1`
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		resp, err := http.Get(env.http.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte(finished)) || time.Now().After(deadline) {
+			break
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	text := string(body)
 	for _, name := range []string{
 		"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
 		"vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
 		"vllm:e2e_request_latency_seconds_bucket", "vllm:request_queue_time_seconds_bucket",
-		"vllm:prompt_tokens_total", "vllm:generation_tokens_total", `vllm:request_success_total{finished_reason="length",model_name="m"} 1`,
+		"vllm:prompt_tokens_total", "vllm:generation_tokens_total", finished,
 		"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
 		"sluice_frontend_streams_open", "sluice_frontend_sse_chunks_total", "sluice_frontend_sse_bytes_total", "sluice_frontend_coalesced_tokens_total",
 	} {
