@@ -81,6 +81,18 @@ func wait(t *testing.T, s *sink) {
 	}
 }
 
+// eventually polls cond until it holds, failing the test after 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 10 s waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestPickLeastLoadedAndFailOnlyOwnRequests(t *testing.T) {
 	a, b := newFake(), newFake()
 	c := New([]EngineConn{a, b}, Options{})
@@ -88,7 +100,9 @@ func TestPickLeastLoadedAndFailOnlyOwnRequests(t *testing.T) {
 	defer c.Close()
 	// engine 0 reports a heavy load; new requests go to engine 1
 	a.outputs <- &ipc.Outputs{Stats: &ipc.SchedulerStats{Running: 10, Waiting: 5}}
-	time.Sleep(20 * time.Millisecond)
+	// Pick prefers engine 0 on a tie, so engine 1 is picked once the
+	// report has been read (its reader goroutine may run late).
+	eventually(t, "engine 0's load report read", func() bool { e, err := c.Pick(); return err == nil && e == 1 })
 	picks := map[int]int{}
 	sinks := map[int][]*sink{}
 	for i := 0; i < 12; i++ {
@@ -112,7 +126,13 @@ func TestPickLeastLoadedAndFailOnlyOwnRequests(t *testing.T) {
 	s0.abort = true
 	b.outputs <- &ipc.Outputs{Outputs: []ipc.Output{{RequestID: "ra", NewTokenIDs: []int32{1}}}}
 	wait(t, s0)
-	time.Sleep(10 * time.Millisecond)
+	// The ABORT goes out after the sink returns: wait for it, then check
+	// it is the only one.
+	eventually(t, "ABORT sent", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.aborts) > 0
+	})
 	b.mu.Lock()
 	if len(b.aborts) != 1 || b.aborts[0] != "ra" {
 		t.Fatalf("aborts %v", b.aborts)
