@@ -224,15 +224,25 @@ func TestAbortAndFrontendGone(t *testing.T) {
 		s := st.tr.stats(t)
 		return s.Running == 5 && s.Waiting == 0
 	})
-	// The aborted ones get no more tokens; the others continue.
+	// The others continue (wait until each has grown, rather than sleep
+	// and hope the loop ran meanwhile); the aborted ones got no more
+	// tokens in those steps.
 	before := st.tr.view("fa")
-	time.Sleep(50 * time.Millisecond)
-	after := st.tr.view("fa")
-	for i := range 10 {
+	var after map[string]*reqView
+	st.tr.waitFor(t, "the requests not aborted to grow", func() bool {
+		after = st.tr.view("fa")
+		for i := 5; i < 10; i++ {
+			id := fmt.Sprintf("a%d", i)
+			if len(after[id].tokens) <= len(before[id].tokens) {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 5 {
 		id := fmt.Sprintf("a%d", i)
-		grew := len(after[id].tokens) > len(before[id].tokens)
-		if (i < 5) == grew {
-			t.Errorf("%s: tokens %d → %d", id, len(before[id].tokens), len(after[id].tokens))
+		if len(after[id].tokens) != len(before[id].tokens) {
+			t.Errorf("%s (aborted): tokens %d → %d", id, len(before[id].tokens), len(after[id].tokens))
 		}
 	}
 	// Aborting the rest frees every block.
