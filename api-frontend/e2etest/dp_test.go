@@ -56,8 +56,16 @@ func TestDataParallel(t *testing.T) {
 		}(i)
 		time.Sleep(30 * time.Millisecond) // let stats/local accounting see each add
 	}
-	time.Sleep(200 * time.Millisecond)
-	ra, rb := engineStats(t, obsA).Running, engineStats(t, obsB).Running
+	// Wait until the engines run all n (polled, not after a fixed 200 ms: a
+	// request can take longer to arrive on a loaded machine); each stream
+	// lasts 2 s (400 tokens at 5 ms), so none has finished within 1.5 s.
+	var ra, rb int32
+	for deadline := time.Now().Add(1500 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+		ra, rb = engineStats(t, obsA).Running, engineStats(t, obsB).Running
+		if ra+rb == n || time.Now().After(deadline) {
+			break
+		}
+	}
 	if ra+rb != n || ra < 2 || rb < 2 {
 		t.Fatalf("requests not spread: engine A runs %d, engine B %d", ra, rb)
 	}
