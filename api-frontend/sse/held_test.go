@@ -21,15 +21,16 @@ func TestHeldHead(t *testing.T) {
 	tests := []struct {
 		name string
 		// serve writes the stream after Start; events is what the client
-		// must get, in order.
-		serve  func(t *testing.T, c Conn, b *[]byte)
+		// must get, in order. firstRead gets a value each time the client
+		// has done its first read of a response.
+		serve  func(t *testing.T, c Conn, b *[]byte, firstRead <-chan struct{})
 		events string
 		// together: the head and these bytes arrive in the first read.
 		together string
 		// alone: the head arrives by itself, after at least headWait.
 		alone bool
 	}{
-		{"first chunk", func(t *testing.T, c Conn, b *[]byte) {
+		{"first chunk", func(t *testing.T, c Conn, b *[]byte, _ <-chan struct{}) {
 			s := c.Sender()
 			*b = append((*b)[:Headroom], "data: one\n\n"...)
 			if n, err := s.TrySend(s.Frame(b, false)); err != nil || n != len("b\r\ndata: one\n\n\r\n") {
@@ -40,7 +41,7 @@ func TestHeldHead(t *testing.T) {
 				t.Error(err)
 			}
 		}, "data: one\n\ndata: [DONE]\n\n", "b\r\ndata: one\n\n\r\n", false},
-		{"head alone", func(t *testing.T, c Conn, b *[]byte) {
+		{"head alone", func(t *testing.T, c Conn, b *[]byte, firstRead <-chan struct{}) {
 			select {
 			case <-c.(interface{ HeadDue() <-chan struct{} }).HeadDue():
 			case <-time.After(10 * time.Second):
@@ -49,7 +50,14 @@ func TestHeldHead(t *testing.T) {
 			if err := c.WriteRaw(nil); err != nil {
 				t.Error(err)
 			}
-			time.Sleep(50 * time.Millisecond) // the client's first read gets the head alone
+			// The client's first read gets the head alone: send the chunk
+			// only after that read (a fixed 50 ms sleep let both arrive
+			// together when the client ran late on a loaded machine).
+			select {
+			case <-firstRead:
+			case <-time.After(10 * time.Second):
+				t.Error("the client did not read the head")
+			}
 			s := c.Sender()
 			*b = append((*b)[:Headroom], "data: one\n\n"...)
 			if n, err := s.TrySend(s.Frame(b, false)); err != nil || n == 0 {
@@ -60,13 +68,13 @@ func TestHeldHead(t *testing.T) {
 				t.Error(err)
 			}
 		}, "data: one\n\ndata: [DONE]\n\n", "", true},
-		{"end first", func(t *testing.T, c Conn, b *[]byte) {
+		{"end first", func(t *testing.T, c Conn, b *[]byte, _ <-chan struct{}) {
 			*b = append((*b)[:Headroom], "data: [DONE]\n\n"...)
 			if err := c.Write(b, true); err != nil {
 				t.Error(err)
 			}
 		}, "data: [DONE]\n\n", "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n", false},
-		{"partial first chunk", func(t *testing.T, c Conn, b *[]byte) {
+		{"partial first chunk", func(t *testing.T, c Conn, b *[]byte, _ <-chan struct{}) {
 			s := c.Sender()
 			*b = append((*b)[:Headroom], big...)
 			f := s.Frame(b, false)
@@ -85,6 +93,7 @@ func TestHeldHead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			firstRead := make(chan struct{}, 2)
 			url := httpserveServe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				c, err := Start(w, r, 64<<10)
 				if err != nil {
@@ -97,7 +106,7 @@ func TestHeldHead(t *testing.T) {
 				}
 				b := GetBuf()
 				defer PutBuf(b)
-				tc.serve(t, c, b)
+				tc.serve(t, c, b, firstRead)
 			}))
 			conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 			if err != nil {
@@ -115,6 +124,7 @@ func TestHeldHead(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				firstRead <- struct{}{}
 				first := string(buf[:n])
 				head, rest, ok := strings.Cut(first, "\r\n\r\n")
 				if !ok || !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || !strings.Contains(head, "Transfer-Encoding: chunked") {
