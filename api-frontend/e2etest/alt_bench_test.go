@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	ssend "github.com/sluice-llm/sluice/api-frontend/sse"
 	"github.com/sluice-llm/sluice/ipc/zmqtransport"
 )
 
@@ -49,8 +50,11 @@ import (
 // SLUICE_BENCH_SECONDS is each phase's window (default 3 s here). After
 // the rounds, with the clients stopped, the same run measures the send
 // floor under the per-token figure (BenchmarkSendFloor's paced mode:
-// SLUICE_BENCH_ALT_FLOOR rounds, default 200, of one 150-byte send to
-// each of 256 loopback connections): floor-cpu-us/send.
+// SLUICE_BENCH_ALT_FLOOR rounds, default 200, of one 150-byte send(2) to
+// each of 256 loopback connections): floor-cpu-us/send; and, where
+// io_uring works, the same rounds as one io_uring_enter each (its uring
+// mode, the frontend's default way to send a step's chunks):
+// floor-uring-cpu-us/send.
 //
 // Profiles of the first long phase (the per-token path), for reading, not
 // for figures (profiling costs CPU of its own): SLUICE_BENCH_PPROF=ADDR
@@ -303,6 +307,11 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	floor := measureSendFloor(b, "paced", envInt("SLUICE_BENCH_ALT_FLOOR", 200))
 	b.ReportMetric(floor.cpu, "floor-cpu-us/send")
 	b.ReportMetric(floor.sys, "floor-sys-us/send")
+	if ring, err := ssend.NewBatch(1); err == nil {
+		ring.Close()
+		uf := measureSendFloor(b, "uring", envInt("SLUICE_BENCH_ALT_FLOOR", 200))
+		b.ReportMetric(uf.cpu, "floor-uring-cpu-us/send")
+	}
 	lo, hi := slices.Min(perReq), slices.Max(perReq)
 	b.ReportMetric(median(perReq), "cpu-us/request")
 	b.ReportMetric(lo, "min-cpu-us/request")
