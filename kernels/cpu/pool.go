@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -20,10 +21,12 @@ type task interface {
 // worker that wakes late for an op that has already finished sees a newer
 // generation and helps with the current op instead, or goes back to sleep.
 type pool struct {
-	n     int
-	start []chan struct{}
-	done  chan struct{}
-	quit  chan struct{}
+	n int
+
+	// work wakes sleeping workers when an op is published; fin wakes the
+	// caller sleeping on the op's last chunks (see wakeup)
+	work, fin wakeup
+	quit      atomic.Bool
 
 	// claim packs gen<<32 | chunks<<16 | next chunk index; completed
 	// counts finished chunks of the current generation.
@@ -37,16 +40,25 @@ type pool struct {
 	bounds []int
 
 	st atomic.Pointer[opStats] // Backend.RecordOps; nil until first on
+
+	workers sync.WaitGroup // the worker goroutines, for close
 }
 
-func newPool(n int) *pool {
+// newPool starts a pool of n threads (the caller and n-1 workers; n <= 0:
+// GOMAXPROCS) whose sleeps use the futex where the system has one.
+func newPool(n int) *pool { return newPoolWith(n, false) }
+
+// newPoolWith is newPool with the sleep path chosen: portable forces the
+// sync.Cond path of wakeup even where a futex exists (tests check both).
+func newPoolWith(n int, portable bool) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &pool{n: n, done: make(chan struct{}, 1), quit: make(chan struct{}), bounds: make([]int, 16*n+2)}
-	p.start = make([]chan struct{}, n)
+	p := &pool{n: n, bounds: make([]int, 16*n+2)}
+	p.work.init(portable)
+	p.fin.init(portable)
 	for w := 1; w < n; w++ {
-		p.start[w] = make(chan struct{}, 1)
+		p.workers.Add(1)
 		go p.worker(w)
 	}
 	return p
@@ -55,40 +67,24 @@ func newPool(n int) *pool {
 // spinIters bounds how long a worker that ran out of work spins (atomic
 // loads, ≈ 1.3 ns each here: ≈ 20 µs) before it sleeps, and
 // waitSpinIters how long the caller waiting for the workers' last chunks
-// spins (channel length checks, ≈ 5 ns each: ≈ 85 µs). A forward pass
-// issues ops back to back, each a few tens of microseconds long at decode,
-// with a few microseconds of serial work between them. A sleep is dear: a
-// goroutine woken through a channel lands in the waker's local run queue
-// (runnext) while the waker keeps running, and the thread that steals it
-// first sleeps in the runtime's runqgrab (usleep(3), ≥ 50 µs with Linux's
-// timer slack; perf record -e sched:sched_switch). Spinning 8× longer
-// (2^17 and 2^15) was measured and dropped: on this shared machine a
-// spinning thread mostly waits for one that the OS has descheduled, and
-// CPU per token rose; fewer ops per step and chunks that shrink towards
-// an op's end (parallelGuided) cut the waits instead.
+// spins (≈ 85 µs, as long as the channel-length checks it replaced). A
+// forward pass issues ops back to back, each a few tens of microseconds
+// long at decode, with a few microseconds of serial work between them.
+// Spinning 8× longer (2^17 and 2^15) was measured and dropped: on this
+// shared machine a spinning thread mostly waits for one that the OS has
+// descheduled, and CPU per token rose; fewer ops per step and chunks that
+// shrink towards an op's end (parallelGuided) cut the waits instead. A
+// sleep is a futex on Linux (see wakeup: the Go scheduler's channel wake
+// cost ≈ 250 µs per op in the engine process).
 const (
 	spinIters     = 1 << 14
-	waitSpinIters = 1 << 14
+	waitSpinIters = 1 << 16
 )
 
 func (p *pool) worker(w int) {
+	defer p.workers.Done()
 	locked := false
-	for {
-		gen := p.claim.Load() >> 32
-		spun := false
-		for i := 0; i < spinIters; i++ {
-			if c := p.claim.Load(); c>>32 != gen && int(c&0xffff) < int(c>>16&0xffff) {
-				spun = true
-				break
-			}
-		}
-		if !spun {
-			select {
-			case <-p.start[w]:
-			case <-p.quit:
-				return
-			}
-		}
+	for p.await() {
 		if on := p.recording(); on != locked {
 			// on its own OS thread while recording, for the thread CPU
 			// clock; back to the shared threads when recording stops
@@ -100,8 +96,37 @@ func (p *pool) worker(w int) {
 			locked = on
 		}
 		if p.help(w) {
-			p.done <- struct{}{}
+			p.fin.wake()
 		}
+	}
+	if locked {
+		runtime.UnlockOSThread()
+	}
+}
+
+// await returns true once an op has unclaimed chunks, false when the pool
+// closes. It spins spinIters loads, then sleeps on p.work, and spins again
+// after each wake (the caller may have run the whole op before this thread
+// got a core, and the next op follows within microseconds).
+func (p *pool) await() bool {
+	for {
+		for i := 0; i < spinIters; i++ {
+			if c := p.claim.Load(); int(c&0xffff) < int(c>>16&0xffff) {
+				return true
+			}
+		}
+		v := p.work.enter()
+		c := p.claim.Load()
+		switch {
+		case int(c&0xffff) < int(c>>16&0xffff):
+			p.work.leave()
+			return true
+		case p.quit.Load():
+			p.work.leave()
+			return false
+		}
+		p.work.sleep(v)
+		p.work.leave()
 	}
 }
 
@@ -162,22 +187,36 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
 	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
-	for w := 1; w < p.n; w++ {
-		select {
-		case p.start[w] <- struct{}{}:
-		default: // already has a wake-up pending
-		}
-	}
+	p.work.wake()
 	if !p.help(0) {
-		for i := 0; i < waitSpinIters && len(p.done) == 0; i++ {
-		}
-		<-p.done
+		p.join(int32(chunks))
 	}
 	if locked {
 		p.st.Load().endOp(chunks)
 		runtime.UnlockOSThread()
 	}
 	p.t = nil
+}
+
+// join waits until the current op's chunks are all complete (the caller
+// has claimed the last one, so only chunks that workers run are left): it
+// spins waitSpinIters loads, then sleeps on p.fin, which the worker that
+// completes the last chunk wakes.
+func (p *pool) join(chunks int32) {
+	for i := 0; i < waitSpinIters; i++ {
+		if p.completed.Load() == chunks {
+			return
+		}
+	}
+	for {
+		v := p.fin.enter()
+		if p.completed.Load() == chunks {
+			p.fin.leave()
+			return
+		}
+		p.fin.sleep(v)
+		p.fin.leave()
+	}
 }
 
 // cut writes the chunk bounds of an op of total units into p.bounds and
@@ -206,6 +245,10 @@ func (p *pool) cut(total, align int, guided bool) int {
 	return c
 }
 
+// close stops the workers and waits until they have returned. The pool
+// must not be used afterwards.
 func (p *pool) close() {
-	close(p.quit)
+	p.quit.Store(true)
+	p.work.wake()
+	p.workers.Wait()
 }
