@@ -60,6 +60,12 @@ type Engine struct {
 	// CurveAllowedClientsFile lists the frontends' public keys allowed to connect.
 	CurveAllowedClientsFile string `flag:"curve-allowed-clients-file" yaml:"curve_allowed_clients_file" usage:"file with the Z85 public keys of frontends allowed to connect (one per line; needs --curve-secret-key-file)"`
 	LogLevel                string `flag:"log-level" yaml:"log_level" usage:"log level: debug, info, warn or error"`
+	// ProfileDir turns on the debugging profiler (off when empty): each
+	// SIGUSR1 writes a Go execution trace and a CPU profile of the next
+	// ProfileDuration into the directory.
+	ProfileDir string `flag:"profile-dir" yaml:"profile_dir" usage:"debugging: on SIGUSR1, write a Go execution trace and a CPU profile of the next --profile-duration into this directory"`
+	// ProfileDuration is how long one SIGUSR1 profile records.
+	ProfileDuration time.Duration `flag:"profile-duration" yaml:"profile_duration" usage:"how long one --profile-dir recording (SIGUSR1) lasts"`
 }
 
 // DefaultEngine returns the defaults of every engine setting.
@@ -81,6 +87,7 @@ func DefaultEngine() Engine {
 		FrontendParkBufferBytes: 64 << 20,         // zmqtransport.DefaultParkBufferBytes
 		LogFormat:               "json",
 		LogLevel:                "info",
+		ProfileDuration:         3 * time.Second,
 	}
 }
 
@@ -160,6 +167,9 @@ func (e *Engine) Validate() error {
 	}
 	if e.ConstraintTimeout <= 0 {
 		errs = append(errs, Errorf("constraint-timeout", "must be > 0, got %s", e.ConstraintTimeout))
+	}
+	if e.ProfileDuration <= 0 {
+		errs = append(errs, Errorf("profile-duration", "must be > 0, got %s", e.ProfileDuration))
 	}
 	if e.ShutdownTimeout < 0 {
 		errs = append(errs, Errorf("shutdown-timeout", "must be >= 0, got %s", e.ShutdownTimeout))
