@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is one parallel op: run handles units [lo, hi) on worker w.
@@ -65,20 +66,21 @@ func newPoolWith(n int, portable bool) *pool {
 }
 
 // spinIters bounds how long a worker that ran out of work spins (atomic
-// loads, ≈ 1.3 ns each here: ≈ 20 µs) before it sleeps, and
-// waitSpinIters how long the caller waiting for the workers' last chunks
-// spins (≈ 85 µs, as long as the channel-length checks it replaced). A
-// forward pass issues ops back to back, each a few tens of microseconds
-// long at decode, with a few microseconds of serial work between them.
-// Spinning 8× longer (2^17 and 2^15) was measured and dropped: on this
-// shared machine a spinning thread mostly waits for one that the OS has
+// loads, ≈ 0.3–1.3 ns each here: 5–20 µs) before it sleeps, and joinSpin
+// how long the caller waiting for the workers' last chunks spins (the
+// 2^14 channel-length checks this replaced took ≈ 85–105 µs; a count of
+// atomic loads would be 4–16× shorter, so the bound is a time). A forward
+// pass issues ops back to back, each a few tens of microseconds long at
+// decode, with a few microseconds of serial work between them. Spinning
+// 8× longer (2^17 and 2^15) was measured and dropped: on this shared
+// machine a spinning thread mostly waits for one that the OS has
 // descheduled, and CPU per token rose; fewer ops per step and chunks that
 // shrink towards an op's end (parallelGuided) cut the waits instead. A
 // sleep is a futex on Linux (see wakeup: the Go scheduler's channel wake
 // cost ≈ 250 µs per op in the engine process).
 const (
-	spinIters     = 1 << 14
-	waitSpinIters = 1 << 16
+	spinIters = 1 << 14
+	joinSpin  = 85 * time.Microsecond
 )
 
 func (p *pool) worker(w int) {
@@ -200,13 +202,22 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 
 // join waits until the current op's chunks are all complete (the caller
 // has claimed the last one, so only chunks that workers run are left): it
-// spins waitSpinIters loads, then sleeps on p.fin, which the worker that
-// completes the last chunk wakes.
+// spins for joinSpin (reading the clock every 256 loads), then sleeps on
+// p.fin, which the worker that completes the last chunk wakes.
 func (p *pool) join(chunks int32) {
-	for i := 0; i < waitSpinIters; i++ {
-		if p.completed.Load() == chunks {
-			return
+	var t0 time.Time
+	for i := 0; p.completed.Load() != chunks; i++ {
+		if i&255 != 0 {
+			continue
 		}
+		if i == 0 {
+			t0 = time.Now()
+		} else if time.Since(t0) > joinSpin {
+			break
+		}
+	}
+	if p.completed.Load() == chunks {
+		return
 	}
 	for {
 		v := p.fin.enter()
