@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,9 +36,10 @@ func TestPoolCovers(t *testing.T) {
 	}
 }
 
-// needsWorkerTask is an op whose chunks on the caller (worker 0) wait
+// needsWorkerTask is an op whose chunks on the caller (worker 0) spin
 // until a worker has run a chunk, so it completes only if the op woke a
-// worker; it counts its units.
+// worker; it counts its units. The spin does not yield to the Go
+// scheduler, as a kernel would not.
 type needsWorkerTask struct {
 	units   atomic.Int64
 	helped  atomic.Bool
@@ -48,12 +50,12 @@ func (c *needsWorkerTask) run(lo, hi, w int) {
 	if w != 0 {
 		c.helped.Store(true)
 	} else {
-		for end := time.Now().Add(10 * time.Second); !c.helped.Load(); {
-			if time.Now().After(end) {
+		end := time.Now().Add(10 * time.Second)
+		for i := 0; !c.helped.Load(); i++ {
+			if i&1023 == 0 && time.Now().After(end) {
 				c.timeout.Store(true)
 				break
 			}
-			runtime.Gosched()
 		}
 	}
 	c.units.Add(int64(hi - lo))
@@ -216,5 +218,39 @@ func poolWorkers() int {
 			return strings.Count(string(buf[:n]), "cpu.(*pool).worker(")
 		}
 		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// BenchmarkPoolWake times how long an op issued while the workers sleep
+// waits for a worker to start one of its chunks (the caller's chunks spin
+// until one has): the wake-up latency per op, through the futex and
+// through the portable sync.Cond (a Go scheduler wake), at GOMAXPROCS 2 (the
+// runner benchmark's) and 3 (the engine's: compute threads + 1).
+func BenchmarkPoolWake(b *testing.B) {
+	for _, procs := range []int{2, 3} {
+		for _, portable := range []bool{false, true} {
+			name := "futex"
+			if portable {
+				name = "cond"
+			}
+			b.Run(name+"/procs="+strconv.Itoa(procs), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				p := newPoolWith(2, portable)
+				defer p.close()
+				var total time.Duration
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					if !waitSleepers(&p.work, 1) {
+						b.Fatal("the worker never slept")
+					}
+					b.StartTimer()
+					var c needsWorkerTask
+					t0 := time.Now()
+					p.run(2, 1, 0, false, &c)
+					total += time.Since(t0)
+				}
+				b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/wake")
+			})
+		}
 	}
 }
