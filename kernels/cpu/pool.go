@@ -46,18 +46,33 @@ type pool struct {
 }
 
 // newPool starts a pool of n threads (the caller and n-1 workers; n <= 0:
-// GOMAXPROCS) whose sleeps use the futex where the system has one.
-func newPool(n int) *pool { return newPoolWith(n, false) }
+// GOMAXPROCS). Its threads sleep on a futex where the system has one and
+// GOMAXPROCS leaves a processor beyond the pool's threads (the engine runs
+// with one more, engine.computeProcs), and on a sync.Cond otherwise. A
+// thread blocked in a system call keeps its processor only while another
+// one is idle (the runtime's sysmon retakes it after 20 µs otherwise and
+// starts a thread to spin on it): with GOMAXPROCS equal to the threads
+// (the runner benchmarks) each futex sleep then costs an extra thread
+// switch, measured +10–25 % CPU per token on 110M decode (voluntary
+// context switches 45–58k against 12k per 60 steps), where the runtime's
+// own park is as cheap; with a spare processor the two cost the same CPU
+// and the futex wakes the sleeper without the scheduler's hand-off delay.
+func newPool(n int) *pool {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return newPoolWith(n, haveFutex && runtime.GOMAXPROCS(0) > n)
+}
 
-// newPoolWith is newPool with the sleep path chosen: portable forces the
-// sync.Cond path of wakeup even where a futex exists (tests check both).
-func newPoolWith(n int, portable bool) *pool {
+// newPoolWith is newPool with the sleep path chosen: futex (where the
+// system has one, haveFutex) or the portable sync.Cond. Tests check both.
+func newPoolWith(n int, futex bool) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	p := &pool{n: n, bounds: make([]int, 16*n+2)}
-	p.work.init(portable)
-	p.fin.init(portable)
+	p.work.init(futex)
+	p.fin.init(futex)
 	for w := 1; w < n; w++ {
 		p.workers.Add(1)
 		go p.worker(w)

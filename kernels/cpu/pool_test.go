@@ -21,7 +21,7 @@ func (c *countTask) run(lo, hi, _ int) { c.units.Add(int64(hi - lo)) }
 func TestPoolCovers(t *testing.T) {
 	for _, portable := range []bool{false, true} {
 		for _, threads := range []int{1, 2, 3} {
-			p := newPoolWith(threads, portable)
+			p := newPoolWith(threads, !portable)
 			for _, total := range []int{1, 3, 4, 5, 31, 512, 2048, 32000} {
 				for _, guided := range []bool{false, true} {
 					var c countTask
@@ -79,7 +79,7 @@ func waitSleepers(w *wakeup, n int32) bool {
 func TestPoolWakesSleepers(t *testing.T) {
 	for _, portable := range []bool{false, true} {
 		for _, threads := range []int{2, 3} {
-			p := newPoolWith(threads, portable)
+			p := newPoolWith(threads, !portable)
 			for op := 0; op < 20; op++ {
 				if !waitSleepers(&p.work, int32(threads-1)) {
 					t.Fatalf("portable=%v threads=%d: workers never slept", portable, threads)
@@ -122,7 +122,7 @@ func TestPoolCloseLeaks(t *testing.T) {
 	before := poolWorkers()
 	for _, portable := range []bool{false, true} {
 		for _, state := range []string{"fresh", "spinning", "sleeping"} {
-			p := newPoolWith(4, portable)
+			p := newPoolWith(4, !portable)
 			switch state {
 			case "spinning":
 				var c countTask
@@ -235,7 +235,7 @@ func BenchmarkPoolWake(b *testing.B) {
 			}
 			b.Run(name+"/procs="+strconv.Itoa(procs), func(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				p := newPoolWith(2, portable)
+				p := newPoolWith(2, !portable)
 				defer p.close()
 				var total time.Duration
 				for i := 0; i < b.N; i++ {
@@ -252,5 +252,29 @@ func BenchmarkPoolWake(b *testing.B) {
 				b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/wake")
 			})
 		}
+	}
+}
+
+// TestPoolSleepPath checks newPool's choice: the futex only where
+// GOMAXPROCS leaves a processor beyond the pool's threads.
+func TestPoolSleepPath(t *testing.T) {
+	cases := []struct {
+		procs, threads int
+		futex          bool
+	}{
+		{2, 2, false},
+		{3, 2, haveFutex},
+		{2, 1, haveFutex},
+		{4, 0, false}, // 0: GOMAXPROCS threads
+	}
+	for _, c := range cases {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
+			p := newPool(c.threads)
+			defer p.close()
+			if p.work.futex != c.futex || p.fin.futex != c.futex {
+				t.Errorf("GOMAXPROCS %d, %d threads: futex %v/%v, want %v", c.procs, c.threads, p.work.futex, p.fin.futex, c.futex)
+			}
+		}()
 	}
 }

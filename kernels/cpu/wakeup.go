@@ -9,8 +9,8 @@ import (
 // spin for: a sequence word that a sleeper waits on until it changes. On
 // Linux it is a futex (sleep blocks the thread in FUTEX_WAIT; wake is one
 // FUTEX_WAKE, and only when someone sleeps), so the sleeper is woken by
-// the OS on a free core at once. The portable path (other systems, and
-// tests that force it) is a sync.Cond, whose wake goes through the Go
+// the OS on a free core at once. The portable path (other systems, pools
+// without a spare processor: see newPool, and tests) is a sync.Cond, whose wake goes through the Go
 // scheduler: the woken goroutine lands in the waker's local run queue
 // (runnext) while the waker keeps running, and another thread steals it
 // only after its runqgrab backs off (usleep(3), ≥ 50 µs with Linux's
@@ -36,9 +36,9 @@ type wakeup struct {
 }
 
 // init sets the wake-up's path: the futex where the system has one and
-// portable is false.
-func (w *wakeup) init(portable bool) {
-	w.futex = haveFutex && !portable
+// futex is true, else the sync.Cond.
+func (w *wakeup) init(futex bool) {
+	w.futex = haveFutex && futex
 	w.cond.L = &w.mu
 }
 
