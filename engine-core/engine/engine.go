@@ -186,6 +186,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
 			GroupMXFP4:     cfg.MXFP4GroupActivations,
+			FutexSleep:     cfg.CPUFutexSleep,
 		}
 		var r interface {
 			sched.Executor

@@ -46,9 +46,10 @@ type pool struct {
 }
 
 // newPool starts a pool of n threads (the caller and n-1 workers; n <= 0:
-// GOMAXPROCS). Its threads sleep on a futex where the system has one and
-// GOMAXPROCS leaves a processor beyond the pool's threads (the engine runs
-// with one more, engine.computeProcs), and on a sync.Cond otherwise. A
+// GOMAXPROCS). With futex (Options.FutexSleep) its threads sleep on a
+// futex where the system has one and GOMAXPROCS leaves a processor beyond
+// the pool's threads (the engine runs with one more,
+// engine.computeProcs), and on a sync.Cond otherwise. A
 // thread blocked in a system call keeps its processor only while another
 // one is idle (the runtime's sysmon retakes it after 20 µs otherwise and
 // starts a thread to spin on it): with GOMAXPROCS equal to the threads
@@ -57,11 +58,11 @@ type pool struct {
 // context switches 45–58k against 12k per 60 steps), where the runtime's
 // own park is as cheap; with a spare processor the two cost the same CPU
 // and the futex wakes the sleeper without the scheduler's hand-off delay.
-func newPool(n int) *pool {
+func newPool(n int, futex bool) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	return newPoolWith(n, haveFutex && runtime.GOMAXPROCS(0) > n)
+	return newPoolWith(n, futex && haveFutex && runtime.GOMAXPROCS(0) > n)
 }
 
 // newPoolWith is newPool with the sleep path chosen: futex (where the

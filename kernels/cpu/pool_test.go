@@ -200,7 +200,7 @@ func TestPoolCut(t *testing.T) {
 // the per-MatMul cost of handing work to the second thread and joining
 // it (a decode step of the 1B shape issues 113 MatMuls).
 func BenchmarkPoolDispatch(b *testing.B) {
-	p := newPool(2)
+	p := newPool(2, false)
 	defer p.close()
 	var c countTask
 	b.ResetTimer()
@@ -255,25 +255,26 @@ func BenchmarkPoolWake(b *testing.B) {
 	}
 }
 
-// TestPoolSleepPath checks newPool's choice: the futex only where
-// GOMAXPROCS leaves a processor beyond the pool's threads.
+// TestPoolSleepPath checks newPool's choice: the futex only when asked
+// for and where GOMAXPROCS leaves a processor beyond the pool's threads.
 func TestPoolSleepPath(t *testing.T) {
 	cases := []struct {
 		procs, threads int
-		futex          bool
+		ask, futex     bool
 	}{
-		{2, 2, false},
-		{3, 2, haveFutex},
-		{2, 1, haveFutex},
-		{4, 0, false}, // 0: GOMAXPROCS threads
+		{2, 2, true, false},
+		{3, 2, true, haveFutex},
+		{2, 1, true, haveFutex},
+		{4, 0, true, false}, // 0: GOMAXPROCS threads
+		{3, 2, false, false},
 	}
 	for _, c := range cases {
 		func() {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
-			p := newPool(c.threads)
+			p := newPool(c.threads, c.ask)
 			defer p.close()
 			if p.work.futex != c.futex || p.fin.futex != c.futex {
-				t.Errorf("GOMAXPROCS %d, %d threads: futex %v/%v, want %v", c.procs, c.threads, p.work.futex, p.fin.futex, c.futex)
+				t.Errorf("GOMAXPROCS %d, %d threads, asked %v: futex %v/%v, want %v", c.procs, c.threads, c.ask, p.work.futex, p.fin.futex, c.futex)
 			}
 		}()
 	}
