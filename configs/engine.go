@@ -17,16 +17,19 @@ type Engine struct {
 	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model), cuda (NVIDIA GPU; only in bin/engine-core-cuda, built with -tags cuda) or sim (simulated accelerator for capacity tests)"`
 	EngineID        string `flag:"engine-id" yaml:"engine_id" usage:"engine identity in READY and outputs (default: hostname-pid)"`
 
-	MaxNumSeqs            int    `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
-	MaxNumBatchedTokens   int    `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"most tokens computed per step (prefill chunks + decodes)"`
-	MaxModelLen           int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
-	BlockSize             int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
-	KVCacheMemory         int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
-	NumKVBlocks           int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
-	KVCacheDType          string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
-	DisablePrefixCaching  bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
-	MXFP4GroupActivations bool   `flag:"mxfp4-group-activations" yaml:"mxfp4_group_activations" usage:"CPU executor: MXFP4 expert groups of 8+ prefill rows quantize activations per 320 values (about 25 % faster gpt-oss prefill; results then depend on the batch)"`
-	Threads               int    `flag:"threads" yaml:"threads" usage:"compute threads for --executor cpu (0: all cores)"`
+	MaxNumSeqs           int    `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
+	MaxNumBatchedTokens  int    `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"most tokens computed per step (prefill chunks + decodes)"`
+	MaxModelLen          int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
+	BlockSize            int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
+	KVCacheMemory        int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
+	NumKVBlocks          int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
+	KVCacheDType         string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
+	DisablePrefixCaching bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
+	// CPUFutexSleep lets the CPU executor's compute threads sleep on a
+	// futex between ops (cpu.Options.FutexSleep; off by default).
+	CPUFutexSleep         bool `flag:"cpu-futex-sleep" yaml:"cpu_futex_sleep" usage:"CPU executor (Linux): compute threads sleep on a futex between ops, woken by the OS instead of the Go scheduler (experimental: faster steps on an idle machine, slower on a loaded one)"`
+	MXFP4GroupActivations bool `flag:"mxfp4-group-activations" yaml:"mxfp4_group_activations" usage:"CPU executor: MXFP4 expert groups of 8+ prefill rows quantize activations per 320 values (about 25 % faster gpt-oss prefill; results then depend on the batch)"`
+	Threads               int  `flag:"threads" yaml:"threads" usage:"compute threads for --executor cpu (0: all cores)"`
 	// SchedulerIdleWait is the arrival-coalescing window: "auto" or a
 	// duration (IdleWait resolves it).
 	SchedulerIdleWait string `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"when a request wakes an idle engine, how long to keep receiving before the first step, so that requests sent together share it (ends early once they fill a step; never waits while requests run): auto (10ms with --executor cpu, 0 with sim and cuda) or a duration such as 2ms (0: off)"`
@@ -60,6 +63,12 @@ type Engine struct {
 	// CurveAllowedClientsFile lists the frontends' public keys allowed to connect.
 	CurveAllowedClientsFile string `flag:"curve-allowed-clients-file" yaml:"curve_allowed_clients_file" usage:"file with the Z85 public keys of frontends allowed to connect (one per line; needs --curve-secret-key-file)"`
 	LogLevel                string `flag:"log-level" yaml:"log_level" usage:"log level: debug, info, warn or error"`
+	// ProfileDir turns on the debugging profiler (off when empty): each
+	// SIGUSR1 writes a Go execution trace and a CPU profile of the next
+	// ProfileDuration into the directory.
+	ProfileDir string `flag:"profile-dir" yaml:"profile_dir" usage:"debugging: on SIGUSR1, write a Go execution trace and a CPU profile of the next --profile-duration into this directory"`
+	// ProfileDuration is how long one SIGUSR1 profile records.
+	ProfileDuration time.Duration `flag:"profile-duration" yaml:"profile_duration" usage:"how long one --profile-dir recording (SIGUSR1) lasts"`
 }
 
 // DefaultEngine returns the defaults of every engine setting.
@@ -81,6 +90,7 @@ func DefaultEngine() Engine {
 		FrontendParkBufferBytes: 64 << 20,         // zmqtransport.DefaultParkBufferBytes
 		LogFormat:               "json",
 		LogLevel:                "info",
+		ProfileDuration:         3 * time.Second,
 	}
 }
 
@@ -160,6 +170,9 @@ func (e *Engine) Validate() error {
 	}
 	if e.ConstraintTimeout <= 0 {
 		errs = append(errs, Errorf("constraint-timeout", "must be > 0, got %s", e.ConstraintTimeout))
+	}
+	if e.ProfileDuration <= 0 {
+		errs = append(errs, Errorf("profile-duration", "must be > 0, got %s", e.ProfileDuration))
 	}
 	if e.ShutdownTimeout < 0 {
 		errs = append(errs, Errorf("shutdown-timeout", "must be >= 0, got %s", e.ShutdownTimeout))

@@ -107,6 +107,7 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		<-ctx.Done()
 		_, _ = sdnotify.Notify(sdnotify.Stopping)
 	}()
+	defer startProfiler(ctx, cfg.ProfileDir, cfg.ProfileDuration, log.Named("profile"), syscall.SIGUSR1)()
 	log.Info("engine ready",
 		zap.String("listen", cfg.Listen), zap.String("model", eng.ready.ModelName), zap.String("executor", cfg.Executor),
 		zap.Int("max_model_len", eng.ready.MaxModelLen), zap.Int("vocab_size", eng.ready.VocabSize),
@@ -185,6 +186,7 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			MaxBatchTokens: cfg.MaxNumBatchedTokens,
 			MaxSeqs:        cfg.MaxNumSeqs,
 			GroupMXFP4:     cfg.MXFP4GroupActivations,
+			FutexSleep:     cfg.CPUFutexSleep,
 		}
 		var r interface {
 			sched.Executor

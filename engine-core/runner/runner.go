@@ -62,6 +62,9 @@ type Config struct {
 	BlockSize int
 	// Threads is the number of compute threads (default GOMAXPROCS).
 	Threads int
+	// FutexSleep lets the CPU backend's threads sleep on a futex between
+	// ops (cpu.Options.FutexSleep; off by default).
+	FutexSleep bool
 	// ExactQ8 keeps activations in F32 when they meet Q8_0 weights on the
 	// CPU backend. By default small batches (decode) quantize them to Q8_0
 	// and use integer dot products, as llama.cpp does (about twice as fast;
@@ -214,7 +217,7 @@ func New(cfg Config) (*Runner, error) {
 		if half {
 			kvDType = "float16"
 		}
-		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half, GroupMXFP4: cfg.GroupMXFP4})
+		r.be = cpu.New(cpu.Options{Threads: cfg.Threads, QuantizeActivations: !cfg.ExactQ8, KVF16: half, GroupMXFP4: cfg.GroupMXFP4, FutexSleep: cfg.FutexSleep})
 		r.ownBE = true
 	} else if kernels.KVElemBytes(r.be) == 2 {
 		kvDType = "float16"

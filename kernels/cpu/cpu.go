@@ -79,6 +79,15 @@ type Options struct {
 	// precision. Off (the default), every MXFP4 product runs on the
 	// kernels whose results do not depend on the batch (mxfp4.go).
 	GroupMXFP4 bool
+	// FutexSleep lets the pool's threads sleep on a futex between ops (Linux,
+	// and only with GOMAXPROCS above Threads: see newPool) instead of the
+	// Go runtime's park: a sleeping thread is then woken by the OS rather
+	// than through the scheduler's run-queue hand-off (≈ 250 µs per wake in
+	// the engine's trace). Off by default: on a loaded machine (load 8–10
+	// on 2 cores) the engine's steps were slower with it (the runtime's park
+	// lets the caller's own thread run a woken worker; a futex waits for
+	// the OS to give the worker's thread a core).
+	FutexSleep bool
 }
 
 // Backend is the CPU implementation of kernels.Backend. Its methods must be
@@ -120,7 +129,7 @@ func New(o Options) *Backend {
 	b.mm.q8act = o.QuantizeActivations
 	b.mxgOff = !o.GroupMXFP4
 	b.kvF16 = o.KVF16
-	b.pool = newPool(o.Threads)
+	b.pool = newPool(o.Threads, o.FutexSleep)
 	n := b.pool.n
 	b.mm.scratch = make([][]float32, n)
 	b.att.scores = make([][]float32, n)

@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is one parallel op: run handles units [lo, hi) on worker w.
@@ -20,10 +22,12 @@ type task interface {
 // worker that wakes late for an op that has already finished sees a newer
 // generation and helps with the current op instead, or goes back to sleep.
 type pool struct {
-	n     int
-	start []chan struct{}
-	done  chan struct{}
-	quit  chan struct{}
+	n int
+
+	// work wakes sleeping workers when an op is published; fin wakes the
+	// caller sleeping on the op's last chunks (see wakeup)
+	work, fin wakeup
+	quit      atomic.Bool
 
 	// claim packs gen<<32 | chunks<<16 | next chunk index; completed
 	// counts finished chunks of the current generation.
@@ -37,58 +41,68 @@ type pool struct {
 	bounds []int
 
 	st atomic.Pointer[opStats] // Backend.RecordOps; nil until first on
+
+	workers sync.WaitGroup // the worker goroutines, for close
 }
 
-func newPool(n int) *pool {
+// newPool starts a pool of n threads (the caller and n-1 workers; n <= 0:
+// GOMAXPROCS). With futex (Options.FutexSleep) its threads sleep on a
+// futex where the system has one and GOMAXPROCS leaves a processor beyond
+// the pool's threads (the engine runs with one more,
+// engine.computeProcs), and on a sync.Cond otherwise. A
+// thread blocked in a system call keeps its processor only while another
+// one is idle (the runtime's sysmon retakes it after 20 µs otherwise and
+// starts a thread to spin on it): with GOMAXPROCS equal to the threads
+// (the runner benchmarks) each futex sleep then costs an extra thread
+// switch, measured +10–25 % CPU per token on 110M decode (voluntary
+// context switches 45–58k against 12k per 60 steps), where the runtime's
+// own park is as cheap; with a spare processor the two cost the same CPU
+// and the futex wakes the sleeper without the scheduler's hand-off delay.
+func newPool(n int, futex bool) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &pool{n: n, done: make(chan struct{}, 1), quit: make(chan struct{}), bounds: make([]int, 16*n+2)}
-	p.start = make([]chan struct{}, n)
+	return newPoolWith(n, futex && haveFutex && runtime.GOMAXPROCS(0) > n)
+}
+
+// newPoolWith is newPool with the sleep path chosen: futex (where the
+// system has one, haveFutex) or the portable sync.Cond. Tests check both.
+func newPoolWith(n int, futex bool) *pool {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	p := &pool{n: n, bounds: make([]int, 16*n+2)}
+	p.work.init(futex)
+	p.fin.init(futex)
 	for w := 1; w < n; w++ {
-		p.start[w] = make(chan struct{}, 1)
+		p.workers.Add(1)
 		go p.worker(w)
 	}
 	return p
 }
 
 // spinIters bounds how long a worker that ran out of work spins (atomic
-// loads, ≈ 1.3 ns each here: ≈ 20 µs) before it sleeps, and
-// waitSpinIters how long the caller waiting for the workers' last chunks
-// spins (channel length checks, ≈ 5 ns each: ≈ 85 µs). A forward pass
-// issues ops back to back, each a few tens of microseconds long at decode,
-// with a few microseconds of serial work between them. A sleep is dear: a
-// goroutine woken through a channel lands in the waker's local run queue
-// (runnext) while the waker keeps running, and the thread that steals it
-// first sleeps in the runtime's runqgrab (usleep(3), ≥ 50 µs with Linux's
-// timer slack; perf record -e sched:sched_switch). Spinning 8× longer
-// (2^17 and 2^15) was measured and dropped: on this shared machine a
-// spinning thread mostly waits for one that the OS has descheduled, and
-// CPU per token rose; fewer ops per step and chunks that shrink towards
-// an op's end (parallelGuided) cut the waits instead.
+// loads, ≈ 0.3–1.3 ns each here: 5–20 µs) before it sleeps, and joinSpin
+// how long the caller waiting for the workers' last chunks spins (the
+// 2^14 channel-length checks this replaced took ≈ 85–105 µs; a count of
+// atomic loads would be 4–16× shorter, so the bound is a time). A forward
+// pass issues ops back to back, each a few tens of microseconds long at
+// decode, with a few microseconds of serial work between them. Spinning
+// 8× longer (2^17 and 2^15) was measured and dropped: on this shared
+// machine a spinning thread mostly waits for one that the OS has
+// descheduled, and CPU per token rose; fewer ops per step and chunks that
+// shrink towards an op's end (parallelGuided) cut the waits instead. A
+// sleep is a futex on Linux (see wakeup: the Go scheduler's channel wake
+// cost ≈ 250 µs per op in the engine process).
 const (
-	spinIters     = 1 << 14
-	waitSpinIters = 1 << 14
+	spinIters = 1 << 14
+	joinSpin  = 85 * time.Microsecond
 )
 
 func (p *pool) worker(w int) {
+	defer p.workers.Done()
 	locked := false
-	for {
-		gen := p.claim.Load() >> 32
-		spun := false
-		for i := 0; i < spinIters; i++ {
-			if c := p.claim.Load(); c>>32 != gen && int(c&0xffff) < int(c>>16&0xffff) {
-				spun = true
-				break
-			}
-		}
-		if !spun {
-			select {
-			case <-p.start[w]:
-			case <-p.quit:
-				return
-			}
-		}
+	for p.await() {
 		if on := p.recording(); on != locked {
 			// on its own OS thread while recording, for the thread CPU
 			// clock; back to the shared threads when recording stops
@@ -100,8 +114,37 @@ func (p *pool) worker(w int) {
 			locked = on
 		}
 		if p.help(w) {
-			p.done <- struct{}{}
+			p.fin.wake()
 		}
+	}
+	if locked {
+		runtime.UnlockOSThread()
+	}
+}
+
+// await returns true once an op has unclaimed chunks, false when the pool
+// closes. It spins spinIters loads, then sleeps on p.work, and spins again
+// after each wake (the caller may have run the whole op before this thread
+// got a core, and the next op follows within microseconds).
+func (p *pool) await() bool {
+	for {
+		for i := 0; i < spinIters; i++ {
+			if c := p.claim.Load(); int(c&0xffff) < int(c>>16&0xffff) {
+				return true
+			}
+		}
+		v := p.work.enter()
+		c := p.claim.Load()
+		switch {
+		case int(c&0xffff) < int(c>>16&0xffff):
+			p.work.leave()
+			return true
+		case p.quit.Load():
+			p.work.leave()
+			return false
+		}
+		p.work.sleep(v)
+		p.work.leave()
 	}
 }
 
@@ -162,22 +205,45 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
 	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
-	for w := 1; w < p.n; w++ {
-		select {
-		case p.start[w] <- struct{}{}:
-		default: // already has a wake-up pending
-		}
-	}
+	p.work.wake()
 	if !p.help(0) {
-		for i := 0; i < waitSpinIters && len(p.done) == 0; i++ {
-		}
-		<-p.done
+		p.join(int32(chunks))
 	}
 	if locked {
 		p.st.Load().endOp(chunks)
 		runtime.UnlockOSThread()
 	}
 	p.t = nil
+}
+
+// join waits until the current op's chunks are all complete (the caller
+// has claimed the last one, so only chunks that workers run are left): it
+// spins for joinSpin (reading the clock every 256 loads), then sleeps on
+// p.fin, which the worker that completes the last chunk wakes.
+func (p *pool) join(chunks int32) {
+	var t0 time.Time
+	for i := 0; p.completed.Load() != chunks; i++ {
+		if i&255 != 0 {
+			continue
+		}
+		if i == 0 {
+			t0 = time.Now()
+		} else if time.Since(t0) > joinSpin {
+			break
+		}
+	}
+	if p.completed.Load() == chunks {
+		return
+	}
+	for {
+		v := p.fin.enter()
+		if p.completed.Load() == chunks {
+			p.fin.leave()
+			return
+		}
+		p.fin.sleep(v)
+		p.fin.leave()
+	}
 }
 
 // cut writes the chunk bounds of an op of total units into p.bounds and
@@ -206,6 +272,10 @@ func (p *pool) cut(total, align int, guided bool) int {
 	return c
 }
 
+// close stops the workers and waits until they have returned. The pool
+// must not be used afterwards.
 func (p *pool) close() {
-	close(p.quit)
+	p.quit.Store(true)
+	p.work.wake()
+	p.workers.Wait()
 }
