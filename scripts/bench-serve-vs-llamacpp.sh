@@ -17,7 +17,8 @@
 # CONCURRENCIES ("1 16": the stream counts, in order; each sends as many
 # prompts as streams, 1 stream PROMPTS1), PROMPTS1 (2), PROMPTS16 (16),
 # ENGINES ("llama.cpp sluice": the order), FRONTEND_ARGS (extra api-frontend
-# flags, e.g. --engine-liveness-timeout 30s),
+# flags, e.g. --engine-liveness-timeout 30s), ENGINE_ARGS (extra engine-core
+# flags, e.g. --cpu-futex-sleep),
 # SKIP_BUILD=1 reuses bin/, LOCK (a file to flock around each engine's run,
 # e.g. /tmp/gptoss.lock so that one multi-GB model is resident at a time).
 # Not part of the test suite; skips when llama-server is absent.
@@ -53,7 +54,7 @@ run_engine() {
   else
     local sock="ipc://$out/engine.sock"
     spawn "$out/$name.engine.log" "$BIN/engine-core" --model "$model" --executor cpu --threads "$threads" --listen "$sock" \
-      --max-num-seqs 16 --max-model-len $((in + outlen + 64)) --log-format console
+      --max-num-seqs 16 --max-model-len $((in + outlen + 64)) --log-format console ${ENGINE_ARGS:-}
     pid=$SPAWNED
     for _ in $(seq 9000); do
       grep -q "engine ready" "$out/$name.engine.log" && break
