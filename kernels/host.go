@@ -33,6 +33,11 @@ type Host struct {
 	// block), not the file's; set by that backend's PrepareMatMul, which
 	// alone multiplies with it. RowF32 still decodes it.
 	Repacked bool
+	// Copied says Q is a copy a backend made of the bytes it was given (the
+	// same layout, in memory the backend owns: the CPU backend's huge-page
+	// arena), so that the loader may release the file's pages; set by
+	// that backend's PrepareMatMul.
+	Copied bool
 }
 
 // Rows returns the number of rows.

@@ -501,14 +501,14 @@ func releasePages(b []byte) {
 
 // referencesData reports whether a weight the backend made may still read
 // the bytes it was made from (host tensors that dropped them after a
-// re-layout, or hold a repacked copy, do not; other backends' tensors are
+// re-layout, or hold a repacked or copied one, do not; other backends' tensors are
 // assumed to).
 func referencesData(t kernels.Tensor) bool {
 	h, ok := t.(*kernels.Host)
 	if !ok {
 		return true
 	}
-	return h.F != nil || (h.Q != nil && !h.Repacked) || h.H != nil
+	return h.F != nil || (h.Q != nil && !h.Repacked && !h.Copied) || h.H != nil
 }
 
 // build uploads every weight the config calls for.

@@ -102,6 +102,12 @@ type Backend struct {
 	// noPrefault makes the load's Q4_K repack fault its copy's pages in
 	// one by one (tests and the paired benchmark; see prefault)
 	noPrefault bool
+	// huge holds the load-time weight copies in 2 MiB pages (huge_linux.go);
+	// Close unmaps it
+	huge hugeArena
+	// noHuge makes the weight copies come from the Go heap (tests and the
+	// paired benchmark)
+	noHuge bool
 
 	mm   matmulTask
 	qm   qmatTask
@@ -151,8 +157,13 @@ func (b *Backend) SIMD() bool { return b.k.simd }
 // Name returns "cpu".
 func (b *Backend) Name() string { return "cpu" }
 
-// Close stops the workers.
-func (b *Backend) Close() { b.pool.close() }
+// Close stops the workers and unmaps the weight copies PrepareMatMul
+// made in huge pages: weights prepared by this backend must not be used
+// after it.
+func (b *Backend) Close() {
+	b.pool.close()
+	b.huge.free()
+}
 
 // Weight makes a host tensor over data, which may be a read-only memory
 // map: every type (F32 when 4-byte aligned, F16, BF16, Q8_0, Q4_0, Q4_K,

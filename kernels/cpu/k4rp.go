@@ -72,7 +72,13 @@ func (b *Backend) repackQ4K(h *kernels.Host, keepRows bool) bool {
 	if len(h.Q) < n {
 		return false
 	}
-	q := make([]byte, n)
+	var q []byte
+	if !b.noHuge {
+		q = b.huge.alloc(n)
+	}
+	if q == nil {
+		q = make([]byte, n)
+	}
 	b.pool.parallel(n/quant.Q4KBlockBytes, 1, repackMinPar, &repackTask{dst: q, src: h.Q[:n], prefault: !b.noPrefault})
 	h.Q, h.Repacked = q, true
 	return true

@@ -63,7 +63,7 @@ func (b *Backend) PrepareMatMul(w kernels.Tensor, keepRows bool) error {
 	if !ok {
 		return fmt.Errorf("cpu: PrepareMatMul: %T is not a host tensor", w)
 	}
-	if b.repackQ4K(h, keepRows) {
+	if b.repackQ4K(h, keepRows) || b.copyHuge(h) {
 		return nil
 	}
 	if !(b.k.simd || b.k.avx2) || h.DT != kernels.F32 || h.P != nil || h.R < panelCols || h.C < 1 {

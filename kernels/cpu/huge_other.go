@@ -1,0 +1,13 @@
+//go:build !linux
+
+package cpu
+
+// hugeArena is empty off Linux: alloc returns nil and the weight copies
+// come from the Go heap.
+type hugeArena struct{}
+
+// alloc returns nil: no huge-page mappings off Linux.
+func (a *hugeArena) alloc(n int) []byte { return nil }
+
+// free does nothing.
+func (a *hugeArena) free() {}
