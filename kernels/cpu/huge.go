@@ -9,13 +9,14 @@ import "github.com/sluice-llm/sluice/kernels"
 // pages instead of the page cache's 4 KiB ones. The copy has the same
 // bytes (results do not change); the loader releases the file's pages
 // (Host.Copied), so that memory holds the weight once. Where no huge
-// pages are to be had, the weight stays where it is.
+// pages are to be had, or the copies would pass half the machine's memory
+// (hugeArena.spare), the weight stays where it is.
 func (b *Backend) copyHuge(h *kernels.Host) bool {
 	if b.noHuge || h.DT == kernels.F32 || h.Repacked || h.Copied || h.R < 1 {
 		return false
 	}
 	n := h.R * h.DT.RowBytes(h.C)
-	if n < copyHugeMin || len(h.Q) < n {
+	if n < copyHugeMin || len(h.Q) < n || !b.huge.spare(n) {
 		return false
 	}
 	q := b.huge.alloc(n)

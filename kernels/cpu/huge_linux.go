@@ -28,6 +28,24 @@ type hugeArena struct {
 	init bool     // off has been decided
 	maps [][]byte // every mapping, for free
 	tail []byte   // the unused end of the last mapping
+	used int      // bytes handed out
+	ram  int      // the machine's physical memory (0: unknown)
+}
+
+// spare reports whether n more bytes of optional copies (copyHuge: weights
+// that could stay in the page cache) keep the arena within half the
+// machine's memory. A copy is anonymous memory the kernel cannot drop
+// under pressure, where file pages can be evicted and read again: a model
+// that is most of the machine (an 8B F16 file on 23 GiB) keeps reading
+// its file, as before the arena.
+func (a *hugeArena) spare(n int) bool {
+	if a.ram == 0 {
+		var si unix.Sysinfo_t
+		if unix.Sysinfo(&si) == nil {
+			a.ram = int(uint64(si.Totalram) * uint64(si.Unit))
+		}
+	}
+	return a.ram > 0 && a.used+n <= a.ram/2
 }
 
 // alloc returns n zeroed bytes from a huge-page mapping, or nil where the
@@ -53,6 +71,7 @@ func (a *hugeArena) alloc(n int) []byte {
 		a.tail = m
 	}
 	b := a.tail[:n:n]
+	a.used += n
 	skip := min(len(a.tail), (n+align-1)&^(align-1))
 	a.tail = a.tail[skip:]
 	return b
@@ -87,7 +106,7 @@ func (a *hugeArena) free() {
 	for _, m := range a.maps {
 		_ = unix.MunmapPtr(unsafe.Pointer(&m[0]), uintptr(len(m)))
 	}
-	a.maps, a.tail = nil, nil
+	a.maps, a.tail, a.used = nil, nil, 0
 }
 
 // uintptrOf returns the address of b's first byte.

@@ -113,3 +113,22 @@ func TestHugeWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeSpare checks the bound on optional copies: half the machine's
+// memory, counting what the arena has handed out.
+func TestHugeSpare(t *testing.T) {
+	var a hugeArena
+	if !a.spare(1 << 20) {
+		t.Fatal("spare(1 MiB) = false on a fresh arena")
+	}
+	if a.ram <= 0 {
+		t.Fatalf("ram = %d", a.ram)
+	}
+	if a.spare(a.ram/2 + 1) {
+		t.Errorf("spare(ram/2+1) = true; want false")
+	}
+	a.used = a.ram/2 - 100
+	if a.spare(101) || !a.spare(100) {
+		t.Errorf("spare at used = ram/2-100: 101 → %v, 100 → %v; want false, true", a.spare(101), a.spare(100))
+	}
+}
