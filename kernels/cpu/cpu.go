@@ -93,6 +93,13 @@ type Backend struct {
 	// noPrefault makes the load's Q4_K repack fault its copy's pages in
 	// one by one (tests and the paired benchmark; see prefault)
 	noPrefault bool
+	// padMin overrides padMinRows (tests and benchmarks: 0 keeps it, a
+	// negative value pads nothing; see padTo)
+	padMin int
+	// padOut holds the output rows of a padded MatMul (padTo), padHost
+	// views it
+	padOut  []float32
+	padHost kernels.Host
 
 	mm   matmulTask
 	qm   qmatTask
