@@ -18,6 +18,10 @@
 // them streams each weight row once and multiplies it, from L1, with every
 // activation row of the batch (qmat.go, mxfp4.go), with activations
 // quantized to int8 once per MatMul for the block-quantized types.
+// Batches take the tiles in groups of 8 activation rows; a batch whose
+// rows past the last group reach padMinRows (4 or 5 by type) is padded
+// with zero rows to whole groups, fewer take the batch-1 row loops one
+// pass per row (pad.go states which rows take which kernel).
 // MatMulExperts (experts.go) runs a mixture-of-experts batch, grouped by
 // expert, through the experts' weights in one parallel op.
 //
@@ -108,6 +112,13 @@ type Backend struct {
 	// noHuge makes the weight copies come from the Go heap (tests and the
 	// paired benchmark)
 	noHuge bool
+	// padMin overrides padMinRows (tests and benchmarks: 0 keeps it, a
+	// negative value pads nothing; see padTo)
+	padMin int
+	// padOut holds the output rows of a padded MatMul (padTo), padHost
+	// views it
+	padOut  []float32
+	padHost kernels.Host
 
 	mm   matmulTask
 	qm   qmatTask

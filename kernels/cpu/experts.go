@@ -33,6 +33,8 @@ type expertsTask struct {
 	// per worker: the qmat task of the group at hand and its views
 	sub    []qmatTask
 	xv, ov []kernels.Host
+	pad    []padBuf // a group's rows padded to the tiles' 8 (padTo)
+	padMin int      // the backend's override of padMinRows
 }
 
 // MatMulExperts implements kernels.ExpertMatMuler.
@@ -89,7 +91,9 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 		t.sub = make([]qmatTask, b.pool.n)
 		t.xv = make([]kernels.Host, b.pool.n)
 		t.ov = make([]kernels.Host, b.pool.n)
+		t.pad = make([]padBuf, b.pool.n)
 	}
+	t.padMin = b.padMin
 	for i := range t.sub {
 		t.sub[i].prepareHalf(b.pool.n)
 	}
@@ -112,7 +116,7 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 	t.k, t.out, t.x, t.rows = b.k, oh, xh, w0.R
 	q, _ := quantized(w0.DT)
 	if t.quant = q; q {
-		t.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, n, w0.C)
+		t.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, n, w0.C, n)
 	}
 	t.act.c16, t.act.c32 = t.act.c16[:0], t.act.c32[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
@@ -197,9 +201,19 @@ func (t *expertsTask) run(lo, hi, wk int) {
 		*xv = kernels.Host{R: e - s, C: K, F: t.x.F[s*K : e*K]}
 		*ov = kernels.Host{R: e - s, C: out.C, F: out.F[s*out.C : e*out.C]}
 		sub.k, sub.out, sub.x, sub.w, sub.n = t.k, ov, xv, t.w[g], e-s
-		if a := &t.act; t.quant {
+		np := e - s
+		if t.quant {
+			np = padTo(t.k, t.padMin, t.w[g], e-s)
+		}
+		if a := &t.act; np != e-s {
+			// the group's rows padded with zero rows, as a MatMul of
+			// them alone pads them (pad.go); outputs copied below
+			*ov = t.pad[wk].rows(&sub.act, a, s, e, np, out.C)
+			sub.out, sub.n = ov, np
+			sub.act.derive(t.k, t.w[g].DT)
+		} else if t.quant {
 			nb := K / a.blk
-			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, tile8Act: sub.act.tile8Act.emptied()}
+			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, nx: e - s, tile8Act: sub.act.tile8Act.emptied()}
 			sub.act.derive(t.k, t.w[g].DT) // the tiles' layouts of these rows (the worker's buffers)
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]
@@ -215,6 +229,11 @@ func (t *expertsTask) run(lo, hi, wk int) {
 			}
 		}
 		sub.run(r0, r1, wk)
+		if np != e-s {
+			for m := 0; m < e-s; m++ {
+				copy(out.F[(s+m)*out.C+r0:(s+m)*out.C+r1], ov.F[m*out.C+r0:m*out.C+r1])
+			}
+		}
 		sub.out, sub.x, sub.w = nil, nil, nil
 		u += r1 - r0
 	}

@@ -72,9 +72,10 @@ type actQ struct {
 	built    layouts // the layouts of tile8Act derive made for these rows
 	blk      int     // values per scale: 32 or 256
 	k        int     // values per row
-	n        int     // rows
+	n        int     // rows, counting the zero rows padRows appended
+	nx       int     // rows quantized from the activations (n ≥ nx)
 
-	src []float32 // a copy of the rows last quantized (n×k)
+	src []float32 // a copy of the rows last quantized (nx×k)
 
 	// qp are q's rows permuted for repacked Q4_K weights (permuteK,
 	// k4rp.go), valid while qpOK (cleared when new rows are quantized)
@@ -126,13 +127,44 @@ func quantized(dt kernels.DType) (bool, int) {
 }
 
 // quantizeFor quantizes n rows of x (k values each, xs apart) for weights
-// of type dt (quantizeRows) and derives the activation layouts the tiles
-// of dt read under k8 (derive). A MatMul on the same rows for another type
+// of type dt (quantizeRows), pads them with zero rows to np rows (padRows;
+// np = n for none) and derives the activation layouts the tiles of dt
+// read under k8 (derive). A MatMul on the same rows for another type
 // quantizes nothing and derives only the layouts not yet made.
-func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k int) {
+func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k, np int) {
 	_, blk := quantized(dt)
 	a.quantizeRows(k8, x, xs, n, k, blk)
+	a.padRows(np)
 	a.derive(k8, dt)
+}
+
+// padRows makes the quantized rows np (≥ nx) by appending zero rows (q,
+// scale and sums 0) after the nx quantized ones, or by dropping those
+// appended before: the tiles then take a batch whose row count is not a
+// multiple of their 8 or 16 rows as whole groups (see padTo), and a zero
+// row's products are 0. A change of the row count drops the derived
+// layouts, which depend on it. Buffers grow once and are reused.
+func (a *actQ) padRows(np int) {
+	if np == a.n {
+		return
+	}
+	k, nb := a.k, a.k/max(a.blk, 1)
+	if cap(a.q) < np*k {
+		a.q = append(make([]int8, 0, np*k), a.q[:a.nx*k]...)
+	}
+	if cap(a.d) < np*nb {
+		a.d = append(make([]float32, 0, np*nb), a.d[:a.nx*nb]...)
+	}
+	if cap(a.bs) < np*k/16 {
+		a.bs = append(make([]int16, 0, np*k/16), a.bs[:a.nx*k/16]...)
+	}
+	a.q, a.d, a.bs = a.q[:np*k], a.d[:np*nb], a.bs[:np*k/16]
+	clear(a.q[a.nx*k:])
+	clear(a.d[a.nx*nb:])
+	clear(a.bs[a.nx*k/16:])
+	a.n = np
+	a.mxsOK, a.mxg.ok, a.qpOK = false, false, false
+	a.tile8Act, a.built = a.tile8Act.emptied(), 0
 }
 
 // quantizeRows quantizes n rows of x (k values each, xs apart) in blocks
@@ -140,7 +172,7 @@ func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k int)
 // quantized last. New rows drop every derived layout (tile8Act, emptied;
 // built cleared).
 func (a *actQ) quantizeRows(k8 kern, x []float32, xs, n, k, blk int) {
-	if a.n == n && a.k == k && a.blk == blk && a.same(x, xs) {
+	if a.nx == n && a.k == k && a.blk == blk && a.same(x, xs) {
 		return
 	}
 	nb := k / blk
@@ -154,7 +186,7 @@ func (a *actQ) quantizeRows(k8 kern, x []float32, xs, n, k, blk int) {
 		a.bs = make([]int16, n*k/16)
 	}
 	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
-	a.blk, a.k, a.n = blk, k, n
+	a.blk, a.k, a.n, a.nx = blk, k, n, n
 	a.mxsOK, a.mxg.ok, a.qpOK = false, false, false
 	a.tile8Act, a.built = a.tile8Act.emptied(), 0
 	if cap(a.src) < n*k {
@@ -247,10 +279,10 @@ func (a *actQ) derive(k kern, dt kernels.DType) {
 	a.built |= need
 }
 
-// same reports whether the n rows of x (xs apart) equal, bit for bit, the
+// same reports whether the nx rows of x (xs apart) equal, bit for bit, the
 // rows last quantized.
 func (a *actQ) same(x []float32, xs int) bool {
-	for m := 0; m < a.n; m++ {
+	for m := 0; m < a.nx; m++ {
 		if !bytes.Equal(f32Bytes(x[m*xs:m*xs+a.k]), f32Bytes(a.src[m*a.k:(m+1)*a.k])) {
 			return false
 		}
@@ -583,13 +615,23 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	}
 	t := &b.qm
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
+	np := b.padTo(w, n)
 	if q, _ := quantized(w.DT); q {
-		t.act.quantizeFor(b.k, w.DT, x.F, x.C, n, w.C)
+		t.act.quantizeFor(b.k, w.DT, x.F, x.C, n, w.C, np)
+	}
+	if np != n {
+		// the tiles write np rows: the padded rows' outputs go to the
+		// backend's own buffer, copied back below
+		if cap(b.padOut) < np*out.C {
+			b.padOut = make([]float32, np*out.C)
+		}
+		b.padHost = kernels.Host{R: np, C: out.C, DT: kernels.F32, F: b.padOut[:np*out.C]}
+		t.out, t.n = &b.padHost, np
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
 		t.act.mxfp4Prep(b.k, b.mxgRows(n), b.mxgRows(n))
 	}
-	if w.Repacked && (n < 4 || n%8 != 0 || len(t.act.d8) < n/8*(w.C/t.act.blk)*16) {
+	if w.Repacked && (t.n < 4 || t.n%8 != 0 || len(t.act.d8) < t.n/8*(w.C/t.act.blk)*16) {
 		// the row loops of repacked Q4_K weights (rows1, rowsEach, and
 		// qTiles' leftover rows past the groups of 8: leftoversR)
 		t.act.permuteK()
@@ -605,6 +647,11 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		b.pool.parallelGuided(w.R, 4, 0, t)
 	default:
 		b.pool.parallel(w.R, 4, 0, t)
+	}
+	if np != n {
+		for m := 0; m < n; m++ {
+			copy(out.F[m*out.C:m*out.C+w.R], b.padOut[m*out.C:m*out.C+w.R])
+		}
 	}
 	t.out, t.x, t.w, t.xpN = nil, nil, nil, 0
 }
