@@ -81,22 +81,31 @@ func newPoolWith(n int, futex bool) *pool {
 	return p
 }
 
-// spinIters bounds how long a worker that ran out of work spins (atomic
-// loads, ≈ 0.3–1.3 ns each here: 5–20 µs) before it sleeps, and joinSpin
-// how long the caller waiting for the workers' last chunks spins (the
-// 2^14 channel-length checks this replaced took ≈ 85–105 µs; a count of
-// atomic loads would be 4–16× shorter, so the bound is a time). A forward
-// pass issues ops back to back, each a few tens of microseconds long at
-// decode, with a few microseconds of serial work between them. Spinning
-// 8× longer (2^17 and 2^15) was measured and dropped: on this shared
-// machine a spinning thread mostly waits for one that the OS has
-// descheduled, and CPU per token rose; fewer ops per step and chunks that
-// shrink towards an op's end (parallelGuided) cut the waits instead. A
-// sleep is a futex on Linux (see wakeup: the Go scheduler's channel wake
-// cost ≈ 250 µs per op in the engine process).
+// workerSpin bounds how long a worker that ran out of work spins before
+// it sleeps, and joinSpin how long the caller waiting for the workers'
+// last chunks spins (the 2^14 channel-length checks this replaced took
+// ≈ 85–105 µs). Both are times, read from the clock every 256 atomic
+// loads (a load costs 0.3–1.3 ns here, so a count is no bound).
+//
+// A forward pass issues ops back to back, with a few microseconds of
+// serial work between them, but the caller finishes an op's last chunk up
+// to a chunk's length (tens to hundreds of µs at 16 sequences) after the
+// worker ran out of work: the worker's old spin of 2^14 loads (5–20 µs)
+// ran out first at almost every op, so the next op started with the
+// worker asleep, and the runtime's wake-up (the woken goroutine waits in
+// the waker's runnext until another thread steals it: ≈ 250 µs per wake
+// in the engine's trace) left the caller alone for most of it. A 200 µs
+// spin covers that gap: on the quiet machine, 16 streams of the 1B
+// Q4_K_M file through HTTP 124–130 → 165–173 tok/s and 1 stream 35–37 →
+// 37–42 at the same engine CPU (docs/BENCHMARKS.md, session 13); 1 ms
+// was no better. (An earlier session measured 8× longer spins, as counts,
+// on the loaded shared machine as raising CPU per token: a spinning
+// thread mostly waits there for one the OS has descheduled.) Between steps the
+// worker sleeps after 200 µs, on a futex where Options.FutexSleep asks
+// for it (see wakeup).
 const (
-	spinIters = 1 << 14
-	joinSpin  = 85 * time.Microsecond
+	workerSpin = 200 * time.Microsecond
+	joinSpin   = 85 * time.Microsecond
 )
 
 func (p *pool) worker(w int) {
@@ -123,14 +132,23 @@ func (p *pool) worker(w int) {
 }
 
 // await returns true once an op has unclaimed chunks, false when the pool
-// closes. It spins spinIters loads, then sleeps on p.work, and spins again
+// closes. It spins for workerSpin, then sleeps on p.work, and spins again
 // after each wake (the caller may have run the whole op before this thread
 // got a core, and the next op follows within microseconds).
 func (p *pool) await() bool {
 	for {
-		for i := 0; i < spinIters; i++ {
+		var t0 time.Time
+		for i := 0; ; i++ {
 			if c := p.claim.Load(); int(c&0xffff) < int(c>>16&0xffff) {
 				return true
+			}
+			if i&255 != 0 {
+				continue
+			}
+			if i == 0 {
+				t0 = time.Now()
+			} else if time.Since(t0) > workerSpin {
+				break
 			}
 		}
 		v := p.work.enter()
