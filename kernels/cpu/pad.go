@@ -93,20 +93,9 @@ type padBuf struct {
 func (p *padBuf) rows(a, src *actQ, s, e, np, oc int) kernels.Host {
 	K := src.k
 	nb := K / src.blk
-	if cap(p.q) < np*K {
-		p.q = make([]int8, np*K)
-	}
-	if cap(p.d) < np*nb {
-		p.d = make([]float32, np*nb)
-	}
-	if cap(p.bs) < np*K/16 {
-		p.bs = make([]int16, np*K/16)
-	}
-	if cap(p.out) < np*oc {
-		p.out = make([]float32, np*oc)
-	}
+	p.q, p.d, p.bs, p.out = sized(p.q, np*K), sized(p.d, np*nb), sized(p.bs, np*K/16), sized(p.out, np*oc)
 	n := e - s
-	q, d, bs := p.q[:np*K], p.d[:np*nb], p.bs[:np*K/16]
+	q, d, bs := p.q, p.d, p.bs
 	copy(q, src.q[s*K:e*K])
 	clear(q[n*K:])
 	copy(d, src.d[s*nb:e*nb])
@@ -114,5 +103,15 @@ func (p *padBuf) rows(a, src *actQ, s, e, np, oc int) kernels.Host {
 	copy(bs, src.bs[s*K/16:e*K/16])
 	clear(bs[n*K/16:])
 	*a = actQ{q: q, d: d, bs: bs, blk: src.blk, k: K, n: np, nx: n, tile8Act: a.tile8Act.emptied()}
-	return kernels.Host{R: np, C: oc, DT: kernels.F32, F: p.out[:np*oc]}
+	return kernels.Host{R: np, C: oc, DT: kernels.F32, F: p.out}
+}
+
+// sized returns s with length n, reallocated (contents dropped) only when
+// its capacity is short: the kernels' scratch buffers grow once and are
+// reused.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }

@@ -176,16 +176,7 @@ func (a *actQ) quantizeRows(k8 kern, x []float32, xs, n, k, blk int) {
 		return
 	}
 	nb := k / blk
-	if cap(a.q) < n*k {
-		a.q = make([]int8, n*k)
-	}
-	if cap(a.d) < n*nb {
-		a.d = make([]float32, n*nb)
-	}
-	if cap(a.bs) < n*k/16 {
-		a.bs = make([]int16, n*k/16)
-	}
-	a.q, a.d, a.bs = a.q[:n*k], a.d[:n*nb], a.bs[:n*k/16]
+	a.q, a.d, a.bs = sized(a.q, n*k), sized(a.d, n*nb), sized(a.bs, n*k/16)
 	a.blk, a.k, a.n, a.nx = blk, k, n, n
 	a.mxsOK, a.mxg.ok, a.qpOK = false, false, false
 	a.tile8Act, a.built = a.tile8Act.emptied(), 0
@@ -622,10 +613,8 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	if np != n {
 		// the tiles write np rows: the padded rows' outputs go to the
 		// backend's own buffer, copied back below
-		if cap(b.padOut) < np*out.C {
-			b.padOut = make([]float32, np*out.C)
-		}
-		b.padHost = kernels.Host{R: np, C: out.C, DT: kernels.F32, F: b.padOut[:np*out.C]}
+		b.padOut = sized(b.padOut, np*out.C)
+		b.padHost = kernels.Host{R: np, C: out.C, DT: kernels.F32, F: b.padOut}
 		t.out, t.n = &b.padHost, np
 	}
 	if w.DT == kernels.MXFP4 && b.k.avx2 {
