@@ -37,7 +37,8 @@ func TestHalfMatMul(t *testing.T) {
 
 // TestHalfPartition checks that an output does not depend on which range
 // of weight rows a thread was given (so on the tile shape that computed
-// it), on the register tiles and on the panel path (halfpanel.go):
+// it), on the register tiles and on the panel path (halfpanel.go), with
+// and without AVX-512 (halfs.go, halfz.go):
 // MatMulExperts and MatMul split the same rows differently and must agree
 // bit for bit.
 func TestHalfPartition(t *testing.T) {
@@ -46,7 +47,7 @@ func TestHalfPartition(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(17, 41))
 	for _, dt := range halfTypes {
-		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {13, 37, 1100}, {2, 64, 2048}, {16, 50, 600}, {40, 101, 1100}, {24, 61, halfKc + 72}} {
+		for _, c := range []struct{ n, out, in int }{{1, 29, 64}, {1, 30, 96}, {5, 101, 520}, {2, 61, 264}, {7, 45, 1032}, {3, 23, 77}, {13, 37, 1100}, {2, 64, 2048}, {16, 50, 600}, {40, 101, 1100}, {24, 61, halfKc + 72}} {
 			t.Run(fmt.Sprintf("%v/n%d/%dx%d", dt, c.n, c.out, c.in), func(t *testing.T) {
 				data := randBlocks(r, dt, c.out, c.in)
 				sanitizeHalves(dt, data)
@@ -55,23 +56,25 @@ func TestHalfPartition(t *testing.T) {
 					t.Fatal(err)
 				}
 				x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
-				run := func(cuts ...int) []float32 {
-					out := &kernels.Host{R: c.n, C: c.out, F: make([]float32, c.n*c.out)}
-					q := &qmatTask{k: kern{avx2: true}, out: out, x: x, w: w, n: c.n}
-					q.prepareHalf(1)
-					lo := 0
-					for _, hi := range append(cuts, c.out) {
-						q.run(lo, hi, 0)
-						lo = hi
+				for _, simd := range []bool{false, hasAVX512} {
+					run := func(cuts ...int) []float32 {
+						out := &kernels.Host{R: c.n, C: c.out, F: make([]float32, c.n*c.out)}
+						q := &qmatTask{k: kern{avx2: true, simd: simd}, out: out, x: x, w: w, n: c.n}
+						q.prepareHalf(1)
+						lo := 0
+						for _, hi := range append(cuts, c.out) {
+							q.run(lo, hi, 0)
+							lo = hi
+						}
+						return out.F
 					}
-					return out.F
-				}
-				want := run()
-				for _, cuts := range [][]int{{1}, {2, 3}, {1, 5, 6, 11}, {c.out / 2}, {c.out - 1}} {
-					got := run(cuts...)
-					for i := range want {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("cuts %v: [%d,%d] = %v, one range gives %v", cuts, i/c.out, i%c.out, got[i], want[i])
+					want := run()
+					for _, cuts := range [][]int{{1}, {2, 3}, {1, 5, 6, 11}, {c.out / 2}, {c.out - 1}} {
+						got := run(cuts...)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("simd=%v cuts %v: [%d,%d] = %v, one range gives %v", simd, cuts, i/c.out, i%c.out, got[i], want[i])
+							}
 						}
 					}
 				}

@@ -261,9 +261,9 @@ func checkHalfZ(t *testing.T, dt kernels.DType, data []byte, xf []float32, n, ro
 	}
 }
 
-// TestHalfZAllocs checks that MatMuls on the AVX-512 panel path (one
-// panel, and several packed once per MatMul) allocate nothing once the
-// scratch has grown.
+// TestHalfZAllocs checks that MatMuls on the AVX-512 paths (one panel,
+// several packed once per MatMul, and the halfSmall tiles of 2–7 rows)
+// allocate nothing once the scratch has grown.
 func TestHalfZAllocs(t *testing.T) {
 	if !hasAVX512 {
 		t.Skip("no AVX-512 kernels on this machine or build")
@@ -272,7 +272,7 @@ func TestHalfZAllocs(t *testing.T) {
 	for _, c := range []struct {
 		dt          kernels.DType
 		n, rows, in int
-	}{{kernels.F16, 16, 200, 520}, {kernels.BF16, 16, 200, 520}, {kernels.F16, 40, 100, 264}} {
+	}{{kernels.F16, 16, 200, 520}, {kernels.BF16, 16, 200, 520}, {kernels.F16, 40, 100, 264}, {kernels.F16, 2, 200, 520}, {kernels.BF16, 5, 200, 524}, {kernels.F16, 7, 200, 2048}} {
 		t.Run(fmt.Sprintf("%v/n%d", c.dt, c.n), func(t *testing.T) {
 			data := randBlocks(r, c.dt, c.rows, c.in)
 			sanitizeHalves(c.dt, data)
@@ -353,8 +353,9 @@ func BenchmarkHalfPanelZL1(b *testing.B) {
 
 // BenchmarkHalfZPaths times one thread's share of F16/BF16 MatMuls at the
 // 1B shapes as main dispatches them without AVX-512 ("avx2": the register
-// tiles or the AVX2 panels, as usePanels picks) and on the AVX-512 panels
-// ("z"), alternately in one process.
+// tiles or the AVX2 panels, as usePanels picks) and on the AVX-512 paths
+// ("z": the panels, or the halfSmall tiles below halfPanelZMinRows rows),
+// alternately in one process.
 func BenchmarkHalfZPaths(b *testing.B) {
 	if !hasAVX512 {
 		b.Skip("no AVX-512 kernels on this machine or build")
@@ -362,7 +363,7 @@ func BenchmarkHalfZPaths(b *testing.B) {
 	r := rand.New(rand.NewPCG(17, 66))
 	for _, dt := range halfTypes {
 		for _, s := range halfBenchShapes {
-			for _, n := range []int{16, 128} {
+			for _, n := range []int{2, 4, 6, 16, 128} {
 				data := randBlocks(r, dt, s.out, s.in)
 				w, err := kernels.NewHostWeight(dt, s.out, s.in, data)
 				if err != nil {

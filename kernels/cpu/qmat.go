@@ -579,6 +579,10 @@ func (t *qmatTask) run(lo, hi, wk int) {
 			t.halfPanels(lo, hi, &t.hp[wk])
 			return
 		}
+		if t.k.simd && halfSMaxW(t.n) > 0 {
+			t.halfSmallZ(lo, hi) // 2–7 rows on AVX-512 (halfs.go)
+			return
+		}
 		t.halfBatch(lo, hi)
 		return
 	}
