@@ -247,7 +247,8 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	defer stopClients()
 
 	pid := fe.Cmd.Process.Pid
-	switches := os.Getenv("SLUICE_BENCH_SWITCHES") != "" // log each thread's CPU and switches per step
+	// SLUICE_BENCH_SWITCHES: log each thread's CPU and switches per step.
+	switches := os.Getenv("SLUICE_BENCH_SWITCHES") != ""
 	profiled := false // the first long phase is profiled (profileLong)
 	measure := func(name string, maxTokens int, settle time.Duration) splitPhase {
 		phase.Store(int64(maxTokens))
