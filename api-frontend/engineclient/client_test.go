@@ -219,3 +219,60 @@ func TestRecycleAfterDispatch(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// inlineMemConn is a memConn that hands batches to a handler on the
+// sender's goroutine (as zmqtransport's I/O goroutine does).
+type inlineMemConn struct {
+	*memConn
+	handler chan func(*ipc.Outputs)
+	backlog bool
+}
+
+func (f *inlineMemConn) HandleOutputs(fn func(*ipc.Outputs)) { f.handler <- fn }
+func (f *inlineMemConn) Backlog() bool                       { return f.backlog }
+
+// TestInlineDispatch: a connection that can run a handler gets one at
+// Start, and a batch given to it reaches the sinks before it returns, with
+// a finished request dropped; a batch that went to Outputs before is still
+// dispatched; Lagging follows the connection's Backlog.
+func TestInlineDispatch(t *testing.T) {
+	f := &inlineMemConn{memConn: newFake(), handler: make(chan func(*ipc.Outputs), 1)}
+	c := New([]EngineConn{f}, Options{})
+	s := newSink()
+	f.outputs <- &ipc.Outputs{} // before Start: goes through the output goroutine
+	c.Start()
+	defer c.Close()
+	var h func(*ipc.Outputs)
+	select {
+	case h = <-f.handler:
+	default:
+		t.Fatal("Start set no handler on an inline connection")
+	}
+	if err := c.Add(0, &ipc.AddRequest{RequestID: "x"}, s); err != nil {
+		t.Fatal(err)
+	}
+	h(&ipc.Outputs{Outputs: []ipc.Output{{RequestID: "x", NewTokenIDs: []int32{1}}}})
+	select {
+	case <-s.done:
+	default:
+		t.Fatal("sink not called before the handler returned")
+	}
+	h(&ipc.Outputs{Outputs: []ipc.Output{{RequestID: "x", NewTokenIDs: []int32{2}, FinishReason: ipc.FinishLength}}})
+	<-s.done
+	for deadline := time.Now().Add(2 * time.Second); len(f.outputs) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch sent before Start was not read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := c.InFlight(); n != 0 {
+		t.Fatalf("in flight %d after the finish, want 0", n)
+	}
+	if c.Lagging(0) {
+		t.Fatal("Lagging with no backlog")
+	}
+	f.backlog = true
+	if !c.Lagging(0) {
+		t.Fatal("not Lagging with a backlog")
+	}
+}
