@@ -132,7 +132,6 @@ type engine struct {
 	inflight   atomic.Int64 // registered requests
 	reported   atomic.Int64 // waiting+running at the last stats
 	atReport   atomic.Int64 // inflight when those stats arrived
-	dispatchMu sync.Mutex   // held while a batch is dispatched (handleBatch)
 	aborts     []string     // output goroutine only
 	batchSinks []Sink       // output goroutine only
 	batchPF    []Prefetcher // output goroutine only
@@ -150,23 +149,9 @@ func New(ts []EngineConn, opts Options) *Client {
 	return c
 }
 
-// inlineConn is an EngineConn that can hand each batch to a function on
-// its own I/O goroutine (zmqtransport.EngineConn.HandleOutputs) and say
-// whether batches queue behind the one being handled.
-type inlineConn interface {
-	HandleOutputs(fn func(b *ipc.Outputs))
-	Backlog() bool
-}
-
 // Start starts one output goroutine and one event goroutine per engine.
-// Where the connection can (inlineConn), its batches are dispatched on the
-// connection's I/O goroutine instead, one goroutine hand-off fewer per
-// engine step; the output goroutine then only drains what came before.
 func (c *Client) Start() {
 	for _, e := range c.engines {
-		if ic, ok := e.t.(inlineConn); ok {
-			ic.HandleOutputs(func(b *ipc.Outputs) { c.handleBatch(e, b) })
-		}
 		c.wg.Add(2)
 		go c.readOutputs(e)
 		go c.readEvents(e)
@@ -334,11 +319,7 @@ func (c *Client) OnBatchDone(fn func(engine int)) {
 // being dispatched: the output goroutine is the bottleneck, so sinks should
 // hand slow work (socket writes) to other goroutines.
 func (c *Client) Lagging(engineIdx int) bool {
-	t := c.engines[engineIdx].t
-	if ic, ok := t.(inlineConn); ok && ic.Backlog() {
-		return true
-	}
-	return len(t.Outputs()) > 0
+	return len(c.engines[engineIdx].t.Outputs()) > 0
 }
 
 // InFlight is the number of registered requests over all engines.
@@ -353,30 +334,20 @@ func (c *Client) InFlight() int {
 func (c *Client) readOutputs(e *engine) {
 	defer c.wg.Done()
 	for b := range e.t.Outputs() {
-		c.handleBatch(e, b)
-	}
-}
-
-// handleBatch dispatches one batch of engine e's, on its output goroutine
-// or, with an inlineConn, on its connection's I/O goroutine (dispatchMu:
-// the output goroutine may still be dispatching a batch that came before
-// Start set the handler).
-func (c *Client) handleBatch(e *engine, b *ipc.Outputs) {
-	if b == nil {
-		return
-	}
-	e.dispatchMu.Lock()
-	defer e.dispatchMu.Unlock()
-	if b.Stats != nil {
-		e.reported.Store(int64(b.Stats.Waiting + b.Stats.Running))
-		e.atReport.Store(e.inflight.Load())
-	}
-	if c.opts.OnBatch != nil {
-		c.opts.OnBatch(e.idx, b)
-	}
-	c.dispatch(e, b)
-	if r, ok := e.t.(recycler); ok && recyclable(b) {
-		r.Recycle(b)
+		if b == nil {
+			continue
+		}
+		if b.Stats != nil {
+			e.reported.Store(int64(b.Stats.Waiting + b.Stats.Running))
+			e.atReport.Store(e.inflight.Load())
+		}
+		if c.opts.OnBatch != nil {
+			c.opts.OnBatch(e.idx, b)
+		}
+		c.dispatch(e, b)
+		if r, ok := e.t.(recycler); ok && recyclable(b) {
+			r.Recycle(b)
+		}
 	}
 }
 

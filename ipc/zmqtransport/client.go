@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -65,9 +64,6 @@ type EngineConn struct {
 	pingDone chan struct{} // closed when pingLoop returns
 
 	outputs chan *ipc.Outputs
-	// handler, when set (HandleOutputs), takes each batch on the I/O
-	// goroutine instead of the outputs channel.
-	handler atomic.Pointer[func(*ipc.Outputs)]
 	// free holds batches the consumer gave back (Recycle) for the I/O loop
 	// to decode the next batch into, so that steady streaming allocates
 	// (and collects) no batch per step.
@@ -159,23 +155,6 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 
 // Outputs delivers the engine's per-step batches for this frontend.
 func (c *EngineConn) Outputs() <-chan *ipc.Outputs { return c.outputs }
-
-// HandleOutputs has fn called with each later batch on the connection's
-// I/O goroutine, right where it is decoded, instead of sending it on
-// Outputs: the batch then reaches its consumer with no goroutine hand-off
-// (the hand-off cost a wake-up, and often an idle P spun up, per engine
-// step). fn runs in order, one batch at a time, and must not block for
-// long: while it runs, the engine's next frames wait in the pump (pings
-// have their own goroutine, so the engine does not take a slow fn for a
-// dead frontend). Batches decoded before the call went to Outputs.
-func (c *EngineConn) HandleOutputs(fn func(b *ipc.Outputs)) {
-	c.handler.Store(&fn)
-}
-
-// Backlog reports whether a frame from the engine waits in the pump behind
-// the one being handled (with HandleOutputs, what a full Outputs channel
-// says without it: the consumer is the bottleneck).
-func (c *EngineConn) Backlog() bool { return c.pump.backlog() }
 
 // Recycle gives a batch received from Outputs back for reuse: a later batch
 // is decoded into its memory (its slices are overwritten). Call it only
@@ -269,7 +248,6 @@ func (c *EngineConn) Close() {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.stop)
-		c.pump.wakeIO()
 		<-c.ioDone
 	})
 }
@@ -324,15 +302,16 @@ func (c *EngineConn) pingNow() {
 }
 
 // ioLoop handles what the pump thread receives and sends HELLO through it
-// (pings have their own goroutine, pingLoop). It never makes a cgo call
-// while connected: it waits itself for the pump's notify pipe (in Go's
-// network poller, with a read deadline for housekeeping; Close pokes the
-// pipe) and reads the pump's slots from memory.
+// (pings have their own goroutine, pingLoop). It never makes a cgo call while connected: it waits in a
+// select on the pump's notify pipe (in Go's network poller) and a
+// housekeeping timer, and reads the pump's slots from memory.
 func (c *EngineConn) ioLoop() {
 	defer close(c.ioDone)
 	defer close(c.events)
 	defer close(c.outputs)
 	defer c.pump.close()
+	timer := time.NewTimer(housekeepingMax)
+	defer timer.Stop()
 	codec := ipc.NewCodec()
 	hello := &ipc.Hello{ProtocolVersion: ipc.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid(), ModelName: c.cfg.ModelName, Session: c.session}
 	var lastHello, lastSeen time.Time
@@ -407,11 +386,6 @@ func (c *EngineConn) ioLoop() {
 					c.log.Warn("bad frame from engine", zap.Error(err))
 					continue
 				}
-				if h := c.handler.Load(); h != nil {
-					(*h)(b)
-					lastSeen = time.Now()
-					continue
-				}
 				select {
 				case c.outputs <- b:
 				case <-c.stop: // Close must not wait for a consumer that stopped reading
@@ -431,10 +405,6 @@ func (c *EngineConn) ioLoop() {
 			}
 			switch kind {
 			case ipc.KindOutputs:
-				if h := c.handler.Load(); h != nil {
-					(*h)(msg.(*ipc.Outputs))
-					continue
-				}
 				select {
 				case c.outputs <- msg.(*ipc.Outputs):
 				case <-c.stop:
@@ -505,13 +475,11 @@ func (c *EngineConn) ioLoop() {
 		} else {
 			next = minTime(next, lastSeen.Add(c.cfg.LivenessTimeout+time.Millisecond))
 		}
+		timer.Reset(time.Until(next))
 		select {
+		case <-pump.w.C:
+		case <-timer.C:
 		case <-c.stop:
-			return
-		default:
-		}
-		if err := pump.w.wait(next); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			c.log.Error("pump pipe failed", zap.Error(err))
 			return
 		}
 	}

@@ -51,7 +51,7 @@ type cPump struct {
 	tail  uint64 // in_tail, Go's copy (the I/O goroutine's)
 
 	wakeFd int
-	w      *pipeWaiter // notify_r (a dup) in the network poller: the I/O goroutine's
+	w      *pipeWaiter // notify_r (a dup) in the network poller
 
 	outMu   sync.Mutex // the senders'
 	out     []byte     // the Go → C ring (C memory)
@@ -114,23 +114,10 @@ func (c *cPump) u64(p *C.uint64_t) *uint64 { return (*uint64)(unsafe.Pointer(p))
 func (c *cPump) u32(p *C.uint32_t) *uint32 { return (*uint32)(unsafe.Pointer(p)) }
 
 // poke wakes the pump thread. A full pipe (EAGAIN) means it is awake anyway.
-func (c *cPump) poke() { pokeFd(c.wakeFd) }
-
-// wakeIO wakes the I/O goroutine's wait as the pump thread does (Close's
-// way to end it); a no-op once the pump is closed.
-func (c *cPump) wakeIO() {
-	c.outMu.Lock()
-	if !c.closed {
-		pokeFd(int(c.p.notify_w))
-	}
-	c.outMu.Unlock()
-}
-
-// pokeFd writes a byte to a pipe; EAGAIN (full) means its reader wakes anyway.
-func pokeFd(fd int) {
+func (c *cPump) poke() {
 	var b [1]byte = [1]byte{1}
 	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1)
+		_, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(c.wakeFd), uintptr(unsafe.Pointer(&b[0])), 1)
 		if e != syscall.EINTR {
 			return
 		}
@@ -169,12 +156,6 @@ func (c *cPump) next() (ev pumpEvent, view []byte, ok bool) {
 		ev.err = zmq.Errno(s.err)
 	}
 	return ev, view, true
-}
-
-// backlog reports whether a slot waits behind the one being handled (any
-// goroutine may ask).
-func (c *cPump) backlog() bool {
-	return atomic.LoadUint64(c.u64(&c.p.in_head))-atomic.LoadUint64(c.u64(&c.p.in_tail)) > 0
 }
 
 // release gives the slot next returned back to the pump thread, which then
@@ -265,18 +246,13 @@ func (c *cPump) close() {
 	c.p, c.slots, c.out = nil, nil, nil
 }
 
-// pipeWaiter is how the I/O goroutine waits for the pump thread: the
-// notify pipe's read end (a dup; the pump closes its own) sits in Go's
-// network poller and the I/O goroutine itself waits for it to be readable
-// and drains it with raw syscalls, so a wake-up takes no cgo call and no
-// goroutine hand-off (a separate waiter goroutine signalling a channel cost
-// one more wake-up, and often one more idle P spun up, per engine step).
-// Only the I/O goroutine calls wait.
+// pipeWaiter signals C when the pump's notify pipe is readable, draining
+// it: the descriptor (a dup; the pump closes its own) waits in Go's network
+// poller and is read with raw syscalls, so a wake-up takes no cgo call.
 type pipeWaiter struct {
-	f     *os.File
-	rc    syscall.RawConn
-	drain func(fd uintptr) bool // one closure, not one per wait
-	buf   [64]byte
+	C    chan struct{}
+	f    *os.File
+	done chan struct{}
 }
 
 func newPipeWaiter(fd int) (*pipeWaiter, error) {
@@ -292,13 +268,20 @@ func newPipeWaiter(fd int) (*pipeWaiter, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("pump pipe: %w", err)
+		return nil, err
 	}
-	w := &pipeWaiter{f: f, rc: rc}
-	w.drain = func(fd uintptr) bool {
+	w := &pipeWaiter{C: make(chan struct{}, 1), f: f, done: make(chan struct{})}
+	go w.run(rc)
+	return w, nil
+}
+
+func (w *pipeWaiter) run(rc syscall.RawConn) {
+	defer close(w.done)
+	var buf [64]byte
+	drain := func(fd uintptr) bool {
 		got := false
 		for {
-			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
+			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 			switch {
 			case e == syscall.EINTR:
 				continue
@@ -308,17 +291,18 @@ func newPipeWaiter(fd int) (*pipeWaiter, error) {
 			got = true
 		}
 	}
-	return w, nil
-}
-
-// wait returns when the pipe was poked since the last wait (at once if it
-// was poked meanwhile), with os.ErrDeadlineExceeded at deadline, or with
-// another error once the pipe is closed.
-func (w *pipeWaiter) wait(deadline time.Time) error {
-	if err := w.f.SetReadDeadline(deadline); err != nil {
-		return err
+	for {
+		if err := rc.Read(drain); err != nil {
+			return // closed
+		}
+		select {
+		case w.C <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
-	return w.rc.Read(w.drain)
 }
 
-func (w *pipeWaiter) close() { w.f.Close() }
+func (w *pipeWaiter) close() {
+	w.f.Close()
+	<-w.done
+}

@@ -65,11 +65,14 @@ func TestIdleIOLoopNotInCgo(t *testing.T) {
 		if len(waiters) != 2 {
 			t.Fatalf("%d sockWaiter goroutines (%v), want 2: a socket fell back to ticking", len(waiters), waiters)
 		}
-		// the frontend's I/O goroutine waits for the pump's pipe itself
-		waiters = append(waiters, goroutineStates("(*EngineConn).ioLoop")...)
+		pipes := goroutineStates("(*pipeWaiter).run")
+		if len(pipes) != 1 {
+			t.Fatalf("%d pipeWaiter goroutines (%v), want 1", len(pipes), pipes)
+		}
+		waiters = append(waiters, pipes...)
 		for _, st := range waiters {
 			if st != "IO wait" && st != "runnable" && st != "running" {
-				t.Fatalf("waiting goroutine in state %q", st)
+				t.Fatalf("sockWaiter goroutine in state %q", st)
 			}
 		}
 	}
