@@ -56,11 +56,8 @@ type EngineConn struct {
 	cfg    ClientConfig
 	log    *zap.Logger
 	pump   *cPump
-	// codecs holds the senders' encoders (*ipc.Codec): each Send encodes
-	// with its own, outside any lock, so that the requests of a step's
-	// burst, whose ADDs are sent together from several goroutines, contend
-	// only for the pump's ring append (a copy), not for the encoding.
-	codecs sync.Pool
+	sendMu sync.Mutex // guards codec
+	codec  *ipc.Codec
 	stop   chan struct{} // closed by Close
 	// pingKick wakes pingLoop for an immediate PING (capacity 1).
 	pingKick chan struct{}
@@ -126,7 +123,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &EngineConn{cfg: cfg, log: log, stop: make(chan struct{}), pingKick: make(chan struct{}, 1), pingDone: make(chan struct{}),
+	c := &EngineConn{cfg: cfg, log: log, codec: ipc.NewCodec(), stop: make(chan struct{}), pingKick: make(chan struct{}, 1), pingDone: make(chan struct{}),
 		outputs: make(chan *ipc.Outputs, cfg.OutputsBuffer), free: make(chan *ipc.Outputs, cfg.OutputsBuffer+2), events: make(chan ConnEvent, 64),
 		calls: map[uint64]chan *ipc.UtilityResult{}, ioDone: make(chan struct{})}
 	var err error
@@ -205,17 +202,14 @@ func (c *EngineConn) sendFrame(kind ipc.Kind, msg any) error {
 	if c.closed.Load() {
 		return ErrNotReady
 	}
-	codec, _ := c.codecs.Get().(*ipc.Codec)
-	if codec == nil {
-		codec = ipc.NewCodec()
-	}
-	frame, err := codec.Encode(kind, msg)
+	c.sendMu.Lock()
+	frame, err := c.codec.Encode(kind, msg)
 	if err == nil {
 		// The pump copies the frame, so the codec's buffer is free again
 		// once send returns.
 		err = c.pump.send(frame, true)
 	}
-	c.codecs.Put(codec)
+	c.sendMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("queue %s: %w", kind, err)
 	}
