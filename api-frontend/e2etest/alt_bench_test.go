@@ -64,6 +64,9 @@ import (
 // SLUICE_BENCH_PERF=PATH records the frontend's threads with perf's
 // software cpu-clock event and call graphs, kernel stacks included (what
 // pprof shows as one system call), to PATH (perf report -i PATH).
+// SLUICE_BENCH_SWITCHES=1 logs, for every phase, each frontend thread's CPU
+// time and voluntary/involuntary context switches per engine step (from
+// /proc/PID/task/*/{schedstat,status}), to price the hand-offs per step.
 func BenchmarkFrontendAlt(b *testing.B) {
 	streams := envInt("SLUICE_BENCH_SPLIT_STREAMS", 256)
 	stepMS := envInt("SLUICE_BENCH_STEP_MS", 20)
@@ -244,6 +247,8 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	defer stopClients()
 
 	pid := fe.Cmd.Process.Pid
+	// SLUICE_BENCH_SWITCHES: log each thread's CPU and switches per step.
+	switches := os.Getenv("SLUICE_BENCH_SWITCHES") != ""
 	profiled := false // the first long phase is profiled (profileLong)
 	measure := func(name string, maxTokens int, settle time.Duration) splitPhase {
 		phase.Store(int64(maxTokens))
@@ -261,9 +266,18 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 			profiled = true
 			profileLong(pid, interval, window)
 		}
+		var sw0 map[int]threadStat
+		if switches {
+			sw0, _ = threadStats(pid)
+		}
 		st0, fi0, g0 := started.Load(), finished.Load(), generated()
 		t0 := time.Now()
 		time.Sleep(window)
+		if switches {
+			if sw1, err := threadStats(pid); err == nil {
+				logSwitches(b, name, sw0, sw1, float64(time.Since(t0))/float64(time.Duration(stepMS)*time.Millisecond))
+			}
+		}
 		c1, _ := threadsCPU(pid)
 		u1, s1, _ := procCPUSplit(pid)
 		st1, fi1, g1 := started.Load(), finished.Load(), generated()

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -205,6 +208,9 @@ static int sl_readable(void *sock) {
 
 static void *sl_run(void *arg) {
 	sl_pump *p = arg;
+#ifdef __linux__
+	prctl(PR_SET_NAME, "sluice-pump", 0, 0, 0); // a name for /proc, top and perf
+#endif
 	int zfd = -1, mfd = -1;
 	size_t len = sizeof zfd;
 	zmq_getsockopt(p->dealer, ZMQ_FD, &zfd, &len);
