@@ -32,10 +32,20 @@ import (
 // instructions, so every result equals dotQ5KRowsAVX2's bit for bit.
 //
 // dotQ5KRows2SVNNI runs two rows half the range apart per pass (as ks2.go
-// and q6s2.go do for Q4_K and Q6_K: two memory streams per core), sharing
-// the activations' 32-value sums (VPHADDW) between them.
+// and q6s2.go do for Q4_K and Q6_K: two memory streams per core) and
+// shares the block head between them as krows.go's two-row Q4_K loop does
+// (both rows' scale unpack and d, dmin in one register, a row per 128-bit
+// lane; the activations' 32-value sums formed once). One thread, weights
+// in L2 / streamed from memory (BenchmarkQ5KRowKernels, load 13–14, two
+// runs): dotQ5KRowsPfAVX2 13.4–14.3 / 9.5–10.1 GB per CPU-second, the
+// one-row VNNI loop 13.8–14.4 / 10.3–10.7, the two-stream VNNI loop
+// 16.6–17.5 / 11.8–12.4. The one-row loop gains little: 512-bit vector
+// instructions issue on two ports where 256-bit ones have three, and the
+// block head (scale unpack, d and dmin, the min term: ≈ 25 instructions)
+// is as long as the four groups; sharing the head is what pays.
 func q5rowsFile() string {
 	var a asm
+	var setup2 strings.Builder
 	a.header()
 	a.lines(`
 // Batch-1 Q5_K row loops on AVX-512 VNNI (see q5rows.go in package asmgen
@@ -50,11 +60,14 @@ func q5rowsFile() string {
 		reduce: q5zReduce("0", "3")})
 	var body strings.Builder
 	rows2SPrefetch(&body, q6Ahead)
-	body.WriteString("VBROADCASTSS (DX), X5\nVMOVDQU (BX), X10\nVPHADDW 16(BX), X10, X10\n")
-	body.WriteString(q5zBlock("(SI)", "Y0", "X3"))
-	body.WriteString(q5zBlock("(SI)(R8*1)", "Y15", "X2"))
-	a.rows2S("dotQ5KRows2SVNNI", "$0-56", 176, false, q5zSetup(), "VXORPS Y0, Y0, Y0\nVXORPS X3, X3, X3\nVXORPS Y15, Y15, Y15\nVXORPS X2, X2, X2",
-		body.String(), q5zReduce("15", "2")+"\n"+q5zReduce("0", "3")+"\nVINSERTPS $0x10, X15, X0, X0")
+	body.WriteString(q5z2Head)
+	body.WriteString(q5z2Groups("(SI)", 26, "Z11", "Y5", "Y0"))
+	body.WriteString(q5z2Groups("(SI)(R8*1)", 16, "Z12", "Y6", "Y1"))
+	setup := q5zSetup() + "VPXOR Y13, Y13, Y13\nVMOVDQU q5zdm<>(SB), Y15\n"
+	for g := 0; g < 4; g++ {
+		fmt.Fprintf(&setup2, "VMOVDQU64 q5zix<>+%d(SB), Z%d\n", 256+64*g, 16+g)
+	}
+	a.rows2S("dotQ5KRows2SVNNI", "$0-56", 176, false, setup+setup2.String(), q4kRows2Zero, body.String(), q4kRows2Reduce)
 	return a.b.String()
 }
 
@@ -104,12 +117,16 @@ func q5zConsts() string {
 		}
 	}
 	b.WriteString("GLOBL q5zhb<>(SB), RODATA|NOPTR, $256\n")
-	for g := 0; g < 4; g++ {
-		for i := 0; i < 8; i++ {
-			fmt.Fprintf(&b, "DATA q5zix<>+%d(SB)/8, $0x%016x\n", 64*g+8*i, word(uint64(2*g+i/4)))
+	for r := 0; r < 2; r++ {
+		for g := 0; g < 4; g++ {
+			for i := 0; i < 8; i++ {
+				fmt.Fprintf(&b, "DATA q5zix<>+%d(SB)/8, $0x%016x\n", 256*r+64*g+8*i, word(uint64(8*r+2*g+i/4)))
+			}
 		}
 	}
-	b.WriteString("GLOBL q5zix<>(SB), RODATA|NOPTR, $256\n")
+	b.WriteString("GLOBL q5zix<>(SB), RODATA|NOPTR, $512\n")
+	b.WriteString(strings.NewReplacer("kr3f<>", "q5z3f<>", "kr30<>", "q5z30<>", "krdmin<>", "q5zdm<>").Replace(krowsConsts))
+	b.WriteString("\n")
 	// the DATA of kmask3f and kmask30 (KSCALESV itself is not used)
 	b.WriteString(kscalesV[:strings.Index(kscalesV, "\n\n")])
 	return b.String()
@@ -126,6 +143,74 @@ func q5zSetup() string {
 		fmt.Fprintf(&b, "VMOVDQU64 q5zhb<>+%d(SB), Z%d\n", 64*g, 22+g)
 		fmt.Fprintf(&b, "VMOVDQU64 q5zix<>+%d(SB), Z%d\n", 64*g, 26+g)
 	}
+	return b.String()
+}
+
+// q5z2Head is the head of a pass of dotQ5KRows2SVNNI, shared by both
+// rows (row A at SI, row B at SI+R8): krows.go's kscales2 and khead2 (the
+// one-row loop's scale unpack and KHEAD, a row per 128-bit lane) with the
+// scales left as words in Y2 (row A's in words 0-7, row B's in 8-15) for
+// VPERMW instead of spilled: d·xd of row A in Y5, of row B in Y6, the
+// rows' min terms added to their lanes of Y4. Needs zero in Y13, 0x0f
+// bytes in Y14, q5zdm in Y15. Clobbers X7-X12.
+const q5z2Head = `VMOVDQU 4(SI), X8
+VINSERTI128 $1, 4(SI)(R8*1), Y8, Y8
+VPAND q5z3f<>(SB), Y8, Y9
+VPSRLW $2, Y8, Y10
+VPAND q5z30<>(SB), Y10, Y10
+VPAND Y14, Y8, Y11
+VPSRLW $4, Y8, Y12
+VPAND Y14, Y12, Y12
+VPUNPCKHDQ Y12, Y11, Y11
+VPOR Y11, Y10, Y10
+VPUNPCKLDQ Y10, Y9, Y9
+VPUNPCKLBW Y13, Y9, Y2
+VPUNPCKHBW Y13, Y9, Y9
+VMOVD (SI), X7
+VPINSRD $1, (SI)(R8*1), X7, X7
+VCVTPH2PS X7, X7
+VBROADCASTSS (DX), X8
+VMULPS X8, X7, X7
+VBROADCASTSS X7, Y5
+VSHUFPS $0xaa, X7, X7, X8
+VBROADCASTSS X8, Y6
+VPERMPS Y7, Y15, Y7
+VMOVDQU (BX), X10
+VPHADDW 16(BX), X10, X10
+VINSERTI128 $1, X10, Y10, Y10
+VPMADDWD Y9, Y10, Y10
+VCVTDQ2PS Y10, Y10
+VFMADD231PS Y10, Y7, Y4
+`
+
+// q5z2Groups is the four groups of one row's block at base in a pass of
+// dotQ5KRows2SVNNI (q5zBlock's, the scale indices in Z(ix)…Z(ix+3), the
+// scales in Z2) into the int32 lanes of acc, then the block's integer sum
+// times d (a Y register) into facc. Clobbers Z8-Z10, K1.
+func q5z2Groups(base string, ix int, acc, d, facc string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VBROADCASTI64X4 16%s, Z8\n", base)
+	for g := 0; g < 4; g++ {
+		fmt.Fprintf(&b, `VBROADCASTI64X4 %d%s, Z9
+VPSRLVW Z21, Z9, Z9
+VPANDD Z20, Z9, Z9
+VPTESTMB Z%d, Z8, K1
+VPADDB Z30, Z9, K1, Z9
+VPMADDUBSW %s(DI), Z9, Z9
+VPERMW Z2, Z%d, Z10
+`, 48+32*g, base, 22+g, off(64*g), ix+g)
+		if g == 0 {
+			fmt.Fprintf(&b, "VPMADDWD Z10, Z9, %s\n", acc)
+		} else {
+			fmt.Fprintf(&b, "VPDPWSSD Z10, Z9, %s\n", acc)
+		}
+	}
+	y := "Y" + acc[1:]
+	fmt.Fprintf(&b, `VEXTRACTI64X4 $1, %s, Y10
+VPADDD Y10, %s, %s
+VCVTDQ2PS %s, %s
+VFMADD231PS %s, %s, %s
+`, acc, y, y, y, y, y, d, facc)
 	return b.String()
 }
 
