@@ -738,8 +738,9 @@ func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
 			q5kRows1(t.k.vnni, wr, a.q, a.d, a.bs, nb, out)
 		default:
 			// two rows half the range apart per pass, scales in registers
-			// (q6s2_amd64.s); dotQ6KRowsAVX2 stays as the tests' reference
-			q6kRows1(wr, a.q, a.d, a.bs, nb, out)
+			// (q6s2_amd64.s; on AVX-512 VNNI q6vrows_amd64.s);
+			// dotQ6KRowsAVX2 stays as the tests' reference
+			q6kRows1(t.k.vnni, wr, a.q, a.d, a.bs, nb, out)
 		}
 	case kernels.MXFP4:
 		mxfp4Rows(t.k, wr, a, K/32, rows, out)
