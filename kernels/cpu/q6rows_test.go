@@ -251,13 +251,23 @@ func BenchmarkQ6KRowKernels(b *testing.B) {
 
 // BenchmarkQ5KRowKernels compares the Q5_K row loop of qdotgen_amd64.s
 // ("pf1k", weights prefetched 1024 bytes ahead) with its copy in
-// q6rows_amd64.s ("pf2k", q6Ahead = 2048 bytes ahead), as
-// BenchmarkQ6KRowKernels.
+// q6rows_amd64.s ("pf2k", q6Ahead = 2048 bytes ahead) and, on AVX-512
+// VNNI, the loops of q5rows_amd64.s ("vnni1" one row per pass, "vnni2s"
+// two streams), as BenchmarkQ6KRowKernels.
 func BenchmarkQ5KRowKernels(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no AVX2 kernels on this machine or build")
 	}
-	benchRowLoops(b, kernels.Q5_K, []string{"pf1k", "pf2k"}, []rowLoopFn{dotQ5KRowsAVX2, dotQ5KRowsPfAVX2})
+	names, loops := []string{"pf1k", "pf2k"}, []rowLoopFn{dotQ5KRowsAVX2, dotQ5KRowsPfAVX2}
+	if hasVNNI {
+		// the AVX-512 VNNI loops of q5rows_amd64.s: one row per pass, and
+		// two streams (each chunk's two halves side by side)
+		names = append(names, "vnni1", "vnni2s")
+		loops = append(loops, dotQ5KRowsVNNI, func(w *byte, xq *int8, xd *float32, bs *int16, nb int, rows int, out *float32) {
+			dotQ5KRows2SVNNI(w, xq, xd, bs, nb, rows/2, out)
+		})
+	}
+	benchRowLoops(b, kernels.Q5_K, names, loops)
 }
 
 // benchRowLoops times row loops of one k-quant type against each other

@@ -18,11 +18,21 @@ func checkQ6KRows1(t *testing.T, data []byte, x []float32, rows, nb int) {
 	in := nb * 256
 	var a actQ
 	a.quantize(kern{avx2: true}, x, in, 1, in, 256)
+	for _, vnni := range []bool{false, hasVNNI} {
+		checkQ6KRows1With(t, vnni, data, &a, rows, nb)
+	}
+}
+
+// checkQ6KRows1With is checkQ6KRows1 for one variant of q6kRows1 (AVX2 or
+// AVX-512 VNNI).
+func checkQ6KRows1With(t *testing.T, vnni bool, data []byte, a *actQ, rows, nb int) {
+	t.Helper()
+	in := nb * 256
 	got := make([]float32, rows+2)
 	got[rows], got[rows+1] = 12345, -6789 // must stay
-	q6kRows1(data, a.q, a.d, a.bs, nb, got[:rows])
+	q6kRows1(vnni, data, a.q, a.d, a.bs, nb, got[:rows])
 	if got[rows] != 12345 || got[rows+1] != -6789 {
-		t.Fatalf("%d rows × %d blocks: wrote past the rows", rows, nb)
+		t.Fatalf("vnni=%v %d rows × %d blocks: wrote past the rows", vnni, rows, nb)
 	}
 	rb := kernels.Q6_K.RowBytes(in)
 	for o := 0; o < rows; o++ {
@@ -31,12 +41,12 @@ func checkQ6KRows1(t *testing.T, data []byte, x []float32, rows, nb int) {
 		dotQ6KRowsAVX2(&data[o*rb], &a.q[0], &a.d[0], &a.bs[0], nb, 1, &spill)
 		for _, want := range []float32{reg, spill} {
 			if math.Float32bits(got[o]) != math.Float32bits(want) {
-				t.Fatalf("%d rows × %d blocks, row %d = %v, the one-row loops give %v, %v", rows, nb, o, got[o], reg, spill)
+				t.Fatalf("vnni=%v %d rows × %d blocks, row %d = %v, the one-row loops give %v, %v", vnni, rows, nb, o, got[o], reg, spill)
 			}
 		}
 		ref := dotQ6KGo(data[o*rb:(o+1)*rb], a.q, a.d, a.bs)
 		if d := math.Abs(float64(got[o] - ref)); !(d <= magTol(kernels.Q6_K, data[o*rb:(o+1)*rb], a.q, a.d)) {
-			t.Fatalf("%d rows × %d blocks, row %d = %v, plain Go %v", rows, nb, o, got[o], ref)
+			t.Fatalf("vnni=%v %d rows × %d blocks, row %d = %v, plain Go %v", vnni, rows, nb, o, got[o], ref)
 		}
 	}
 }
@@ -73,8 +83,10 @@ func TestQ6KRows1Allocs(t *testing.T) {
 	var a actQ
 	a.quantize(kern{avx2: true}, x, nb*256, 1, nb*256, 256)
 	out := make([]float32, rows)
-	if n := testing.AllocsPerRun(20, func() { q6kRows1(data, a.q, a.d, a.bs, nb, out) }); n != 0 {
-		t.Fatalf("q6kRows1 allocates %v times per call", n)
+	for _, vnni := range []bool{false, hasVNNI} {
+		if n := testing.AllocsPerRun(20, func() { q6kRows1(vnni, data, a.q, a.d, a.bs, nb, out) }); n != 0 {
+			t.Fatalf("q6kRows1 (vnni=%v) allocates %v times per call", vnni, n)
+		}
 	}
 }
 
@@ -106,7 +118,9 @@ func FuzzQ6KRows1(f *testing.F) {
 }
 
 // BenchmarkQ6KRowStreams compares the one-stream register-scale Q6_K loop
-// (q6rows_amd64.s, served before) with the two-stream loop (q6kRows1) on
+// (q6rows_amd64.s, served before) with the two-stream loop (q6kRows1,
+// "streams2" on AVX2, "streams2vnni" on AVX-512 VNNI where the machine has
+// it) on
 // one thread, alternating them within each iteration so that both see the
 // same load: weights in L2 (256 rows of 2048 values) and streamed from
 // memory (streamBytes of rows, in chunks of 256 rows as the pool hands out
@@ -122,11 +136,12 @@ func BenchmarkQ6KRowStreams(b *testing.B) {
 	a.quantize(kern{avx2: true}, randF(r, in), in, 1, in, 256)
 	nb := in / 256
 	rb := kernels.Q6_K.RowBytes(in)
-	loops := [2]func(w []byte, out []float32){
+	loops := [3]func(w []byte, out []float32){
 		func(w []byte, out []float32) {
 			dotQ6KRowsRegAVX2(&w[0], &a.q[0], &a.d[0], &a.bs[0], nb, len(out), &out[0])
 		},
-		func(w []byte, out []float32) { q6kRows1(w, a.q, a.d, a.bs, nb, out) },
+		func(w []byte, out []float32) { q6kRows1(false, w, a.q, a.d, a.bs, nb, out) },
+		func(w []byte, out []float32) { q6kRows1(hasVNNI, w, a.q, a.d, a.bs, nb, out) },
 	}
 	for _, place := range []struct {
 		name string
@@ -136,10 +151,10 @@ func BenchmarkQ6KRowStreams(b *testing.B) {
 			rows := place.rows / chunk * chunk
 			data := randBlocks(r, kernels.Q6_K, rows, in)
 			out := make([]float32, rows)
-			var cpu [2]float64
+			var cpu [3]float64
 			for i := 0; i < b.N; i++ {
 				for j := range loops {
-					v := (i + j) % 2
+					v := (i + j) % 3
 					c0 := processCPU()
 					for o := 0; o < rows; o += chunk {
 						loops[v](data[o*rb:(o+chunk)*rb], out[o:o+chunk])
@@ -147,7 +162,7 @@ func BenchmarkQ6KRowStreams(b *testing.B) {
 					cpu[v] += (processCPU() - c0).Seconds()
 				}
 			}
-			for v, name := range []string{"reg", "streams2"} {
+			for v, name := range []string{"reg", "streams2", "streams2vnni"} {
 				if cpu[v] > 0 {
 					b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
 				}

@@ -64,7 +64,8 @@ func (k kern) dotQ4K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 	return dotQ4KGo(w, xq, xd, bs)
 }
 
-// dotQ5K returns the Q8_K activations · one Q5_K row.
+// dotQ5K returns the Q8_K activations · one Q5_K row (on AVX-512 VNNI
+// with dotQ5KRowsVNNI, bit-equal to the AVX2 loop).
 func (k kern) dotQ5K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 	nb := len(xd)
 	if k.avx2 && nb > 0 {
@@ -72,13 +73,18 @@ func (k kern) dotQ5K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
 		var s float32
-		dotQ5KRowsPfAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		if k.vnni {
+			dotQ5KRowsVNNI(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		} else {
+			dotQ5KRowsPfAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		}
 		return s
 	}
 	return dotQ5KGo(w, xq, xd, bs)
 }
 
-// dotQ6K returns the Q8_K activations · one Q6_K row.
+// dotQ6K returns the Q8_K activations · one Q6_K row (on AVX-512 VNNI
+// with dotQ6KRowsVNNI, bit-equal to the AVX2 loop).
 func (k kern) dotQ6K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 	nb := len(xd)
 	if k.avx2 && nb > 0 {
@@ -86,7 +92,11 @@ func (k kern) dotQ6K(w []byte, xq []int8, xd []float32, bs []int16) float32 {
 		_ = xq[nb*256-1]
 		_ = bs[nb*16-1]
 		var s float32
-		dotQ6KRowsRegAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		if k.vnni {
+			dotQ6KRowsVNNI(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		} else {
+			dotQ6KRowsRegAVX2(&w[0], &xq[0], &xd[0], &bs[0], nb, 1, &s)
+		}
 		return s
 	}
 	return dotQ6KGo(w, xq, xd, bs)

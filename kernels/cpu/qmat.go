@@ -737,12 +737,14 @@ func (t *qmatTask) rows1(w, dst *kernels.Host, lo, hi int) bool {
 			// two rows half the range apart per pass (ks2_amd64.s)
 			q4kRows1(wr, a.q, a.d, a.bs, nb, out)
 		case kernels.Q5_K:
-			// prefetching 2 KiB ahead (q6rows_amd64.s)
-			dotQ5KRowsPfAVX2(&wr[0], &a.q[0], &a.d[0], &a.bs[0], nb, rows, &out[0])
+			// prefetching 2 KiB ahead (q6rows_amd64.s); on AVX-512 VNNI
+			// two rows half the range apart per pass (q5rows_amd64.s)
+			q5kRows1(t.k.vnni, wr, a.q, a.d, a.bs, nb, out)
 		default:
 			// two rows half the range apart per pass, scales in registers
-			// (q6s2_amd64.s); dotQ6KRowsAVX2 stays as the tests' reference
-			q6kRows1(wr, a.q, a.d, a.bs, nb, out)
+			// (q6s2_amd64.s; on AVX-512 VNNI q6vrows_amd64.s);
+			// dotQ6KRowsAVX2 stays as the tests' reference
+			q6kRows1(t.k.vnni, wr, a.q, a.d, a.bs, nb, out)
 		}
 	case kernels.MXFP4:
 		mxfp4Rows(t.k, wr, a, K/32, rows, out)

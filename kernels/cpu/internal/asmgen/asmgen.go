@@ -45,7 +45,10 @@
 //
 // q6v.go writes q6v_amd64.s (the Q6_K transposed tile on AVX-512 VNNI, two
 // weight rows per Z register) and q5v.go q5v_amd64.s (the Q5_K ×8 and
-// transposed tiles on AVX-512 VNNI).
+// transposed tiles on AVX-512 VNNI); q5rows.go writes q5rows_amd64.s (the
+// Q5_K batch-1 row loops on AVX-512 VNNI) and q5rows_amd64.go; q6vrows.go
+// writes q6vrows_amd64.s (the Q6_K batch-1 row loops on AVX-512 VNNI) and
+// q6vrows_amd64.go.
 //
 // swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
 // the Go loop) and swiglu_amd64.go.
@@ -93,6 +96,8 @@ func Files() map[string]string {
 		"q6tilen_amd64.s": q6tilenFile(),
 		"q6v_amd64.s":     q6vFile(),
 		"q5v_amd64.s":     q5vFile(),
+		"q5rows_amd64.s":  q5rowsFile(), "q5rows_amd64.go": q5rowsDecls(),
+		"q6vrows_amd64.s": q6vrowsFile(), "q6vrows_amd64.go": q6vrowsDecls(),
 		"mxgroup_amd64.s": mxgroupFile(), "mxgroup_amd64.go": mxgroupDecls(),
 		"mxvnni_amd64.s": mxvnniFile(), "mxvnni_amd64.go": mxvnniDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),

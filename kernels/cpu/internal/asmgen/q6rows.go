@@ -110,7 +110,13 @@ func q6pf(ahead, n int) string {
 // q6regBody is one block of the loop. Registers: Y0 the float accumulator,
 // Y1 the block's integer sum, Y6 d·xd, Y7/Y8 the scales of half 0/1 (words
 // s0..s7 in both lanes), Y9 32·Σ sc·(Σx), Y14 0x0f bytes, Y15 0x30 bytes.
-func q6regBody() string {
+func q6regBody() string { return q6regBodyV(false) }
+
+// q6regBodyV is q6regBody, or with vnni its AVX-512 VNNI form (256-bit
+// EVEX): each quarter's fifth and sixth bits merged by one VPTERNLOGD
+// (VPAND and VPOR) and its scaled products added by one VPDPWSSD (VPMADDWD
+// and VPADDD). Both compute the same integers in the same lanes.
+func q6regBodyV(vnni bool) string {
 	var b strings.Builder
 	b.WriteString(`VPBROADCASTW 208(SI), X6
 VCVTPH2PS X6, Y6
@@ -136,22 +142,30 @@ VPERMQ $0xee, Y8, Y8
 			} else {
 				fmt.Fprintf(&b, "VPSRLW $4, %s, Y4\nVPAND Y14, Y4, Y4\n", src)
 			}
+			hb := "Y5"
 			switch s := 4 - 2*q; {
 			case s > 0:
-				fmt.Fprintf(&b, "VPSLLW $%d, Y2, Y5\nVPAND Y15, Y5, Y5\n", s)
+				fmt.Fprintf(&b, "VPSLLW $%d, Y2, Y5\n", s)
 			case s < 0:
-				fmt.Fprintf(&b, "VPSRLW $%d, Y2, Y5\nVPAND Y15, Y5, Y5\n", -s)
+				fmt.Fprintf(&b, "VPSRLW $%d, Y2, Y5\n", -s)
 			default:
-				b.WriteString("VPAND Y15, Y2, Y5\n")
+				hb = "Y2"
 			}
-			dst := "Y4"
-			if h == 0 && q == 0 {
-				dst = "Y1" // the block's first product starts the sum
+			if vnni {
+				// Y4 |= hb & 0x30
+				fmt.Fprintf(&b, "VPTERNLOGD $0xf8, Y15, %s, Y4\n", hb)
+			} else {
+				fmt.Fprintf(&b, "VPAND Y15, %s, Y5\nVPOR Y5, Y4, Y4\n", hb)
 			}
-			fmt.Fprintf(&b, "VPOR Y5, Y4, Y4\nVPMADDUBSW %d(DI), Y4, Y4\nVPSHUFB q6rsc<>+%d(SB), %s, Y5\nVPMADDWD Y5, Y4, %s\n",
-				128*h+32*q, 32*q, sc, dst)
-			if dst == "Y4" {
-				b.WriteString("VPADDD Y4, Y1, Y1\n")
+			first := h == 0 && q == 0 // the block's first product starts the sum
+			fmt.Fprintf(&b, "VPMADDUBSW %d(DI), Y4, Y4\nVPSHUFB q6rsc<>+%d(SB), %s, Y5\n", 128*h+32*q, 32*q, sc)
+			switch {
+			case first:
+				b.WriteString("VPMADDWD Y5, Y4, Y1\n")
+			case vnni:
+				b.WriteString("VPDPWSSD Y5, Y4, Y1\n")
+			default:
+				b.WriteString("VPMADDWD Y5, Y4, Y4\nVPADDD Y4, Y1, Y1\n")
 			}
 		}
 	}
