@@ -1,0 +1,120 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// TestQ8Z checks MatMul on Q8_0 weights with the 4×16 VNNI tile (kern.q8z,
+// q8z.go) against the transposed VNNI tiles (q8z off) and the AVX2 tiles
+// (vnni off), bit for bit, on batches of 1–137 rows (whole groups of 16, a
+// last group of 8, padded and leftover rows), weight row counts that leave
+// 0–3 rows past the blocks of 4, reductions of 4k blocks and of others
+// (which take the old tiles), random and saturated blocks (weights all
+// −128 or +127 against activations ±127), and checks transposeQ16's
+// layout.
+func TestQ8Z(t *testing.T) {
+	if !hasVNNI || !hasAVX2 {
+		t.Skip("no AVX512_VNNI on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 16))
+	const maxN = 137
+	for _, c := range []struct {
+		out, in int
+		sat     bool
+	}{
+		{4, 128, false}, {9, 256, false}, {7, 384, false}, {13, 96, false},
+		{6, 2048, false}, {5, 512, true}, {4, 128, true},
+	} {
+		t.Run(fmt.Sprintf("%dx%d/sat=%v", c.out, c.in, c.sat), func(t *testing.T) {
+			data := randBlocks(r, kernels.Q8_0, c.out, c.in)
+			x := randF(r, maxN*c.in)
+			if c.sat {
+				rb := kernels.Q8_0.RowBytes(c.in)
+				for o := 0; o < c.out; o++ {
+					for b := 0; b < c.in/32; b++ {
+						blk := data[o*rb+34*b : o*rb+34*(b+1)]
+						for j := 2; j < 34; j++ {
+							blk[j] = 0x80 // −128
+							if (o+b)%2 == 1 {
+								blk[j] = 0x7f
+							}
+						}
+					}
+				}
+				for m := 0; m < maxN; m++ {
+					for j := range c.in {
+						x[m*c.in+j] = float32(1 - 2*((m+j/32)&1)) // ±1 per block: q = ±127
+					}
+				}
+			}
+			w, err := kernels.NewHostWeight(kernels.Q8_0, c.out, c.in, bytes.Clone(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			variants := []func(*Backend){
+				func(b *Backend) {},                                   // q8z
+				func(b *Backend) { b.k.q8z = false },                  // transposed ×8
+				func(b *Backend) { b.k.q8z, b.k.vnni = false, false }, // AVX2
+			}
+			bs := make([]*Backend, len(variants))
+			for i, v := range variants {
+				bs[i] = New(Options{Threads: 2, QuantizeActivations: true})
+				defer bs[i].Close()
+				v(bs[i])
+			}
+			if !bs[0].k.q8z {
+				t.Skip("q8z off on this machine")
+			}
+			for n := 1; n <= maxN; n++ {
+				xh := &kernels.Host{R: n, C: c.in, F: x[:n*c.in]}
+				var got [3][]float32
+				for i, b := range bs {
+					o := b.Alloc(n, c.out).(*kernels.Host)
+					b.MatMul(o, xh, w, n)
+					got[i] = o.F[:n*c.out]
+				}
+				for i := 1; i < 3; i++ {
+					for j, v := range got[0] {
+						if math.Float32bits(v) != math.Float32bits(got[i][j]) {
+							t.Fatalf("n=%d row %d col %d: q8z %v, variant %d %v", n, j/c.out, j%c.out, v, i, got[i][j])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTransposeQ16 checks actQ.qz and actQ.dz against actQ.q and actQ.d.
+func TestTransposeQ16(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 16))
+	for _, n := range []int{8, 16, 40, 48} {
+		const k = 256
+		var a actQ
+		a.quantize(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
+		a.transposeQ16()
+		nb := k / 32
+		if len(a.qz) != n/16*nb*512 || len(a.dz) != n/16*nb*16 {
+			t.Fatalf("n=%d: len qz %d, dz %d", n, len(a.qz), len(a.dz))
+		}
+		for i, b := range a.qz {
+			g, rest := i/(nb*512), i%(nb*512)
+			blk, j, row, c := rest/512, rest/64%8, rest/4%16, rest%4
+			if q := a.q[(16*g+row)*k+32*blk+4*j+c]; b != uint8(q)^0x80 {
+				t.Fatalf("n=%d: qz[%d] = %d, want %d+128", n, i, b, q)
+			}
+		}
+		for i, d := range a.dz {
+			g, rest := i/(nb*16), i%(nb*16)
+			if want := a.d[(16*g+rest%16)*nb+rest/16]; d != want {
+				t.Fatalf("n=%d: dz[%d] = %v, want %v", n, i, d, want)
+			}
+		}
+	}
+}
