@@ -22,14 +22,20 @@ import (
 // takes (its scratch for q8zPrep lives on the stack): 16384 values.
 const q8zMaxBlocks = 512
 
+// q4zMaxBlocks is the longest reduction, in blocks of 32, that q4zBlocks
+// takes (its q4zPrep scratch, 40 bytes per block and weight row, lives on
+// the stack): 8192 values. Longer ones take the transposed ×8 tile.
+const q4zMaxBlocks = 256
+
 // transposeQ16 fills a.qz and a.dz for dotQ8_0x4x16TVNNI from a.q and a.d
-// (blocks of 32): for each group g of 16 rows, block b and group j of 4
-// values, the 64 bytes at ((g·nb+b)·8+j)·64 are rows 16g..16g+15's values
-// 4j..4j+3 of the block, each plus 128 (unsigned), and the 16 floats at
-// (g·nb+b)·16 are their scales. Rows beyond the last full group have none.
+// (blocks of 32), and a.sz from a.bs: for each group g of 16 rows, block b
+// and group j of 4 values, the 64 bytes at ((g·nb+b)·8+j)·64 are rows
+// 16g..16g+15's values 4j..4j+3 of the block, each plus 128 (unsigned),
+// and the 16 floats of a.dz (int32 of a.sz) at (g·nb+b)·16 are their
+// scales (8·Σx over the block). Rows beyond the last full group have none.
 func (a *actQ) transposeQ16() {
 	g, nb := a.n/16, a.k/32
-	a.qz, a.dz = sized(a.qz, g*nb*512), sized(a.dz, g*nb*16)
+	a.qz, a.dz, a.sz = sized(a.qz, g*nb*512), sized(a.dz, g*nb*16), sized(a.sz, g*nb*16)
 	if g == 0 || nb == 0 {
 		return
 	}
@@ -45,22 +51,35 @@ func (a *actQ) transposeQ16() {
 			}
 		}
 		dz := a.dz[gi*nb*16 : (gi+1)*nb*16]
+		sz := a.sz[gi*nb*16 : (gi+1)*nb*16]
 		for i := 0; i < 16; i++ {
+			bs := a.bs[(16*gi+i)*2*nb : (16*gi+i+1)*2*nb]
 			for b, v := range a.d[(16*gi+i)*nb : (16*gi+i+1)*nb] {
 				dz[b*16+i] = v
+				sz[b*16+i] = 8 * (int32(bs[2*b]) + int32(bs[2*b+1]))
 			}
 		}
 	}
 }
 
 // takesQ8Z reports whether qTiles runs t's groups of 16 rows on
-// dotQ8_0x4x16TVNNI (q8zBlocks): Q8_0 weights, kern.vnni and kern.q8z,
-// a reduction of whole groups of 4 blocks up to q8zMaxBlocks, and the
-// activations transposed for it (quantizeFor makes them).
+// dotQ8_0x4x16TVNNI (q8zBlocks) or dotQ4_0x4x16TVNNI (q4zBlocks): Q8_0
+// or Q4_0 weights, kern.vnni and kern.q8z, a reduction of whole groups of
+// 4 blocks up to q8zMaxBlocks (q4zMaxBlocks), and the activations
+// transposed for it (quantizeFor makes them).
 func (t *qmatTask) takesQ8Z() bool {
 	w, a := t.w, &t.act
 	nb := w.C / 32
-	return t.k.vnni && t.k.q8z && w.DT == kernels.Q8_0 && a.blk == 32 && nb > 0 &&
+	switch w.DT {
+	case kernels.Q8_0:
+	case kernels.Q4_0:
+		if nb > q4zMaxBlocks || len(a.sz) < t.n/16*nb*16 || len(a.s8) < t.n/8*nb*8 {
+			return false
+		}
+	default:
+		return false
+	}
+	return t.k.vnni && t.k.q8z && a.blk == 32 && nb > 0 &&
 		nb%4 == 0 && nb <= q8zMaxBlocks && t.n >= 16 &&
 		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 && len(a.qt) >= t.n/8*nb*256
 }
@@ -90,10 +109,7 @@ func (t *qmatTask) q8zBlocks(lo, hi, n8, span int) {
 				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
 				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
 				dotQ8_0x4x16TVNNI(&wr[0], rb, &xt[0], &xd[0], &corr[0], nb, &acc)
-				for i := 0; i < 16; i++ {
-					o4 := out.F[(m+i)*out.C+o : (m+i)*out.C+o+4]
-					o4[0], o4[1], o4[2], o4[3] = acc[i], acc[16+i], acc[32+i], acc[48+i]
-				}
+				putZ(out, m, o, &acc)
 			}
 		}
 	}
@@ -102,5 +118,48 @@ func (t *qmatTask) q8zBlocks(lo, hi, n8, span int) {
 	}
 	if n16 < n8 {
 		t.rowsQ8TP(lo, hi, n16, n8, t.n >= qTileMinRows)
+	}
+}
+
+// putZ stores a 4×16 tile's results: out[16r+i] to row m+i, column o+r.
+func putZ(out *kernels.Host, m, o int, acc *[64]float32) {
+	for i := 0; i < 16; i++ {
+		o4 := out.F[(m+i)*out.C+o : (m+i)*out.C+o+4]
+		o4[0], o4[1], o4[2], o4[3] = acc[i], acc[16+i], acc[32+i], acc[48+i]
+	}
+}
+
+// q4zBlocks is q8zBlocks for Q4_0 weights: dotQ4_0x4x16TVNNI on the 4
+// weight rows' nibbles unpacked by q4zPrep once per block and span, the
+// rest on dotQ4_0x8TVNNI (rowsQ4T), equal bit for bit.
+func (t *qmatTask) q4zBlocks(lo, hi, n8, span int) {
+	w, a, out := t.w, &t.act, t.out
+	K := w.C
+	nb := K / 32
+	rb := w.DT.RowBytes(K)
+	n16 := n8 &^ 15
+	span = max(16, span&^15)
+	h4 := lo + (hi-lo)&^3
+	var scr [4 * q4zMaxBlocks * 40]byte
+	var acc [64]float32
+	for m0 := 0; m0 < n16; m0 += span {
+		m1 := min(m0+span, n16)
+		for o := lo; o < h4; o += 4 {
+			wr := w.Q[o*rb : (o+4)*rb]
+			q4zPrep(&wr[0], rb, nb, &scr[0])
+			for m := m0; m < m1; m += 16 {
+				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
+				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
+				sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
+				dotQ4_0x4x16TVNNI(&scr[0], &xt[0], &xd[0], &sz[0], nb, &acc)
+				putZ(out, m, o, &acc)
+			}
+		}
+	}
+	if h4 < hi {
+		t.rowsQ4T(h4, hi, 0, n16)
+	}
+	if n16 < n8 {
+		t.rowsQ4T(lo, hi, n16, n8)
 	}
 }

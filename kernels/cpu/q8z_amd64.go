@@ -17,3 +17,17 @@ func q8zPrep(w *byte, ws int, nb int, corr *int32)
 //
 //go:noescape
 func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)
+
+// q4zPrep writes, for 4 Q4_0 weight rows ws bytes apart (nb blocks, a
+// multiple of 4), each group of 4 blocks' unpacked nibbles, −128·Σq and
+// scales d_w (160 bytes per group, nb·40 bytes per row).
+//
+//go:noescape
+func q4zPrep(w *byte, ws int, nb int, scr *byte)
+
+// dotQ4_0x4x16TVNNI sets out[16r+i] to Q4_0 weight row r (of 4, prepared
+// by q4zPrep in scr) · activation row i (of 16, actQ.qz's layout with
+// scales xd16 and 8·Σx s16); each equals dotQ4_0x8TVNNI's bit for bit.
+//
+//go:noescape
+func dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)

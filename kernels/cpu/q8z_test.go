@@ -10,14 +10,14 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestQ8Z checks MatMul on Q8_0 weights with the 4×16 VNNI tile (kern.q8z,
-// q8z.go) against the transposed VNNI tiles (q8z off) and the AVX2 tiles
-// (vnni off), bit for bit, on batches of 1–137 rows (whole groups of 16, a
+// TestQ8Z checks MatMul on Q8_0 and Q4_0 weights with the 4×16 VNNI tiles
+// (kern.q8z, q8z.go) against the transposed VNNI tiles (q8z off) and the
+// AVX2 tiles (vnni off), bit for bit, on batches of 1–137 rows (whole groups of 16, a
 // last group of 8, padded and leftover rows), weight row counts that leave
 // 0–3 rows past the blocks of 4, reductions of 4k blocks and of others
-// (which take the old tiles), random and saturated blocks (weights all
-// −128 or +127 against activations ±127), and checks transposeQ16's
-// layout.
+// (which take the old tiles; Q4_0's past q4zMaxBlocks too), random and
+// saturated blocks (Q8_0 weights all −128 or +127, Q4_0 nibbles all 0 or
+// 15, against activations ±127).
 func TestQ8Z(t *testing.T) {
 	if !hasVNNI || !hasAVX2 {
 		t.Skip("no AVX512_VNNI on this machine or build")
@@ -25,24 +25,36 @@ func TestQ8Z(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 16))
 	const maxN = 137
 	for _, c := range []struct {
+		dt      kernels.DType
 		out, in int
 		sat     bool
 	}{
-		{4, 128, false}, {9, 256, false}, {7, 384, false}, {13, 96, false},
-		{6, 2048, false}, {5, 512, true}, {4, 128, true},
+		{kernels.Q8_0, 4, 128, false}, {kernels.Q8_0, 9, 256, false}, {kernels.Q8_0, 7, 384, false},
+		{kernels.Q8_0, 13, 96, false}, {kernels.Q8_0, 6, 2048, false}, {kernels.Q8_0, 5, 512, true},
+		{kernels.Q8_0, 4, 128, true},
+		{kernels.Q4_0, 4, 128, false}, {kernels.Q4_0, 9, 256, false}, {kernels.Q4_0, 7, 384, false},
+		{kernels.Q4_0, 13, 96, false}, {kernels.Q4_0, 6, 2048, false}, {kernels.Q4_0, 5, 512, true},
+		{kernels.Q4_0, 4, 128, true}, {kernels.Q4_0, 3, 8320, false},
 	} {
-		t.Run(fmt.Sprintf("%dx%d/sat=%v", c.out, c.in, c.sat), func(t *testing.T) {
-			data := randBlocks(r, kernels.Q8_0, c.out, c.in)
+		t.Run(fmt.Sprintf("%v/%dx%d/sat=%v", c.dt, c.out, c.in, c.sat), func(t *testing.T) {
+			data := randBlocks(r, c.dt, c.out, c.in)
 			x := randF(r, maxN*c.in)
 			if c.sat {
-				rb := kernels.Q8_0.RowBytes(c.in)
+				rb := c.dt.RowBytes(c.in)
+				bb := rb / (c.in / 32)
 				for o := 0; o < c.out; o++ {
 					for b := 0; b < c.in/32; b++ {
-						blk := data[o*rb+34*b : o*rb+34*(b+1)]
-						for j := 2; j < 34; j++ {
-							blk[j] = 0x80 // −128
+						blk := data[o*rb+bb*b : o*rb+bb*(b+1)]
+						for j := 2; j < bb; j++ {
+							blk[j] = 0x80 // Q8_0 −128; Q4_0 nibbles 0 and 8
+							if c.dt == kernels.Q4_0 {
+								blk[j] = 0
+							}
 							if (o+b)%2 == 1 {
-								blk[j] = 0x7f
+								blk[j] = 0x7f // Q8_0 +127
+								if c.dt == kernels.Q4_0 {
+									blk[j] = 0xff
+								}
 							}
 						}
 					}
@@ -53,7 +65,7 @@ func TestQ8Z(t *testing.T) {
 					}
 				}
 			}
-			w, err := kernels.NewHostWeight(kernels.Q8_0, c.out, c.in, bytes.Clone(data))
+			w, err := kernels.NewHostWeight(c.dt, c.out, c.in, bytes.Clone(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +107,7 @@ func TestQ8Z(t *testing.T) {
 func TestTransposeQ16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 16))
 	for _, n := range []int{8, 16, 40, 48} {
+		// (sz checked against sums8's, which the Q4_0 ×8 tiles read)
 		const k = 256
 		var a actQ
 		a.quantize(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
@@ -110,10 +123,15 @@ func TestTransposeQ16(t *testing.T) {
 				t.Fatalf("n=%d: qz[%d] = %d, want %d+128", n, i, b, q)
 			}
 		}
+		a.sums8()
 		for i, d := range a.dz {
 			g, rest := i/(nb*16), i%(nb*16)
-			if want := a.d[(16*g+rest%16)*nb+rest/16]; d != want {
+			row, b := 16*g+rest%16, rest/16
+			if want := a.d[row*nb+b]; d != want {
 				t.Fatalf("n=%d: dz[%d] = %v, want %v", n, i, d, want)
+			}
+			if want := a.s8[(row/8*nb+b)*8+row%8]; a.sz[i] != want {
+				t.Fatalf("n=%d: sz[%d] = %v, want %v", n, i, a.sz[i], want)
 			}
 		}
 	}
