@@ -136,3 +136,88 @@ func TestTransposeQ16(t *testing.T) {
 		}
 	}
 }
+
+// TestQ8ZAllocs checks that MatMul on Q8_0 and Q4_0 weights through the
+// 4×16 tiles allocates nothing once its buffers have grown.
+func TestQ8ZAllocs(t *testing.T) {
+	if !hasVNNI || !hasAVX2 {
+		t.Skip("no AVX512_VNNI on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(5, 16))
+	for _, dt := range []kernels.DType{kernels.Q8_0, kernels.Q4_0} {
+		for _, n := range []int{16, 24, 128} {
+			w, err := kernels.NewHostWeight(dt, 36, 512, randBlocks(r, dt, 36, 512))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := New(Options{Threads: 2, QuantizeActivations: true})
+			xs := [2]*kernels.Host{{R: n, C: 512, F: randF(r, n*512)}, {R: n, C: 512, F: randF(r, n*512)}}
+			o := b.Alloc(n, 36)
+			i := 0
+			run := func() {
+				i++
+				b.MatMul(o, xs[i%2], w, n)
+			}
+			run()
+			run()
+			if a := testing.AllocsPerRun(20, run); a != 0 {
+				t.Errorf("%v n=%d: %v allocations per MatMul", dt, n, a)
+			}
+			b.Close()
+		}
+	}
+}
+
+// FuzzQ8Z feeds arbitrary Q8_0 and Q4_0 weight bytes (scales included) to
+// the 4×16 tiles and checks their products against the AVX2 tiles' bit for
+// bit (NaN for NaN) on 16 fixed activation rows.
+func FuzzQ8Z(f *testing.F) {
+	f.Add(false, bytes.Repeat([]byte{0x80}, 4*4*34))
+	f.Add(true, bytes.Repeat([]byte{0xff, 0x3c}, 4*4*9))
+	f.Fuzz(func(t *testing.T, q4 bool, data []byte) {
+		if !hasVNNI || !hasAVX2 {
+			t.Skip("no AVX512_VNNI on this machine or build")
+		}
+		dt := kernels.Q8_0
+		if q4 {
+			dt = kernels.Q4_0
+		}
+		const out, in, n = 4, 128, 16
+		rb := dt.RowBytes(in)
+		w := make([]byte, out*rb)
+		copy(w, data)
+		for i := range w {
+			if i >= len(data) && len(data) > 0 {
+				w[i] = data[i%len(data)]
+			}
+		}
+		for o := 0; o < out; o++ {
+			// finite scales: a NaN or infinite d_w propagates alike but
+			// compares unequal; keep the exponent below 31
+			for b := 0; b < in/32; b++ {
+				w[o*rb+b*(rb/(in/32))+1] &= 0x7b
+			}
+		}
+		wt, err := kernels.NewHostWeight(dt, out, in, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &kernels.Host{R: n, C: in, F: randF(rand.New(rand.NewPCG(1, 2)), n*in)}
+		var got [2][]float32
+		for i := range got {
+			b := New(Options{Threads: 1, QuantizeActivations: true})
+			if i == 1 {
+				b.k.q8z, b.k.vnni = false, false
+			}
+			o := b.Alloc(n, out).(*kernels.Host)
+			b.MatMul(o, x, wt, n)
+			got[i] = o.F
+			b.Close()
+		}
+		for j, v := range got[0] {
+			if math.Float32bits(v) != math.Float32bits(got[1][j]) {
+				t.Fatalf("%v [%d]: q8z %v, AVX2 %v", dt, j, v, got[1][j])
+			}
+		}
+	})
+}
