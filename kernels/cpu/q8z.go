@@ -27,6 +27,12 @@ const q8zMaxBlocks = 512
 // the stack): 8192 values. Longer ones take the transposed ×8 tile.
 const q4zMaxBlocks = 256
 
+// q8zL2 is the L2 budget in bytes of the int8 activation rows that a span
+// of q8zBlocks and q4zBlocks holds: each span re-runs the weight rows'
+// preparation, and this machine's 2 MiB L2 holds more than qTileL2 (256 KiB)
+// of rows.
+const q8zL2 = 1 << 20
+
 // transposeQ16 fills a.qz and a.dz for dotQ8_0x4x16TVNNI from a.q and a.d
 // (blocks of 32), and a.sz from a.bs: for each group g of 16 rows, block b
 // and group j of 4 values, the 64 bytes at ((g·nb+b)·8+j)·64 are rows
@@ -96,7 +102,7 @@ func (t *qmatTask) q8zBlocks(lo, hi, n8, span int) {
 	nb := K / 32
 	rb := w.DT.RowBytes(K)
 	n16 := n8 &^ 15
-	span = max(16, span&^15)
+	span = max(16, span&^15, q8zL2/K&^15)
 	h4 := lo + (hi-lo)&^3
 	var corr [4 * q8zMaxBlocks * 3]int32
 	var acc [64]float32
@@ -138,7 +144,7 @@ func (t *qmatTask) q4zBlocks(lo, hi, n8, span int) {
 	nb := K / 32
 	rb := w.DT.RowBytes(K)
 	n16 := n8 &^ 15
-	span = max(16, span&^15)
+	span = max(16, span&^15, q8zL2/K&^15)
 	h4 := lo + (hi-lo)&^3
 	var scr [4 * q4zMaxBlocks * 40]byte
 	var acc [64]float32
