@@ -142,7 +142,7 @@ var (
 
 // New starts a CPU backend and its workers; Close stops them.
 func New(o Options) *Backend {
-	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain, avx2: hasAVX2 && !o.Plain, k4v: hasK4V && !o.Plain}}
+	b := &Backend{k: kern{simd: hasAVX512 && !o.Plain, vnni: hasVNNI && !o.Plain, avx2: hasAVX2 && !o.Plain, k4v: hasK4V && !o.Plain, q8z: hasVNNI && !o.Plain}}
 	b.mm.q8act = o.QuantizeActivations
 	b.mxgOff = !o.GroupMXFP4
 	b.kvF16 = o.KVF16

@@ -20,6 +20,9 @@ type kern struct {
 	avx2 bool
 	// k4v enables the AVX512_VNNI Q4_K tiles on repacked weights (k4v.go).
 	k4v bool
+	// q8z enables, with vnni, the Q8_0 tile of 4 weight rows × 16
+	// activation rows in Z registers (q8z.go).
+	q8z bool
 }
 
 // dot returns a·b[:len(a)].

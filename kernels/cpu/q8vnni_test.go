@@ -13,7 +13,7 @@ import (
 // rows, one thread, with the AVX2 tiles (q8tile_amd64.s) and their VNNI
 // twins (q8vnni_amd64.s), and the transposed VNNI tiles (T: as qTiles
 // runs them, Q8_0's in pairs from 32 rows; T1: Q8_0's one weight row at a
-// time),
+// time; Z: the 4×16 tiles of q8z.go, kern.q8z),
 // on the
 // same operands, the variants alternated
 // within each sub-benchmark's run so that both meet the same load.
@@ -36,18 +36,19 @@ func BenchmarkQ8VNNI(b *testing.B) {
 						out: &kernels.Host{R: n, C: s.out, F: make([]float32, n*s.out)}}
 					t.act.quantize(t.k, x.F, s.in, n, s.in, 32)
 					t.act.transposeQ8()
+					t.act.transposeQ16()
 					qt := t.act.qt
-					var cpu [4]float32
+					var cpu [5]float32
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						for v := range 4 {
+						for v := range 5 {
 							// avx2; vnni: the ×8 and 2×4 twins; vnniT: the
 							// transposed tiles (Q8_0's in pairs from 32 rows)
 							if v == 3 && dt == kernels.Q4_0 {
 								continue // (Q4_0's has no pairs)
 							}
-							t.k.vnni, t.act.qt = v > 0, qt[:0]
-							if v == 2 {
+							t.k.vnni, t.k.q8z, t.act.qt = v > 0, v == 4, qt[:0]
+							if v == 2 || v == 4 {
 								t.act.qt = qt
 							}
 							c0 := processCPU()
@@ -64,7 +65,7 @@ func BenchmarkQ8VNNI(b *testing.B) {
 						}
 					}
 					mac := float64(n*s.out*s.in) * float64(b.N)
-					for v, name := range []string{"avx2", "vnni", "vnniT", "vnniT1"} {
+					for v, name := range []string{"avx2", "vnni", "vnniT", "vnniT1", "vnniZ"} {
 						if cpu[v] > 0 {
 							b.ReportMetric(mac/float64(cpu[v])/1e9, name+"-GMAC/cpu-s")
 						}

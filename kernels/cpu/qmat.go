@@ -107,11 +107,16 @@ type tile8Act struct {
 	kv []int8    // the same rows in the VNNI Q4_K tiles' order (transposeKV, k4v.go)
 	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
 	qt []uint8   // q+128 transposed for the Q8_0 VNNI tile (transposeQ8, q8vnni.go)
+	// q+128 and d transposed by groups of 16 rows for the Q8_0 4×16 tile
+	// (transposeQ16, q8z.go)
+	qz []uint8
+	dz []float32
+	sz []int32 // 8·Σx per block transposed by groups of 16 rows (Q4_0's 4×16 tile)
 }
 
 // emptied returns t with every buffer's length 0 (capacity kept).
 func (t tile8Act) emptied() tile8Act {
-	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0], qt: t.qt[:0]}
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0], qt: t.qt[:0], qz: t.qz[:0], dz: t.dz[:0], sz: t.sz[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -207,21 +212,29 @@ const (
 	layKV                     // kv (transposeKV; made from kt's strides)
 	layS8                     // s8 (sums8)
 	layQT                     // qt (transposeQ8)
+	layQZ                     // qz and dz (transposeQ16)
 )
 
 // tileLayouts returns the layouts the tiles of weight type dt read under
 // k: every ×8 tile the transposed scales; the k-quants' transposed tiles
 // (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
 // 32-value sums, Q4_K's VNNI tiles their own order; Q4_0's ×8 tile 8·Σx;
-// Q8_0's and Q4_0's VNNI tiles q+128 transposed. MXFP4 and the float types read none.
+// Q8_0's and Q4_0's VNNI tiles q+128 transposed (by groups of 16 too
+// under kern.q8z, q8z.go). MXFP4 and the float types read none.
 func tileLayouts(k kern, dt kernels.DType) layouts {
 	switch dt {
 	case kernels.Q8_0:
+		if k.vnni && k.q8z {
+			return layD8 | layQT | layQZ
+		}
 		if k.vnni {
 			return layD8 | layQT
 		}
 		return layD8
 	case kernels.Q4_0:
+		if k.vnni && k.q8z {
+			return layD8 | layS8 | layQT | layQZ
+		}
 		if k.vnni {
 			return layD8 | layS8 | layQT
 		}
@@ -266,6 +279,9 @@ func (a *actQ) derive(k kern, dt kernels.DType) {
 	}
 	if need&layQT != 0 {
 		a.transposeQ8() // the Q8_0 and Q4_0 VNNI tiles' rows (q8vnni.go)
+	}
+	if need&layQZ != 0 {
+		a.transposeQ16() // the Q8_0 4×16 tile's rows (q8z.go)
 	}
 	a.built |= need
 }

@@ -92,6 +92,7 @@ func Files() map[string]string {
 		"halfs_amd64.s": halfSFile(), "halfs_amd64.go": halfSDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
 		"q8vnni_amd64.s":  q8vnniFile(),
+		"q8z_amd64.s":     q8zFile(),
 		"q6tile_amd64.s":  q6tileFile(),
 		"q6tilen_amd64.s": q6tilenFile(),
 		"q6v_amd64.s":     q6vFile(),

@@ -1,0 +1,304 @@
+package asmgen
+
+import "fmt"
+
+// q8zFile writes q8z_amd64.s: the Q8_0 tile on AVX-512 VNNI with 4 weight
+// rows against 16 activation rows held in Z registers (dotQ8_0x4x16TVNNI),
+// and its weight-side preparation (q8zPrep).
+//
+// dotQ8_0x8TVNNI (q8vnni.go) reads its 8 transposed activation rows (32
+// bytes per group of 4 values) from L1 or L2 once per weight row and block,
+// and spends 11 of its ≈ 38 instructions per block on the weight's
+// −128·Σw offset and 9 on the float fold: ≈ 6.7 multiply-adds per
+// instruction. Here each 64-byte activation load (16 rows' 4 bytes) feeds
+// 4 weight rows' VPDPBUSD (Z, the weight group broadcast from memory), and
+// the offsets and the float scales d_w of the 4 rows come ready from
+// q8zPrep, made once per block of weight rows for all the groups of 16
+// rows: per weight row, block and 16 rows, 8 VPDPBUSD, 2 broadcast loads
+// (the accumulators' starting offsets), a multiply (d_w·d_x), 2
+// conversions and 2 fused multiply-adds: ≈ 40 multiply-adds per
+// instruction.
+//
+// The sums are those of dotQ8_0x8TVNNI and dotQ8_0x8UAVX2 (exact int32 half
+// sums Σx·w over values 0–15 and 16–31 of a block), and each row's fold is
+// theirs: d = d_w·d_x, then per half acc_h = fma(d, float(sum_h), acc_h)
+// over the blocks, and acc_0 + acc_1 at the end: the results equal theirs
+// bit for bit.
+func q8zFile() string {
+	var a asm
+	a.header()
+	a.lines(`
+// The Q8_0 and Q4_0 tiles of 4 weight rows × 16 activation rows on
+// AVX-512 VNNI and their weight-side preparation (see q8z.go in package
+// asmgen and kernels/cpu/q8z.go); results equal dotQ8_0x8TVNNI's and
+// dotQ4_0x8TVNNI's bit for bit.`)
+	a.l(``)
+	for i := 0; i < 4; i++ {
+		a.l("DATA q4zmask0f<>+%d(SB)/8, $0x0f0f0f0f0f0f0f0f", 8*i)
+	}
+	a.l("GLOBL q4zmask0f<>(SB), RODATA|NOPTR, $32")
+	a.l(``)
+	a.q8zPrep()
+	a.q8zTile()
+	a.q4zPrep()
+	a.q4zTile()
+	return a.b.String()
+}
+
+// q8zPrep writes q8zPrep(w *byte, ws int, nb int, corr *int32): for each of
+// 4 weight rows ws bytes apart (nb blocks, a multiple of 4) and each group
+// of 4 blocks, 48 bytes at corr + row·nb·12 + (b/4)·48: the 4 blocks'
+// −128·Σw over values 0–15, then over 16–31 (int32), then their scales d_w
+// as float32. Σ by VPDPBUSD of ones against the weights and two
+// horizontal adds across 4 blocks.
+func (a *asm) q8zPrep() {
+	a.l(`// func q8zPrep(w *byte, ws int, nb int, corr *int32)`)
+	a.l(`TEXT ·q8zPrep(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ w+0(FP), R11
+MOVQ ws+8(FP), R8
+MOVQ corr+24(FP), DI
+VPCMPEQB Y15, Y15, Y15
+VPABSB Y15, Y15
+VPXOR Y14, Y14, Y14
+MOVQ $4, R10`)
+	a.l("q8zpreprow:")
+	a.code(`
+MOVQ R11, SI
+MOVQ nb+16(FP), CX`)
+	a.l("q8zprepblk:")
+	for k := 0; k < 4; k++ {
+		a.l("\tVMOVDQU %d(SI), Y%d", 2+34*k, k)
+		a.l("\tVPXOR Y%d, Y%d, Y%d", 4+k, 4+k, 4+k)
+		a.l("\tVPDPBUSD Y%d, Y15, Y%d", k, 4+k)
+	}
+	a.code(`
+VPHADDD Y5, Y4, Y8
+VPHADDD Y7, Y6, Y9
+VPHADDD Y9, Y8, Y8
+VPSLLD $7, Y8, Y8
+VPSUBD Y8, Y14, Y8
+VMOVDQU Y8, (DI)
+MOVWQZX (SI), AX
+MOVWQZX 34(SI), BX
+SHLQ $16, BX
+ORQ BX, AX
+MOVWQZX 68(SI), BX
+SHLQ $32, BX
+ORQ BX, AX
+MOVWQZX 102(SI), BX
+SHLQ $48, BX
+ORQ BX, AX
+VMOVQ AX, X10
+VCVTPH2PS X10, X10
+VMOVUPS X10, 32(DI)
+ADDQ $136, SI
+ADDQ $48, DI
+SUBQ $4, CX
+JNZ q8zprepblk
+ADDQ R8, R11
+DECQ R10
+JNZ q8zpreprow
+VZEROUPPER
+RET`)
+}
+
+// q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16
+// *float32, corr *int32, nb int, out *[64]float32): 4 Q8_0 weight rows ws
+// bytes apart against 16 activation rows transposed by 4-byte groups and
+// offset to unsigned (actQ.qt16: per block and group j of 4 values, the 16
+// rows' 4 bytes x+128), their scales xd16 (per block the 16 rows' d_x) and
+// corr from q8zPrep; out[16r+i] = weight row r · activation row i. nb is a
+// multiple of 4 (the loop runs 4 blocks per pass).
+func (a *asm) q8zTile() {
+	a.l(``)
+	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)`)
+	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-56`)
+	a.code(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R8
+LEAQ (R8)(R8*2), R9
+MOVQ xt+16(FP), DI
+MOVQ xd16+24(FP), DX
+MOVQ corr+32(FP), BX
+MOVQ nb+40(FP), CX
+LEAQ (CX)(CX*2), R10
+SHLQ $2, R10
+LEAQ (R10)(R10*2), R12
+SHRQ $2, CX`)
+	for r := 0; r < 8; r++ {
+		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
+	}
+	wrow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
+	crow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	a.l("q8z4x16loop:")
+	for k := 0; k < 4; k++ {
+		for r := 0; r < 4; r++ {
+			a.l("\tVPBROADCASTD %d%s, Z%d", 4*k, crow[r], 8+2*r)
+			a.l("\tVPBROADCASTD %d%s, Z%d", 16+4*k, crow[r], 9+2*r)
+		}
+		for j := 0; j < 8; j++ {
+			x := 16 + j%4
+			a.l("\tVMOVDQU64 %d(DI), Z%d", 512*k+64*j, x)
+			for r := 0; r < 4; r++ {
+				a.l("\tVPDPBUSD.BCST %d%s, Z%d, Z%d", 34*k+2+4*j, wrow[r], x, 8+2*r+j/4)
+			}
+		}
+		a.l("\tVMOVUPS %d(DX), Z20", 64*k)
+		for r := 0; r < 4; r++ {
+			a.l("\tVMULPS.BCST %d%s, Z20, Z%d", 32+4*k, crow[r], 21+r)
+		}
+		for r := 0; r < 4; r++ {
+			for h := 0; h < 2; h++ {
+				a.l("\tVCVTDQ2PS Z%d, Z%d", 8+2*r+h, 8+2*r+h)
+				a.l("\tVFMADD231PS Z%d, Z%d, Z%d", 8+2*r+h, 21+r, 2*r+h)
+			}
+		}
+	}
+	a.code(`
+ADDQ $136, SI
+ADDQ $2048, DI
+ADDQ $256, DX
+ADDQ $48, BX
+DECQ CX
+JNZ q8z4x16loop
+MOVQ out+48(FP), AX`)
+	for r := 0; r < 4; r++ {
+		a.l("\tVADDPS Z%d, Z%d, Z%d", 2*r+1, 2*r, 2*r)
+		a.l("\tVMOVUPS Z%d, %s", 2*r, fmt.Sprintf("%d(AX)", 64*r))
+	}
+	a.code(`
+VZEROUPPER
+RET`)
+}
+
+// q4zPrep writes q4zPrep(w *byte, ws int, nb int, scr *byte): for each of 4
+// Q4_0 weight rows ws bytes apart (nb blocks, a multiple of 4) and each
+// group of 4 blocks, 160 bytes at scr + row·nb·40 + (b/4)·160: the 4
+// blocks' nibbles q (0–15) unpacked in value order (low nibbles, then
+// high, as dotQ4_0x8TVNNI unpacks them), 32 bytes each; their −128·Σq
+// (int32, Σq by VPSADBW and horizontal adds); their scales d_w (float32).
+func (a *asm) q4zPrep() {
+	a.l(``)
+	a.l(`// func q4zPrep(w *byte, ws int, nb int, scr *byte)`)
+	a.l(`TEXT ·q4zPrep(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ w+0(FP), R11
+MOVQ ws+8(FP), R8
+MOVQ scr+24(FP), DI
+VMOVDQU q4zmask0f<>(SB), Y13
+VPXOR Y14, Y14, Y14
+MOVQ $4, R10`)
+	a.l("q4zpreprow:")
+	a.code(`
+MOVQ R11, SI
+MOVQ nb+16(FP), CX`)
+	a.l("q4zprepblk:")
+	for k := 0; k < 4; k++ {
+		a.l("\tVMOVDQU %d(SI), X9", 2+18*k)
+		a.l("\tVPSRLW $4, X9, X10")
+		a.l("\tVINSERTI128 $1, X10, Y9, Y9")
+		a.l("\tVPAND Y13, Y9, Y9")
+		a.l("\tVMOVDQU Y9, %d(DI)", 32*k)
+		a.l("\tVPSADBW Y14, Y9, Y%d", 4+k)
+	}
+	a.code(`
+VPHADDD Y5, Y4, Y8
+VPHADDD Y7, Y6, Y9
+VPHADDD Y9, Y8, Y8
+VEXTRACTI128 $1, Y8, X9
+VPADDD X9, X8, X8
+VPSLLD $7, X8, X8
+VPSUBD X8, X14, X8
+VMOVDQU X8, 128(DI)
+MOVWQZX (SI), AX
+MOVWQZX 18(SI), BX
+SHLQ $16, BX
+ORQ BX, AX
+MOVWQZX 36(SI), BX
+SHLQ $32, BX
+ORQ BX, AX
+MOVWQZX 54(SI), BX
+SHLQ $48, BX
+ORQ BX, AX
+VMOVQ AX, X10
+VCVTPH2PS X10, X10
+VMOVUPS X10, 144(DI)
+ADDQ $72, SI
+ADDQ $160, DI
+SUBQ $4, CX
+JNZ q4zprepblk
+ADDQ R8, R11
+DECQ R10
+JNZ q4zpreprow
+VZEROUPPER
+RET`)
+}
+
+// q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32,
+// s16 *int32, nb int, out *[64]float32): 4 Q4_0 weight rows prepared by
+// q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
+// (xt, xd16) with their 8·Σx per block (s16: per block the 16 rows');
+// out[16r+i] = weight row r · activation row i. Per row and block the
+// accumulator starts at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact
+// block sum of dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one
+// conversion and one fused multiply-add with d_w·d_x per block, +0 at the
+// end), so the results equal theirs bit for bit.
+func (a *asm) q4zTile() {
+	a.l(``)
+	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)`)
+	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-48`)
+	a.code(`
+MOVQ scr+0(FP), BX
+MOVQ xt+8(FP), DI
+MOVQ xd16+16(FP), DX
+MOVQ s16+24(FP), R11
+MOVQ nb+32(FP), CX
+LEAQ (CX)(CX*4), R10
+SHLQ $3, R10
+LEAQ (R10)(R10*2), R12
+SHRQ $2, CX`)
+	for r := 0; r < 4; r++ {
+		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
+	}
+	srow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	a.l("q4z4x16loop:")
+	for k := 0; k < 4; k++ {
+		a.l("\tVMOVDQU32 %d(R11), Z20", 64*k)
+		for r := 0; r < 4; r++ {
+			a.l("\tVPBROADCASTD %d%s, Z%d", 128+4*k, srow[r], 8+r)
+			a.l("\tVPSUBD Z20, Z%d, Z%d", 8+r, 8+r)
+		}
+		for j := 0; j < 8; j++ {
+			x := 16 + j%4
+			a.l("\tVMOVDQU64 %d(DI), Z%d", 512*k+64*j, x)
+			for r := 0; r < 4; r++ {
+				a.l("\tVPDPBUSD.BCST %d%s, Z%d, Z%d", 32*k+4*j, srow[r], x, 8+r)
+			}
+		}
+		a.l("\tVMOVUPS %d(DX), Z21", 64*k)
+		for r := 0; r < 4; r++ {
+			a.l("\tVMULPS.BCST %d%s, Z21, Z%d", 144+4*k, srow[r], 22+r)
+		}
+		for r := 0; r < 4; r++ {
+			a.l("\tVCVTDQ2PS Z%d, Z%d", 8+r, 8+r)
+			a.l("\tVFMADD231PS Z%d, Z%d, Z%d", 8+r, 22+r, r)
+		}
+	}
+	a.code(`
+ADDQ $160, BX
+ADDQ $2048, DI
+ADDQ $256, DX
+ADDQ $256, R11
+DECQ CX
+JNZ q4z4x16loop
+MOVQ out+40(FP), AX
+VXORPS Z30, Z30, Z30`)
+	for r := 0; r < 4; r++ {
+		a.l("\tVADDPS Z30, Z%d, Z%d", r, r)
+		a.l("\tVMOVUPS Z%d, %d(AX)", r, 64*r)
+	}
+	a.code(`
+VZEROUPPER
+RET`)
+}
