@@ -531,6 +531,8 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 		}
 		m.weightBytes += int64(len(data))
 		if owned {
+			// a decoded copy: the process's own memory from here on
+			m.copiedBytes += int64(len(data))
 			releasePages(data)
 		} else {
 			fileBytes[t] = data
@@ -602,6 +604,10 @@ func build(c *Config, src source, be kernels.Backend) (*Model, error) {
 			return nil, fmt.Errorf("model: %s: prepare weights: %w", src.path(), err)
 		}
 		if w != nil && !referencesData(w) {
+			// the backend holds a copy (a repacked Q4_K, a weight in its
+			// huge-page arena): resident from now on, out of
+			// MemAvailable, unlike the memory-mapped weights
+			m.copiedBytes += int64(len(fileBytes[w]))
 			releasePages(fileBytes[w])
 		}
 	}

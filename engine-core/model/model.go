@@ -43,7 +43,8 @@ type Model struct {
 	// at the end of build, after every other read of the file (a read
 	// faults in the pages around it)
 	repacked [][]byte
-	// copiedBytes is the size of the buffers repacked holds the copies in
+	// copiedBytes is the file bytes of the weights held in memory of the
+	// process's own (CopiedWeightBytes)
 	copiedBytes int64
 }
 
@@ -51,10 +52,12 @@ type Model struct {
 // (every tensor loaded, tied ones once).
 func (m *Model) WeightBytes() int64 { return m.weightBytes }
 
-// CopiedWeightBytes is the part of the weights the loader copied into
-// memory of its own (gpt-oss's safetensors experts, repacked): resident
-// from the load on, so MemAvailable no longer counts them, unlike the
-// memory-mapped rest, whose pages are read in as they are first used.
+// CopiedWeightBytes is the part of the weights (in file bytes) that the
+// loader or the backend copied into memory of its own (gpt-oss's
+// safetensors experts, decoded or repacked matrices, weights in the CPU
+// backend's huge-page arena): resident from the load on, so MemAvailable
+// no longer counts them, unlike the memory-mapped rest, whose pages are
+// read in as they are first used.
 func (m *Model) CopiedWeightBytes() int64 { return m.copiedBytes }
 
 // Backend returns the backend the weights live on.

@@ -161,3 +161,42 @@ func TestKVBudgetCopiedWeights(t *testing.T) {
 		t.Errorf("%d KV blocks (%s), want %d: half of the %d copied bytes", info.NumBlocks, info.KVBudget, want, copied)
 	}
 }
+
+// TestKVBudgetBackendCopies loads a dense Q4_K_M GGUF, whose Q4_K weights
+// the CPU backend repacks (and, where huge pages are to be had, whose
+// other large weights it copies into its arena), with MemAvailable equal
+// to the file's weights: those copies are resident already, so the
+// default budget must count out only what still reads the mapped file.
+// Before, the model reported no copied bytes, and an 8B F16 file copied
+// into the arena up to half the machine's memory left a budget of one
+// block: the engine would not start.
+func TestKVBudgetBackendCopies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	s := demo.RealShapes["1b-v32k"]
+	s.Dim, s.Hidden, s.Layers, s.Heads, s.KVHeads, s.HeadDim, s.Vocab = 256, 512, 2, 4, 2, 64, 1024
+	if err := demo.GenerateShape(path, s, 1, demo.FormatGGUFQ4KM); err != nil {
+		t.Fatal(err)
+	}
+	var avail int64
+	mem := func() (int64, error) { return avail, nil }
+	r, err := New(Config{Model: path, MaxSeqs: 2, Threads: 1, MaxModelLen: 64, NumBlocks: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, copied := r.m.WeightBytes(), r.m.CopiedWeightBytes()
+	r.Close()
+	if copied <= 0 || copied > weights {
+		t.Fatalf("copied %d of %d weight bytes: want at least the repacked Q4_K weights", copied, weights)
+	}
+	avail = weights
+	r, err = New(Config{Model: path, MaxSeqs: 64, Threads: 1, MaxModelLen: 4096, MemAvailable: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	info := r.Info()
+	per := info.KVCacheBytes / int64(info.NumBlocks)
+	if want := int(max(copied/2/per, 1)); info.NumBlocks != want || want < 2 {
+		t.Errorf("%d KV blocks (%s), want %d: half of the %d copied bytes", info.NumBlocks, info.KVBudget, want, copied)
+	}
+}
