@@ -18,17 +18,17 @@ import (
 // for bit: the same exact int32 half sums, the same fold per row.
 // kern.q8z (with kern.vnni) selects it; tests force either.
 
-// q8zMaxBlocks is the longest reduction, in blocks of 32, that q8zBlocks
+// q8zMaxBlocks is the longest reduction, in blocks of 32, that zBlocks (Q8_0)
 // takes (its scratch for q8zPrep lives on the stack): 16384 values.
 const q8zMaxBlocks = 512
 
-// q4zMaxBlocks is the longest reduction, in blocks of 32, that q4zBlocks
+// q4zMaxBlocks is the longest reduction, in blocks of 32, that zBlocks (Q4_0)
 // takes (its q4zPrep scratch, 40 bytes per block and weight row, lives on
 // the stack): 8192 values. Longer ones take the transposed ×8 tile.
 const q4zMaxBlocks = 256
 
 // q8zL2 is the L2 budget in bytes of the int8 activation rows that a span
-// of q8zBlocks and q4zBlocks holds: each span re-runs the weight rows'
+// of zBlocks holds: each span re-runs the weight rows'
 // preparation, and this machine's 2 MiB L2 holds more than qTileL2 (256 KiB)
 // of rows.
 const q8zL2 = 1 << 20
@@ -69,7 +69,7 @@ func (a *actQ) transposeQ16() {
 }
 
 // takesQ8Z reports whether qTiles runs t's groups of 16 rows on
-// dotQ8_0x4x16TVNNI (q8zBlocks) or dotQ4_0x4x16TVNNI (q4zBlocks): Q8_0
+// dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI (zBlocks): Q8_0
 // or Q4_0 weights, kern.vnni and kern.q8z, a reduction of whole groups of
 // 4 blocks up to q8zMaxBlocks (q4zMaxBlocks), and the activations
 // transposed for it (quantizeFor makes them).
@@ -90,14 +90,17 @@ func (t *qmatTask) takesQ8Z() bool {
 		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 && len(a.qt) >= t.n/8*nb*256
 }
 
-// q8zBlocks sets the products of weight rows [lo, hi) with activation rows
-// [0, n8) (a multiple of 8; takesQ8Z holds): groups of 16 rows in spans of
-// at least span rows, each span meeting every block of 4 weight rows with
-// one q8zPrep per block and span; the weight rows past the blocks of 4,
-// and a last group of 8 rows, take the transposed tiles of q8vnni.go
-// (rowsQ8TP), equal bit for bit.
-func (t *qmatTask) q8zBlocks(lo, hi, n8, span int) {
+// zBlocks sets the products of weight rows [lo, hi) with activation rows
+// [0, n8) (a multiple of 8; takesQ8Z holds) for Q8_0 or Q4_0 weights:
+// groups of 16 rows in spans of at least span rows, each span meeting
+// every block of 4 weight rows with one preparation per block and span
+// (q8zPrep: the −128·Σw corrections and scales; q4zPrep: the nibbles
+// unpacked too) and dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI; the weight
+// rows past the blocks of 4, and a last group of 8 rows, take the
+// transposed tiles of q8vnni.go (rowsQ8TP, rowsQ4T), equal bit for bit.
+func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 	w, a, out := t.w, &t.act, t.out
+	q4 := w.DT == kernels.Q4_0
 	K := w.C
 	nb := K / 32
 	rb := w.DT.RowBytes(K)
@@ -105,26 +108,47 @@ func (t *qmatTask) q8zBlocks(lo, hi, n8, span int) {
 	span = max(16, span&^15, q8zL2/K&^15)
 	h4 := lo + (hi-lo)&^3
 	var corr [4 * q8zMaxBlocks * 3]int32
+	var scr [4 * q4zMaxBlocks * 40]byte
 	var acc [64]float32
 	for m0 := 0; m0 < n16; m0 += span {
 		m1 := min(m0+span, n16)
 		for o := lo; o < h4; o += 4 {
 			wr := w.Q[o*rb : (o+4)*rb]
-			q8zPrep(&wr[0], rb, nb, &corr[0])
+			if q4 {
+				q4zPrep(&wr[0], rb, nb, &scr[0])
+			} else {
+				q8zPrep(&wr[0], rb, nb, &corr[0])
+			}
 			for m := m0; m < m1; m += 16 {
 				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
 				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
-				dotQ8_0x4x16TVNNI(&wr[0], rb, &xt[0], &xd[0], &corr[0], nb, &acc)
+				if q4 {
+					sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
+					dotQ4_0x4x16TVNNI(&scr[0], &xt[0], &xd[0], &sz[0], nb, &acc)
+				} else {
+					dotQ8_0x4x16TVNNI(&wr[0], rb, &xt[0], &xd[0], &corr[0], nb, &acc)
+				}
 				putZ(out, m, o, &acc)
 			}
 		}
 	}
 	if h4 < hi {
-		t.rowsQ8TP(h4, hi, 0, n16, false)
+		t.zRest(q4, h4, hi, 0, n16, false)
 	}
 	if n16 < n8 {
-		t.rowsQ8TP(lo, hi, n16, n8, t.n >= qTileMinRows)
+		t.zRest(q4, lo, hi, n16, n8, t.n >= qTileMinRows)
 	}
+}
+
+// zRest runs weight rows [lo, hi) × activation rows [m0, m1) on the
+// transposed ×8 tiles of Q4_0 (rowsQ4T) or Q8_0 (rowsQ8TP, pairing rows
+// where pair is set).
+func (t *qmatTask) zRest(q4 bool, lo, hi, m0, m1 int, pair bool) {
+	if q4 {
+		t.rowsQ4T(lo, hi, m0, m1)
+		return
+	}
+	t.rowsQ8TP(lo, hi, m0, m1, pair)
 }
 
 // putZ stores a 4×16 tile's results: out[16r+i] to row m+i, column o+r.
@@ -132,40 +156,5 @@ func putZ(out *kernels.Host, m, o int, acc *[64]float32) {
 	for i := 0; i < 16; i++ {
 		o4 := out.F[(m+i)*out.C+o : (m+i)*out.C+o+4]
 		o4[0], o4[1], o4[2], o4[3] = acc[i], acc[16+i], acc[32+i], acc[48+i]
-	}
-}
-
-// q4zBlocks is q8zBlocks for Q4_0 weights: dotQ4_0x4x16TVNNI on the 4
-// weight rows' nibbles unpacked by q4zPrep once per block and span, the
-// rest on dotQ4_0x8TVNNI (rowsQ4T), equal bit for bit.
-func (t *qmatTask) q4zBlocks(lo, hi, n8, span int) {
-	w, a, out := t.w, &t.act, t.out
-	K := w.C
-	nb := K / 32
-	rb := w.DT.RowBytes(K)
-	n16 := n8 &^ 15
-	span = max(16, span&^15, q8zL2/K&^15)
-	h4 := lo + (hi-lo)&^3
-	var scr [4 * q4zMaxBlocks * 40]byte
-	var acc [64]float32
-	for m0 := 0; m0 < n16; m0 += span {
-		m1 := min(m0+span, n16)
-		for o := lo; o < h4; o += 4 {
-			wr := w.Q[o*rb : (o+4)*rb]
-			q4zPrep(&wr[0], rb, nb, &scr[0])
-			for m := m0; m < m1; m += 16 {
-				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
-				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
-				sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
-				dotQ4_0x4x16TVNNI(&scr[0], &xt[0], &xd[0], &sz[0], nb, &acc)
-				putZ(out, m, o, &acc)
-			}
-		}
-	}
-	if h4 < hi {
-		t.rowsQ4T(h4, hi, 0, n16)
-	}
-	if n16 < n8 {
-		t.rowsQ4T(lo, hi, n16, n8)
 	}
 }

@@ -105,11 +105,7 @@ func (t *qmatTask) qTiles(lo, hi int) {
 	if n8 > 0 && t.takesQ8Z() {
 		// Q8_0 and Q4_0 on AVX-512 VNNI: 4 weight rows × 16 activation
 		// rows (q8z.go)
-		if w.DT == kernels.Q4_0 {
-			t.q4zBlocks(lo, hi, n8, span)
-		} else {
-			t.q8zBlocks(lo, hi, n8, span)
-		}
+		t.zBlocks(lo, hi, n8, span)
 		g8 = 0
 	}
 	for m0 := 0; m0 < g8; m0 += span {
