@@ -173,16 +173,7 @@ func ParseAll(tools []toolparse.Tool, idGen func() string, text string) (reasoni
 	collect := func(d Delta) {
 		rs.WriteString(d.Reasoning)
 		cs.WriteString(d.Content)
-		for _, tc := range d.ToolCalls {
-			for len(calls) <= tc.Index {
-				calls = append(calls, toolparse.ToolCall{})
-			}
-			c := &calls[tc.Index]
-			if tc.Name != "" {
-				c.ID, c.Type, c.Name = tc.ID, tc.Type, tc.Name
-			}
-			c.Arguments += tc.Arguments
-		}
+		calls = toolparse.AppendCalls(calls, d.ToolCalls)
 	}
 	collect(p.Add(text))
 	collect(p.Finish())

@@ -33,6 +33,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/sluice-llm/sluice/outputproc/tagscan"
 )
 
 // Options configure a parser for one request.
@@ -155,7 +157,7 @@ func (p *thinkParser) run(final bool) {
 		switch p.st {
 		case stStart:
 			i := p.pos
-			for i < len(p.buf) && isSpace(p.buf[i]) {
+			for i < len(p.buf) && tagscan.IsSpace(p.buf[i]) {
 				i++
 			}
 			rest := p.buf[i:]
@@ -184,7 +186,7 @@ func (p *thinkParser) run(final bool) {
 			if end < 0 {
 				stop := len(p.buf)
 				if !final {
-					stop -= partialSuffix(rest, closeTag, p.toolCallTag())
+					stop -= tagscan.PartialSuffix(rest, closeTag, p.toolCallTag())
 				}
 				p.emit(&p.reasoning, p.pos, stop)
 				p.pos = stop
@@ -198,7 +200,7 @@ func (p *thinkParser) run(final bool) {
 			}
 			p.pos += next
 		case stLead:
-			for p.pos < len(p.buf) && isSpace(p.buf[p.pos]) {
+			for p.pos < len(p.buf) && tagscan.IsSpace(p.buf[p.pos]) {
 				p.pos++
 			}
 			if p.pos == len(p.buf) {
@@ -221,25 +223,3 @@ func (p *thinkParser) toolCallTag() string {
 }
 
 func indexOf(b []byte, tag string) int { return bytes.Index(b, []byte(tag)) }
-
-// partialSuffix returns the length of the longest suffix of s that is a
-// proper prefix of one of tags.
-func partialSuffix(s []byte, tags ...string) int {
-	best := 0
-	for _, t := range tags {
-		if t == "" {
-			continue
-		}
-		// Only a suffix starting with t[0] can be a prefix of t; the
-		// first such position is the longest candidate.
-		for i := len(s) - min(len(t)-1, len(s)); i < len(s)-best; i++ {
-			if s[i] == t[0] && string(s[i:]) == t[:len(s)-i] {
-				best = len(s) - i
-				break
-			}
-		}
-	}
-	return best
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

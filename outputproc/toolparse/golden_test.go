@@ -225,3 +225,23 @@ func checkWellFormed(t *testing.T, parser, caseName string, tools []Tool, r resu
 		}
 	}
 }
+
+func TestAppendCalls(t *testing.T) {
+	calls := AppendCalls(nil, []ToolCallDelta{
+		{Index: 1, ID: "b", Type: "function", Name: "g", Arguments: `{"x"`},
+		{Index: 0, ID: "a", Type: "function", Name: "f"},
+	})
+	calls = AppendCalls(calls, []ToolCallDelta{{Index: 1, Arguments: `:1}`}, {Index: 0, Arguments: `{}`}})
+	want := []ToolCall{
+		{ID: "a", Type: "function", Name: "f", Arguments: `{}`},
+		{ID: "b", Type: "function", Name: "g", Arguments: `{"x":1}`},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("got %d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Errorf("call %d = %+v, want %+v", i, calls[i], want[i])
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package toolparse
 
+import "github.com/sluice-llm/sluice/outputproc/tagscan"
+
 // jsonScanner is a resumable, strict JSON scanner: fed a value's bytes in
 // pieces, it finds where the value ends or where it stops being JSON. It
 // keeps only a container stack and a small state, so scanning is O(bytes).
@@ -53,7 +55,7 @@ func (s *jsonScanner) feed(b []byte) (n int, res int) {
 		c := b[i]
 		switch s.st {
 		case jsValue, jsArrFirst:
-			if isSpace(c) {
+			if tagscan.IsSpace(c) {
 				continue
 			}
 			if c == ']' && s.st == jsArrFirst {
@@ -88,7 +90,7 @@ func (s *jsonScanner) feed(b []byte) (n int, res int) {
 			}
 		case jsObjFirst, jsObjKey:
 			switch {
-			case isSpace(c):
+			case tagscan.IsSpace(c):
 			case c == '"':
 				s.st, s.key = jsStr, true
 			case c == '}' && s.st == jsObjFirst:
@@ -100,7 +102,7 @@ func (s *jsonScanner) feed(b []byte) (n int, res int) {
 			}
 		case jsColon:
 			switch {
-			case isSpace(c):
+			case tagscan.IsSpace(c):
 			case c == ':':
 				s.st = jsValue
 			default:
@@ -109,7 +111,7 @@ func (s *jsonScanner) feed(b []byte) (n int, res int) {
 		case jsAfter:
 			top := s.stack[len(s.stack)-1]
 			switch {
-			case isSpace(c):
+			case tagscan.IsSpace(c):
 			case c == ',':
 				if top == '{' {
 					s.st = jsObjKey

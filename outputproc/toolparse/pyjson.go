@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluice-llm/sluice/outputproc/tagscan"
 )
 
 // pyToJSON converts one Python literal (str, int, float, True/False/None,
@@ -28,7 +30,7 @@ type pyLit struct {
 const maxPyDepth = 64
 
 func (p *pyLit) ws() {
-	for p.i < len(p.s) && isSpace(p.s[p.i]) {
+	for p.i < len(p.s) && tagscan.IsSpace(p.s[p.i]) {
 		p.i++
 	}
 }

@@ -1,6 +1,10 @@
 package toolparse
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/sluice-llm/sluice/outputproc/tagscan"
+)
 
 // pythonicSpec parses a Python list of calls, [f(a=1, b="x"), g()], as
 // Llama 3.2 and Llama 4 models write it (optionally inside <|python_start|>
@@ -102,7 +106,7 @@ func pyKeyword(m *machine, final bool) bool {
 		j++
 	}
 	k := j
-	for k < len(m.buf) && isSpace(m.buf[k]) {
+	for k < len(m.buf) && tagscan.IsSpace(m.buf[k]) {
 		k++
 	}
 	if k == len(m.buf) {

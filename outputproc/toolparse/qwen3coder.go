@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-llm/sluice/outputproc/tagscan"
 )
 
 // qwen3CoderSpec parses the XML-style calls of Qwen3-Coder:
@@ -159,7 +161,7 @@ func qwenValue(m *machine, final bool) bool {
 			m.closeArgs()
 			return false
 		}
-		safe := len(m.buf) - partialSuffix(m.buf[m.valAt:], qcParamEnd, qcParam, qcFuncEnd)
+		safe := len(m.buf) - tagscan.PartialSuffix(m.buf[m.valAt:], qcParamEnd, qcParam, qcFuncEnd)
 		if safe > m.valAt && m.buf[safe-1] == '\n' {
 			safe--
 		}

@@ -3,6 +3,8 @@ package toolparse
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/sluice-llm/sluice/outputproc/tagscan"
 )
 
 // commitAfter is how many bytes of a call's JSON arguments must scan as
@@ -201,7 +203,7 @@ func (b *base) addContent(s string) {
 func (b *base) emitHeld(final bool, tags ...string) {
 	end := len(b.buf)
 	if !final {
-		end -= partialSuffix(b.buf[b.pos:], tags...)
+		end -= tagscan.PartialSuffix(b.buf[b.pos:], tags...)
 	}
 	b.emitContent(b.pos, end)
 	b.pos = end
@@ -215,7 +217,7 @@ func (b *base) skipCallWS() bool {
 		return true
 	}
 	start := b.pos
-	for b.pos < len(b.buf) && isSpace(b.buf[b.pos]) {
+	for b.pos < len(b.buf) && tagscan.IsSpace(b.buf[b.pos]) {
 		b.pos++
 	}
 	if b.pos > start {
@@ -253,7 +255,7 @@ func (b *base) addArgs(s string) {
 
 // skipWS advances over whitespace; false when the text ends first.
 func (b *base) skipWS() bool {
-	for b.pos < len(b.buf) && isSpace(b.buf[b.pos]) {
+	for b.pos < len(b.buf) && tagscan.IsSpace(b.buf[b.pos]) {
 		b.pos++
 	}
 	return b.pos < len(b.buf)
@@ -299,28 +301,6 @@ func (b *base) rawUntil(end string, keepEnd, final bool) bool {
 	b.pos += i + len(end)
 	return true
 }
-
-// partialSuffix returns the length of the longest suffix of s that is a
-// proper prefix of one of tags.
-func partialSuffix(s []byte, tags ...string) int {
-	best := 0
-	for _, t := range tags {
-		if t == "" {
-			continue
-		}
-		// Only a suffix starting with t[0] can be a prefix of t; the
-		// first such position is the longest candidate.
-		for i := len(s) - min(len(t)-1, len(s)); i < len(s)-best; i++ {
-			if s[i] == t[0] && string(s[i:]) == t[:len(s)-i] {
-				best = len(s) - i
-				break
-			}
-		}
-	}
-	return best
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 // escapeJSON appends s to dst as the inside of a JSON string, escaping
 // only what JSON requires (non-ASCII is kept as is, like json.dumps with

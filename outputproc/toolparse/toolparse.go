@@ -91,6 +91,23 @@ func New(name string, tools []Tool, idGen func() string) (Parser, error) {
 	return newMachine(s, base{idGen: idGen, tools: newToolSet(tools), afterCall: true}), nil
 }
 
+// AppendCalls folds streamed call fragments into complete calls: a fragment
+// with a name opens (or names) call Index, and every fragment's Arguments are
+// appended to that call's. calls grows as needed and is returned.
+func AppendCalls(calls []ToolCall, deltas []ToolCallDelta) []ToolCall {
+	for _, tc := range deltas {
+		for len(calls) <= tc.Index {
+			calls = append(calls, ToolCall{})
+		}
+		c := &calls[tc.Index]
+		if tc.Name != "" {
+			c.ID, c.Type, c.Name = tc.ID, tc.Type, tc.Name
+		}
+		c.Arguments += tc.Arguments
+	}
+	return calls
+}
+
 // ParseAll parses a whole answer at once: it is New + Add(text) + Finish, so
 // it agrees byte for byte with the streamed result.
 func ParseAll(name string, tools []Tool, text string) (content string, calls []ToolCall, err error) {
@@ -101,16 +118,7 @@ func ParseAll(name string, tools []Tool, text string) (content string, calls []T
 	var sb strings.Builder
 	collect := func(d Delta) {
 		sb.WriteString(d.Content)
-		for _, tc := range d.ToolCalls {
-			for len(calls) <= tc.Index {
-				calls = append(calls, ToolCall{})
-			}
-			c := &calls[tc.Index]
-			if tc.Name != "" {
-				c.ID, c.Type, c.Name = tc.ID, tc.Type, tc.Name
-			}
-			c.Arguments += tc.Arguments
-		}
+		calls = AppendCalls(calls, d.ToolCalls)
 	}
 	collect(p.Add(text))
 	collect(p.Finish())
