@@ -119,14 +119,20 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 			} else {
 				q8zPrep(&wr[0], rb, nb, &corr[0])
 			}
+			// the tile prefetches the next block of weight rows (its own
+			// rows at the last block), which the next preparation reads
+			pf := wr
+			if o+4 < h4 {
+				pf = w.Q[(o+4)*rb : (o+8)*rb]
+			}
 			for m := m0; m < m1; m += 16 {
 				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
 				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
 				if q4 {
 					sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
-					dotQ4_0x4x16TVNNI(&scr[0], &xt[0], &xd[0], &sz[0], nb, &acc)
+					dotQ4_0x4x16TVNNI(&scr[0], &pf[0], rb, &xt[0], &xd[0], &sz[0], nb, &acc)
 				} else {
-					dotQ8_0x4x16TVNNI(&wr[0], rb, &xt[0], &xd[0], &corr[0], nb, &acc)
+					dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &corr[0], nb, &acc)
 				}
 				putZ(out, m, o, &acc)
 			}

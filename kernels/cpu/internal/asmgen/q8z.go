@@ -103,25 +103,29 @@ VZEROUPPER
 RET`)
 }
 
-// q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16
-// *float32, corr *int32, nb int, out *[64]float32): 4 Q8_0 weight rows ws
-// bytes apart against 16 activation rows transposed by 4-byte groups and
+// q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8,
+// xd16 *float32, corr *int32, nb int, out *[64]float32): 4 Q8_0 weight rows
+// ws bytes apart against 16 activation rows transposed by 4-byte groups and
 // offset to unsigned (actQ.qt16: per block and group j of 4 values, the 16
 // rows' 4 bytes x+128), their scales xd16 (per block the 16 rows' d_x) and
 // corr from q8zPrep; out[16r+i] = weight row r · activation row i. nb is a
-// multiple of 4 (the loop runs 4 blocks per pass).
+// multiple of 4 (the loop runs 4 blocks per pass). While it multiplies, it
+// prefetches the 4 rows at pf (ws apart, as long as w's: the next block of
+// weight rows, which q8zPrep then reads from cache instead of waiting on
+// memory between two tiles), 3 lines per row and pass of 136 bytes.
 func (a *asm) q8zTile() {
 	a.l(``)
-	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-56`)
+	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)`)
+	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-64`)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ ws+8(FP), R8
 LEAQ (R8)(R8*2), R9
-MOVQ xt+16(FP), DI
-MOVQ xd16+24(FP), DX
-MOVQ corr+32(FP), BX
-MOVQ nb+40(FP), CX
+MOVQ pf+16(FP), R13
+MOVQ xt+24(FP), DI
+MOVQ xd16+32(FP), DX
+MOVQ corr+40(FP), BX
+MOVQ nb+48(FP), CX
 LEAQ (CX)(CX*2), R10
 SHLQ $2, R10
 LEAQ (R10)(R10*2), R12
@@ -131,8 +135,12 @@ SHRQ $2, CX`)
 	}
 	wrow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
 	crow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	prow := []string{"(R13)", "(R13)(R8*1)", "(R13)(R8*2)", "(R13)(R9*1)"}
 	a.l("q8z4x16loop:")
 	for k := 0; k < 4; k++ {
+		for _, off := range []int{0, 64, 128} {
+			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+		}
 		for r := 0; r < 4; r++ {
 			a.l("\tVPBROADCASTD %d%s, Z%d", 4*k, crow[r], 8+2*r)
 			a.l("\tVPBROADCASTD %d%s, Z%d", 16+4*k, crow[r], 9+2*r)
@@ -157,12 +165,13 @@ SHRQ $2, CX`)
 	}
 	a.code(`
 ADDQ $136, SI
+ADDQ $136, R13
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $48, BX
 DECQ CX
 JNZ q8z4x16loop
-MOVQ out+48(FP), AX`)
+MOVQ out+56(FP), AX`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z%d, Z%d, Z%d", 2*r+1, 2*r, 2*r)
 		a.l("\tVMOVUPS Z%d, %s", 2*r, fmt.Sprintf("%d(AX)", 64*r))
@@ -235,25 +244,30 @@ VZEROUPPER
 RET`)
 }
 
-// q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32,
-// s16 *int32, nb int, out *[64]float32): 4 Q4_0 weight rows prepared by
-// q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
+// q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8,
+// xd16 *float32, s16 *int32, nb int, out *[64]float32): 4 Q4_0 weight rows
+// prepared by q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
 // (xt, xd16) with their 8·Σx per block (s16: per block the 16 rows');
 // out[16r+i] = weight row r · activation row i. Per row and block the
 // accumulator starts at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact
 // block sum of dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one
 // conversion and one fused multiply-add with d_w·d_x per block, +0 at the
-// end), so the results equal theirs bit for bit.
+// end), so the results equal theirs bit for bit. While it multiplies, it
+// prefetches the 4 Q4_0 rows at pf (ps bytes apart, nb blocks: the next
+// block of weight rows q4zPrep reads), 2 lines per row and pass of 72 bytes.
 func (a *asm) q4zTile() {
 	a.l(``)
-	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-48`)
+	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)`)
+	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-64`)
 	a.code(`
 MOVQ scr+0(FP), BX
-MOVQ xt+8(FP), DI
-MOVQ xd16+16(FP), DX
-MOVQ s16+24(FP), R11
-MOVQ nb+32(FP), CX
+MOVQ pf+8(FP), SI
+MOVQ ps+16(FP), R8
+LEAQ (R8)(R8*2), R9
+MOVQ xt+24(FP), DI
+MOVQ xd16+32(FP), DX
+MOVQ s16+40(FP), R11
+MOVQ nb+48(FP), CX
 LEAQ (CX)(CX*4), R10
 SHLQ $3, R10
 LEAQ (R10)(R10*2), R12
@@ -262,8 +276,12 @@ SHRQ $2, CX`)
 		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
 	}
 	srow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	prow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
 	a.l("q4z4x16loop:")
 	for k := 0; k < 4; k++ {
+		for _, off := range []int{0, 64} {
+			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+		}
 		a.l("\tVMOVDQU32 %d(R11), Z20", 64*k)
 		for r := 0; r < 4; r++ {
 			a.l("\tVPBROADCASTD %d%s, Z%d", 128+4*k, srow[r], 8+r)
@@ -287,12 +305,13 @@ SHRQ $2, CX`)
 	}
 	a.code(`
 ADDQ $160, BX
+ADDQ $72, SI
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $256, R11
 DECQ CX
 JNZ q4z4x16loop
-MOVQ out+40(FP), AX
+MOVQ out+56(FP), AX
 VXORPS Z30, Z30, Z30`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z30, Z%d, Z%d", r, r)
