@@ -72,7 +72,8 @@ func (a *actQ) transposeQ16() {
 // dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI (zBlocks): Q8_0
 // or Q4_0 weights, kern.vnni and kern.q8z, a reduction of whole groups of
 // 4 blocks up to q8zMaxBlocks (q4zMaxBlocks), and the activations
-// transposed for it (quantizeFor makes them).
+// transposed for it (quantizeFor makes them), also for the ×8 tiles of
+// zRest unless no rows are left to them (zOnly).
 func (t *qmatTask) takesQ8Z() bool {
 	w, a := t.w, &t.act
 	nb := w.C / 32
@@ -87,7 +88,29 @@ func (t *qmatTask) takesQ8Z() bool {
 	}
 	return t.k.vnni && t.k.q8z && a.blk == 32 && nb > 0 &&
 		nb%4 == 0 && nb <= q8zMaxBlocks && t.n >= 16 &&
-		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 && len(a.qt) >= t.n/8*nb*256
+		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 &&
+		(len(a.qt) >= t.n/8*nb*256 || zOnly(w.DT, t.n, w.C, a.blk, w.R))
+}
+
+// zOnly reports whether zBlocks leaves no product of n activation rows (k
+// values, blocks of blk) with a weight of type dt and wr rows to the ×8
+// tiles of zRest, so that the activations need no transposition for them
+// (actQ.qt, transposeQ8): whole groups of 16 rows, weight rows in whole
+// blocks of 4 (the pool's chunks, and MatMulExperts' run ranges, start at
+// multiples of 4), and a reduction the 4×16 tiles take. The kern flags
+// are takesQ8Z's to check.
+func zOnly(dt kernels.DType, n, k, blk, wr int) bool {
+	nb := k / 32
+	limit := q8zMaxBlocks
+	switch dt {
+	case kernels.Q8_0:
+	case kernels.Q4_0:
+		limit = q4zMaxBlocks
+	default:
+		return false
+	}
+	return blk == 32 && n >= 16 && n%16 == 0 && wr > 0 && wr%4 == 0 &&
+		nb > 0 && nb%4 == 0 && nb <= limit
 }
 
 // zBlocks sets the products of weight rows [lo, hi) with activation rows

@@ -137,6 +137,45 @@ func TestTransposeQ16(t *testing.T) {
 	}
 }
 
+// TestZOnlyLayouts checks that derive skips the ×8 tiles' transposition
+// (actQ.qt) exactly when zOnly leaves no rows to those tiles (whole groups
+// of 16 rows, weight rows in blocks of 4, a reduction the 4×16 tiles take),
+// that takesQ8Z then still holds, and that a later weight needing it gets it.
+func TestZOnlyLayouts(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 16))
+	k8 := kern{avx2: hasAVX2, vnni: true, q8z: true} // (derive is Go: no VNNI needed)
+	for _, c := range []struct {
+		dt         kernels.DType
+		n, k, wr   int
+		wantSkipQT bool
+	}{
+		{kernels.Q8_0, 16, 128, 8, true}, {kernels.Q8_0, 48, 256, 4, true},
+		{kernels.Q8_0, 24, 128, 8, false}, {kernels.Q8_0, 8, 128, 8, false}, // a group of 8 left
+		{kernels.Q8_0, 16, 128, 6, false}, {kernels.Q8_0, 16, 128, 0, false}, // rows past blocks of 4; unknown
+		{kernels.Q8_0, 16, 96, 8, false}, // 3 blocks
+		{kernels.Q8_0, 16, 32 * (q8zMaxBlocks + 4), 8, false},
+		{kernels.Q4_0, 32, 256, 12, true}, {kernels.Q4_0, 16, 32 * (q4zMaxBlocks + 4), 8, false},
+		{kernels.Q4_K, 16, 256, 8, false},
+	} {
+		var a actQ
+		a.quantizeFor(k8, c.dt, randF(r, c.n*c.k), c.k, c.n, c.k, c.n, c.wr)
+		if got := a.built&layQT == 0 && tileLayouts(k8, c.dt)&layQT != 0; got != c.wantSkipQT || got != zOnly(c.dt, c.n, c.k, 32, c.wr) {
+			t.Fatalf("%v n=%d k=%d wr=%d: qt skipped %v, want %v", c.dt, c.n, c.k, c.wr, got, c.wantSkipQT)
+		}
+		if !c.wantSkipQT {
+			continue
+		}
+		w := &kernels.Host{DT: c.dt, R: c.wr, C: c.k}
+		if tk := (&qmatTask{k: k8, w: w, n: c.n, act: a}); !tk.takesQ8Z() {
+			t.Fatalf("%v n=%d k=%d wr=%d: takesQ8Z false without qt", c.dt, c.n, c.k, c.wr)
+		}
+		a.derive(k8, c.dt, c.wr+2) // rows past the blocks of 4: the ×8 tiles' rows too
+		if len(a.qt) != c.n/8*(c.k/32)*256 {
+			t.Fatalf("%v n=%d: qt has %d bytes after a weight of %d rows", c.dt, c.n, len(a.qt), c.wr+2)
+		}
+	}
+}
+
 // TestQ8ZAllocs checks that MatMul on Q8_0 and Q4_0 weights through the
 // 4×16 tiles allocates nothing once its buffers have grown.
 func TestQ8ZAllocs(t *testing.T) {
