@@ -39,21 +39,30 @@ const q8zL2 = 1 << 20
 // 16g..16g+15's values 4j..4j+3 of the block, each plus 128 (unsigned),
 // and the 16 floats of a.dz (int32 of a.sz) at (g·nb+b)·16 are their
 // scales (8·Σx over the block). Rows beyond the last full group have none.
-func (a *actQ) transposeQ16() {
+// With simd (AVX-512) transposeQ16Z moves the rows' whole chunks of 64
+// bytes, the same bytes as the Go loop, which moves the rest.
+func (a *actQ) transposeQ16(simd bool) {
 	g, nb := a.n/16, a.k/32
 	a.qz, a.dz, a.sz = sized(a.qz, g*nb*512), sized(a.dz, g*nb*16), sized(a.sz, g*nb*16)
 	if g == 0 || nb == 0 {
 		return
 	}
 	kw := a.k / 4 // 4-byte words per row
+	w0 := 0       // words per row that transposeQ16Z moved
+	if simd {
+		w0 = kw &^ 15
+	}
 	src := unsafe.Slice((*uint32)(unsafe.Pointer(&a.q[0])), a.n*kw)
 	dst := unsafe.Slice((*uint32)(unsafe.Pointer(&a.qz[0])), g*nb*128)
 	for gi := 0; gi < g; gi++ {
 		d := dst[gi*kw*16 : (gi+1)*kw*16]
+		if w0 > 0 {
+			transposeQ16Z(&a.q[16*gi*a.k], a.k, w0/16, &a.qz[gi*kw*64])
+		}
 		for i := 0; i < 16; i++ {
 			row := src[(16*gi+i)*kw : (16*gi+i+1)*kw]
-			for w, v := range row {
-				d[w*16+i] = v ^ 0x80808080
+			for w := w0; w < kw; w++ {
+				d[w*16+i] = row[w] ^ 0x80808080
 			}
 		}
 		dz := a.dz[gi*nb*16 : (gi+1)*nb*16]

@@ -34,3 +34,11 @@ func q4zPrep(w *byte, ws int, nb int, scr *byte)
 //
 //go:noescape
 func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)
+
+// transposeQ16Z writes the first nc·64 bytes of 16 int8 rows k bytes apart
+// at src to dst in actQ.qz's layout for one group of 16 rows (word w of
+// row i, each byte plus 128, at dst + 64·w + 4·i); transposeQ16's Go loop
+// does the same.
+//
+//go:noescape
+func transposeQ16Z(src *int8, k int, nc int, dst *uint8)

@@ -13,3 +13,5 @@ func q4zPrep(w *byte, ws int, nb int, scr *byte) { panic("unreachable") }
 func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32) {
 	panic("unreachable")
 }
+
+func transposeQ16Z(src *int8, k int, nc int, dst *uint8) { panic("unreachable") }

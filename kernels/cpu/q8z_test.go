@@ -103,15 +103,27 @@ func TestQ8Z(t *testing.T) {
 	}
 }
 
-// TestTransposeQ16 checks actQ.qz and actQ.dz against actQ.q and actQ.d.
+// TestTransposeQ16 checks actQ.qz and actQ.dz against actQ.q and actQ.d,
+// with the Go loop alone and with transposeQ16Z (AVX-512) on whole chunks
+// of 64 bytes: rows of whole chunks, of chunks and a rest, of less than one.
 func TestTransposeQ16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 16))
-	for _, n := range []int{8, 16, 40, 48} {
+	for _, c := range []struct {
+		n, k int
+		simd bool
+	}{
+		{8, 256, false}, {16, 256, false}, {40, 256, false}, {48, 256, false}, {16, 96, false},
+		{8, 256, true}, {16, 256, true}, {40, 256, true}, {48, 2048, true}, {16, 96, true},
+		{32, 32, true}, {16, 2080, true}, {64, 8192, true},
+	} {
+		if c.simd && !hasAVX512 {
+			continue
+		}
 		// (sz checked against sums8's, which the Q4_0 ×8 tiles read)
-		const k = 256
+		n, k := c.n, c.k
 		var a actQ
 		a.quantize(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
-		a.transposeQ16()
+		a.transposeQ16(c.simd)
 		nb := k / 32
 		if len(a.qz) != n/16*nb*512 || len(a.dz) != n/16*nb*16 {
 			t.Fatalf("n=%d: len qz %d, dz %d", n, len(a.qz), len(a.dz))
@@ -173,6 +185,36 @@ func TestZOnlyLayouts(t *testing.T) {
 		if len(a.qt) != c.n/8*(c.k/32)*256 {
 			t.Fatalf("%v n=%d: qt has %d bytes after a weight of %d rows", c.dt, c.n, len(a.qt), c.wr+2)
 		}
+	}
+}
+
+// BenchmarkTransposeQ16 times actQ.transposeQ16 on 16 rows of the 1B
+// model's reductions (2048 and 8192 values), the Go loop and transposeQ16Z
+// (AVX-512) alternated in each run; ns/row is per activation row.
+func BenchmarkTransposeQ16(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(3, 17))
+	for _, k := range []int{2048, 8192} {
+		b.Run(fmt.Sprintf("n16/k%d", k), func(b *testing.B) {
+			const n = 16
+			var a actQ
+			a.quantizeRows(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
+			var cpu [2]float64
+			for i := 0; i < b.N; i++ {
+				for v := range 2 {
+					c0 := processCPU()
+					for range 64 {
+						a.transposeQ16(v == 1)
+					}
+					cpu[v] += (processCPU() - c0).Seconds()
+				}
+			}
+			for v, name := range []string{"go", "avx512"} {
+				b.ReportMetric(cpu[v]/float64(b.N*64*n)*1e9, name+"-ns/row")
+			}
+		})
 	}
 }
 

@@ -287,7 +287,7 @@ func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 		a.transposeQ8() // the Q8_0 and Q4_0 VNNI tiles' rows (q8vnni.go)
 	}
 	if need&layQZ != 0 {
-		a.transposeQ16() // the Q8_0 4×16 tile's rows (q8z.go)
+		a.transposeQ16(k.simd) // the Q8_0 4×16 tile's rows (q8z.go)
 	}
 	a.built |= need
 }

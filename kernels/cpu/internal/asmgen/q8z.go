@@ -1,6 +1,9 @@
 package asmgen
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // q8zFile writes q8z_amd64.s: the Q8_0 tile on AVX-512 VNNI with 4 weight
 // rows against 16 activation rows held in Z registers (dotQ8_0x4x16TVNNI),
@@ -37,12 +40,83 @@ func q8zFile() string {
 		a.l("DATA q4zmask0f<>+%d(SB)/8, $0x0f0f0f0f0f0f0f0f", 8*i)
 	}
 	a.l("GLOBL q4zmask0f<>(SB), RODATA|NOPTR, $32")
+	a.l("DATA q16sign<>+0(SB)/4, $0x80808080")
+	a.l("GLOBL q16sign<>(SB), RODATA|NOPTR, $4")
 	a.l(``)
+	a.q16Transpose()
 	a.q8zPrep()
 	a.q8zTile()
 	a.q4zPrep()
 	a.q4zTile()
 	return a.b.String()
+}
+
+// q16Transpose writes transposeQ16Z(src *int8, k int, nc int, dst *uint8):
+// 16 int8 rows of k bytes (k ≥ 64·nc) at src, their first nc·64 bytes
+// transposed by 4-byte words to dst (actQ.qz's layout for one group of 16
+// rows): word w of row i, plus 128 in each byte, goes to dst + 64·w + 4·i.
+// Per chunk of 64 bytes (16 words) of every row: 16 loads, a 16 × 16
+// transposition of dwords (VPUNPCKLDQ/HDQ, VPUNPCKLQDQ/HQDQ within the
+// 128-bit lanes, then VSHUFI32X4 across them: 64 shuffles), 16 XORs with
+// 0x80 per byte, 16 stores of 64 bytes; the Go loop it replaces moves one
+// word at a time.
+func (a *asm) q16Transpose() {
+	a.l(`// func transposeQ16Z(src *int8, k int, nc int, dst *uint8)`)
+	a.l(`TEXT ·transposeQ16Z(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ src+0(FP), SI
+MOVQ k+8(FP), R8
+MOVQ nc+16(FP), CX
+MOVQ dst+24(FP), DI
+LEAQ (R8)(R8*2), R9
+LEAQ (R8)(R8*4), R10
+LEAQ (R9)(R8*4), R11
+LEAQ (SI)(R8*8), BX`)
+	a.l("q16tloop:")
+	row := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)", "(SI)(R9*2)", "(SI)(R11*1)"}
+	for r := 0; r < 16; r++ {
+		base := row[r%8]
+		if r >= 8 {
+			base = strings.Replace(base, "(SI)", "(BX)", 1)
+		}
+		a.l("\tVMOVDQU32 %s, Z%d", base, r)
+	}
+	// stage 1: rows 2i, 2i+1 interleaved by dwords, per 128-bit lane
+	for i := 0; i < 8; i++ {
+		a.l("\tVPUNPCKLDQ Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
+		a.l("\tVPUNPCKHDQ Z%d, Z%d, Z%d", 2*i+1, 2*i, 17+2*i)
+	}
+	// stage 2: per group q of 4 rows, Z(4q+j) lane L = rows 4q..4q+3's word 4L+j
+	for q := 0; q < 4; q++ {
+		t := 16 + 4*q
+		a.l("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t+2, t, 4*q)
+		a.l("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t+2, t, 4*q+1)
+		a.l("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t+3, t+1, 4*q+2)
+		a.l("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t+3, t+1, 4*q+3)
+	}
+	// stages 3–4: word 4L+j = lane L of Z(j), Z(4+j), Z(8+j), Z(12+j)
+	for j := 0; j < 4; j++ {
+		a.l("\tVSHUFI32X4 $0x44, Z%d, Z%d, Z16", 4+j, j)
+		a.l("\tVSHUFI32X4 $0xee, Z%d, Z%d, Z17", 4+j, j)
+		a.l("\tVSHUFI32X4 $0x44, Z%d, Z%d, Z18", 12+j, 8+j)
+		a.l("\tVSHUFI32X4 $0xee, Z%d, Z%d, Z19", 12+j, 8+j)
+		a.l("\tVSHUFI32X4 $0x88, Z18, Z16, Z20")
+		a.l("\tVSHUFI32X4 $0xdd, Z18, Z16, Z21")
+		a.l("\tVSHUFI32X4 $0x88, Z19, Z17, Z22")
+		a.l("\tVSHUFI32X4 $0xdd, Z19, Z17, Z23")
+		for L := 0; L < 4; L++ {
+			a.l("\tVPXORD.BCST q16sign<>(SB), Z%d, Z%d", 20+L, 20+L)
+			a.l("\tVMOVDQU32 Z%d, %d(DI)", 20+L, 64*(4*L+j))
+		}
+	}
+	a.code(`
+ADDQ $64, SI
+ADDQ $64, BX
+ADDQ $1024, DI
+DECQ CX
+JNZ q16tloop
+VZEROUPPER
+RET`)
 }
 
 // q8zPrep writes q8zPrep(w *byte, ws int, nb int, corr *int32): for each of
