@@ -141,7 +141,7 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 	h4 := lo + (hi-lo)&^3
 	var corr [4 * q8zMaxBlocks * 3]int32
 	var scr [4 * q4zMaxBlocks * 40]byte
-	var acc [64]float32
+	oc := out.C
 	for m0 := 0; m0 < n16; m0 += span {
 		m1 := min(m0+span, n16)
 		for o := lo; o < h4; o += 4 {
@@ -160,13 +160,14 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 			for m := m0; m < m1; m += 16 {
 				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
 				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
+				// the tile stores rows m..m+15, columns o..o+3
+				o16 := out.F[m*oc+o : (m+15)*oc+o+4]
 				if q4 {
 					sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
-					dotQ4_0x4x16TVNNI(&scr[0], &pf[0], rb, &xt[0], &xd[0], &sz[0], nb, &acc)
+					dotQ4_0x4x16TVNNI(&scr[0], &pf[0], rb, &xt[0], &xd[0], &sz[0], nb, &o16[0], 4*oc)
 				} else {
-					dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &corr[0], nb, &acc)
+					dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &corr[0], nb, &o16[0], 4*oc)
 				}
-				putZ(out, m, o, &acc)
 			}
 		}
 	}
@@ -187,12 +188,4 @@ func (t *qmatTask) zRest(q4 bool, lo, hi, m0, m1 int, pair bool) {
 		return
 	}
 	t.rowsQ8TP(lo, hi, m0, m1, pair)
-}
-
-// putZ stores a 4×16 tile's results: out[16r+i] to row m+i, column o+r.
-func putZ(out *kernels.Host, m, o int, acc *[64]float32) {
-	for i := 0; i < 16; i++ {
-		o4 := out.F[(m+i)*out.C+o : (m+i)*out.C+o+4]
-		o4[0], o4[1], o4[2], o4[3] = acc[i], acc[16+i], acc[32+i], acc[48+i]
-	}
 }

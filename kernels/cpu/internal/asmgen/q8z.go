@@ -1,9 +1,6 @@
 package asmgen
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // q8zFile writes q8z_amd64.s: the Q8_0 tile on AVX-512 VNNI with 4 weight
 // rows against 16 activation rows held in Z registers (dotQ8_0x4x16TVNNI),
@@ -178,19 +175,20 @@ RET`)
 }
 
 // q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8,
-// xd16 *float32, corr *int32, nb int, out *[64]float32): 4 Q8_0 weight rows
-// ws bytes apart against 16 activation rows transposed by 4-byte groups and
+// xd16 *float32, corr *int32, nb int, out *float32, os int): 4 Q8_0 weight
+// rows ws bytes apart against 16 activation rows transposed by 4-byte groups and
 // offset to unsigned (actQ.qt16: per block and group j of 4 values, the 16
 // rows' 4 bytes x+128), their scales xd16 (per block the 16 rows' d_x) and
-// corr from q8zPrep; out[16r+i] = weight row r · activation row i. nb is a
+// corr from q8zPrep; out[i·os/4+r] = weight row r · activation row i
+// (storeZ4x16: os is the output rows' stride in bytes). nb is a
 // multiple of 4 (the loop runs 4 blocks per pass). While it multiplies, it
 // prefetches the 4 rows at pf (ws apart, as long as w's: the next block of
 // weight rows, which q8zPrep then reads from cache instead of waiting on
 // memory between two tiles), 3 lines per row and pass of 136 bytes.
 func (a *asm) q8zTile() {
 	a.l(``)
-	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-64`)
+	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *float32, os int)`)
+	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ ws+8(FP), R8
@@ -245,14 +243,42 @@ ADDQ $256, DX
 ADDQ $48, BX
 DECQ CX
 JNZ q8z4x16loop
-MOVQ out+56(FP), AX`)
+MOVQ out+56(FP), AX
+MOVQ os+64(FP), R8`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z%d, Z%d, Z%d", 2*r+1, 2*r, 2*r)
-		a.l("\tVMOVUPS Z%d, %s", 2*r, fmt.Sprintf("%d(AX)", 64*r))
 	}
+	a.storeZ4x16([4]int{0, 2, 4, 6})
 	a.code(`
 VZEROUPPER
 RET`)
+}
+
+// storeZ4x16 stores a 4×16 tile's results, weight row r's 16 in Z(z[r]),
+// as 16 output rows of 4 floats: row i (at AX + i·R8) gets lane i of
+// each. A 4×4 transposition within each 128-bit lane (VUNPCKLPS/HPS, then
+// VUNPCKLPD/HPD, in Z8–Z15) leaves rows 4L..4L+3 in lane L of Z12–Z15;
+// AX and R8 are clobbered.
+func (a *asm) storeZ4x16(z [4]int) {
+	a.l("\tVUNPCKLPS Z%d, Z%d, Z8", z[1], z[0])
+	a.l("\tVUNPCKHPS Z%d, Z%d, Z9", z[1], z[0])
+	a.l("\tVUNPCKLPS Z%d, Z%d, Z10", z[3], z[2])
+	a.l("\tVUNPCKHPS Z%d, Z%d, Z11", z[3], z[2])
+	a.l("\tVUNPCKLPD Z10, Z8, Z12")
+	a.l("\tVUNPCKHPD Z10, Z8, Z13")
+	a.l("\tVUNPCKLPD Z11, Z9, Z14")
+	a.l("\tVUNPCKHPD Z11, Z9, Z15")
+	for i := 0; i < 16; i++ {
+		l, j := i/4, i%4
+		if l == 0 {
+			a.l("\tVMOVUPS X%d, (AX)", 12+j)
+		} else {
+			a.l("\tVEXTRACTF32X4 $%d, Z%d, (AX)", l, 12+j)
+		}
+		if i < 15 {
+			a.l("\tADDQ R8, AX")
+		}
+	}
 }
 
 // q4zPrep writes q4zPrep(w *byte, ws int, nb int, scr *byte): for each of 4
@@ -319,10 +345,11 @@ RET`)
 }
 
 // q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8,
-// xd16 *float32, s16 *int32, nb int, out *[64]float32): 4 Q4_0 weight rows
-// prepared by q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
+// xd16 *float32, s16 *int32, nb int, out *float32, os int): 4 Q4_0 weight
+// rows prepared by q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
 // (xt, xd16) with their 8·Σx per block (s16: per block the 16 rows');
-// out[16r+i] = weight row r · activation row i. Per row and block the
+// out[i·os/4+r] = weight row r · activation row i (storeZ4x16). Per row
+// and block the
 // accumulator starts at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact
 // block sum of dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one
 // conversion and one fused multiply-add with d_w·d_x per block, +0 at the
@@ -331,8 +358,8 @@ RET`)
 // block of weight rows q4zPrep reads), 2 lines per row and pass of 72 bytes.
 func (a *asm) q4zTile() {
 	a.l(``)
-	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-64`)
+	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *float32, os int)`)
+	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
 	a.code(`
 MOVQ scr+0(FP), BX
 MOVQ pf+8(FP), SI
@@ -386,11 +413,12 @@ ADDQ $256, R11
 DECQ CX
 JNZ q4z4x16loop
 MOVQ out+56(FP), AX
+MOVQ os+64(FP), R8
 VXORPS Z30, Z30, Z30`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z30, Z%d, Z%d", r, r)
-		a.l("\tVMOVUPS Z%d, %d(AX)", r, 64*r)
 	}
+	a.storeZ4x16([4]int{0, 1, 2, 3})
 	a.code(`
 VZEROUPPER
 RET`)
