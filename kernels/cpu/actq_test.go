@@ -14,7 +14,7 @@ func (a *actQ) quantize(k8 kern, x []float32, xs, n, k, blk int) {
 	a.quantizeRows(k8, x, xs, n, k, blk)
 	for _, dt := range []kernels.DType{kernels.Q8_0, kernels.Q4_0, kernels.Q4_K, kernels.Q5_K, kernels.Q6_K} {
 		if _, b := quantized(dt); b == blk {
-			a.derive(k8, dt)
+			a.derive(k8, dt, 0)
 		}
 	}
 }
@@ -39,10 +39,10 @@ func TestDeriveLayouts(t *testing.T) {
 		for _, first := range types {
 			for _, second := range types {
 				var a actQ
-				a.quantizeFor(k8, first, x, k, n, k, n)
+				a.quantizeFor(k8, first, x, k, n, k, n, 0)
 				_, b1 := quantized(first)
 				_, b2 := quantized(second)
-				a.quantizeFor(k8, second, x, k, n, k, n)
+				a.quantizeFor(k8, second, x, k, n, k, n, 0)
 				want := tileLayouts(k8, second)
 				if b1 == b2 {
 					want |= tileLayouts(k8, first)
@@ -106,7 +106,7 @@ func TestDeriveAllocs(t *testing.T) {
 	step := 0
 	run := func() {
 		for _, dt := range types {
-			a.quantizeFor(k8, dt, xs[step%2], k, n, k, n)
+			a.quantizeFor(k8, dt, xs[step%2], k, n, k, n, 0)
 			step++
 		}
 	}
@@ -129,7 +129,7 @@ func BenchmarkActQuantize(b *testing.B) {
 			var a actQ
 			c0 := processCPU()
 			for i := 0; b.Loop(); i++ {
-				a.quantizeFor(k8, dt, xs[i%2], k, n, k, n)
+				a.quantizeFor(k8, dt, xs[i%2], k, n, k, n, 0)
 			}
 			b.ReportMetric(float64(processCPU()-c0)/float64(b.N), "cpu-ns/op")
 		})

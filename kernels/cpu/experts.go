@@ -116,7 +116,11 @@ func (b *Backend) matMulExperts(out, outB, x kernels.Tensor, w, wB []kernels.Ten
 	t.k, t.out, t.x, t.rows = b.k, oh, xh, w0.R
 	q, _ := quantized(w0.DT)
 	if t.quant = q; q {
-		t.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, n, w0.C, n)
+		// the groups' views derive the tiles' layouts of their own rows
+		// (run): the call's rows need none
+		_, blk := quantized(w0.DT)
+		t.act.quantizeRows(b.k, xh.F, xh.C, n, w0.C, blk)
+		t.act.padRows(n)
 	}
 	t.act.c16, t.act.c32 = t.act.c16[:0], t.act.c32[:0]
 	if w0.DT == kernels.MXFP4 && b.k.avx2 {
@@ -210,11 +214,11 @@ func (t *expertsTask) run(lo, hi, wk int) {
 			// them alone pads them (pad.go); outputs copied below
 			*ov = t.pad[wk].rows(&sub.act, a, s, e, np, out.C)
 			sub.out, sub.n = ov, np
-			sub.act.derive(t.k, t.w[g].DT)
+			sub.act.derive(t.k, t.w[g].DT, t.rows)
 		} else if t.quant {
 			nb := K / a.blk
 			sub.act = actQ{q: a.q[s*K : e*K], d: a.d[s*nb : e*nb], bs: a.bs[s*K/16 : e*K/16], blk: a.blk, k: K, n: e - s, nx: e - s, tile8Act: sub.act.tile8Act.emptied()}
-			sub.act.derive(t.k, t.w[g].DT) // the tiles' layouts of these rows (the worker's buffers)
+			sub.act.derive(t.k, t.w[g].DT, t.rows) // the tiles' layouts of these rows (the worker's buffers)
 			if len(a.c16) > 0 {
 				sub.act.c16 = a.c16[s*K/2 : e*K/2]
 			}

@@ -110,7 +110,7 @@ func TestMatMulExpertPair(t *testing.T) {
 // without MXFP4 scale tables, empty groups and gpt-oss-20b's 2880 width.
 func TestMatMulExperts(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 6))
-	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.F16, kernels.F32} {
+	for _, dt := range []kernels.DType{kernels.MXFP4, kernels.Q4_K, kernels.Q8_0, kernels.Q4_0, kernels.F16, kernels.F32} {
 		for _, c := range []struct{ e, n, rows, cols int }{
 			{1, 1, 8, 256}, {4, 1, 64, 512}, {4, 4, 33, 256}, {8, 16, 40, 256}, {32, 16, 17, 512}, {4, 64, 24, 256}, {3, 2, 200, 2880 / 32 * 32},
 			// groups of more than 16 rows (prefill: MXFP4 scale tables for
@@ -180,6 +180,79 @@ func TestMatMulExperts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMatMulExpertsQ8Z checks MatMulExperts on Q8_0 and Q4_0 experts with
+// the 4×16 VNNI tiles (kern.q8z: groups of 16 rows and more, and the rows
+// past them on the ×8 tiles) against the transposed ×8 VNNI tiles (q8z
+// off) and the AVX2 tiles, bit for bit: groups of 1–80 rows, expert row
+// counts that are and are not multiples of 4 (zOnly), padded groups, and a
+// pair (gate and up in one op).
+func TestMatMulExpertsQ8Z(t *testing.T) {
+	if !hasVNNI || !hasAVX2 {
+		t.Skip("no AVX512_VNNI on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(20, 16))
+	for _, dt := range []kernels.DType{kernels.Q8_0, kernels.Q4_0} {
+		for _, c := range []struct{ e, n, rows, cols int }{
+			{2, 32, 64, 256}, {4, 96, 36, 512}, {3, 80, 30, 256}, {8, 160, 40, 384}, {1, 48, 16, 2048}, {2, 33, 24, 128},
+		} {
+			t.Run(fmt.Sprintf("%v/e%d_n%d_%dx%d", dt, c.e, c.n, c.rows, c.cols), func(t *testing.T) {
+				w, start := expertCase(r, dt, c.e, c.n, c.rows, c.cols)
+				wB, _ := expertCase(r, dt, c.e, c.n, c.rows, c.cols)
+				for g := range wB { // wB's experts where w has one
+					if w[g] == nil {
+						wB[g] = nil
+					}
+				}
+				x := &kernels.Host{R: c.n, C: c.cols, F: randF(r, c.n*c.cols)}
+				var outs [3][2]*kernels.Host
+				for v, set := range []func(*Backend){
+					func(b *Backend) {},                                   // q8z
+					func(b *Backend) { b.k.q8z = false },                  // transposed ×8
+					func(b *Backend) { b.k.q8z, b.k.vnni = false, false }, // AVX2
+				} {
+					be := New(Options{Threads: 2, QuantizeActivations: true})
+					defer be.Close()
+					set(be)
+					a, b := be.Alloc(c.n, c.rows).(*kernels.Host), be.Alloc(c.n, c.rows).(*kernels.Host)
+					be.MatMulExperts(a, x, w, start)
+					pa, pb := be.Alloc(c.n, c.rows).(*kernels.Host), be.Alloc(c.n, c.rows).(*kernels.Host)
+					be.MatMulExpertPair(pa, pb, x, w, wB, start)
+					if !slicesBitEqual(a.F, pa.F) {
+						t.Fatalf("variant %d: the pair's first output differs from MatMulExperts'", v)
+					}
+					be.MatMulExperts(b, x, wB, start)
+					if !slicesBitEqual(b.F, pb.F) {
+						t.Fatalf("variant %d: the pair's second output differs from MatMulExperts'", v)
+					}
+					outs[v] = [2]*kernels.Host{a, b}
+				}
+				for v := 1; v < 3; v++ {
+					for i := range outs[0][0].F {
+						for j := 0; j < 2; j++ {
+							if g, want := outs[0][j].F[i], outs[v][j].F[i]; math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("output %d [%d,%d]: 4×16 tiles %v, variant %d %v", j, i/c.rows, i%c.rows, g, v, want)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// slicesBitEqual reports whether a and b hold the same float32 bits.
+func slicesBitEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestMatMulExpertsAllocs checks that a decode-sized call allocates

@@ -36,7 +36,7 @@ func BenchmarkQ8VNNI(b *testing.B) {
 						out: &kernels.Host{R: n, C: s.out, F: make([]float32, n*s.out)}}
 					t.act.quantize(t.k, x.F, s.in, n, s.in, 32)
 					t.act.transposeQ8()
-					t.act.transposeQ16()
+					t.act.transposeQ16(hasAVX512)
 					qt := t.act.qt
 					var cpu [5]float32
 					b.ResetTimer()

@@ -39,21 +39,30 @@ const q8zL2 = 1 << 20
 // 16g..16g+15's values 4j..4j+3 of the block, each plus 128 (unsigned),
 // and the 16 floats of a.dz (int32 of a.sz) at (g·nb+b)·16 are their
 // scales (8·Σx over the block). Rows beyond the last full group have none.
-func (a *actQ) transposeQ16() {
+// With simd (AVX-512) transposeQ16Z moves the rows' whole chunks of 64
+// bytes, the same bytes as the Go loop, which moves the rest.
+func (a *actQ) transposeQ16(simd bool) {
 	g, nb := a.n/16, a.k/32
 	a.qz, a.dz, a.sz = sized(a.qz, g*nb*512), sized(a.dz, g*nb*16), sized(a.sz, g*nb*16)
 	if g == 0 || nb == 0 {
 		return
 	}
 	kw := a.k / 4 // 4-byte words per row
+	w0 := 0       // words per row that transposeQ16Z moved
+	if simd {
+		w0 = kw &^ 15
+	}
 	src := unsafe.Slice((*uint32)(unsafe.Pointer(&a.q[0])), a.n*kw)
 	dst := unsafe.Slice((*uint32)(unsafe.Pointer(&a.qz[0])), g*nb*128)
 	for gi := 0; gi < g; gi++ {
 		d := dst[gi*kw*16 : (gi+1)*kw*16]
+		if w0 > 0 {
+			transposeQ16Z(&a.q[16*gi*a.k], a.k, w0/16, &a.qz[gi*kw*64])
+		}
 		for i := 0; i < 16; i++ {
 			row := src[(16*gi+i)*kw : (16*gi+i+1)*kw]
-			for w, v := range row {
-				d[w*16+i] = v ^ 0x80808080
+			for w := w0; w < kw; w++ {
+				d[w*16+i] = row[w] ^ 0x80808080
 			}
 		}
 		dz := a.dz[gi*nb*16 : (gi+1)*nb*16]
@@ -72,7 +81,8 @@ func (a *actQ) transposeQ16() {
 // dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI (zBlocks): Q8_0
 // or Q4_0 weights, kern.vnni and kern.q8z, a reduction of whole groups of
 // 4 blocks up to q8zMaxBlocks (q4zMaxBlocks), and the activations
-// transposed for it (quantizeFor makes them).
+// transposed for it (quantizeFor makes them), also for the ×8 tiles of
+// zRest unless no rows are left to them (zOnly).
 func (t *qmatTask) takesQ8Z() bool {
 	w, a := t.w, &t.act
 	nb := w.C / 32
@@ -87,7 +97,29 @@ func (t *qmatTask) takesQ8Z() bool {
 	}
 	return t.k.vnni && t.k.q8z && a.blk == 32 && nb > 0 &&
 		nb%4 == 0 && nb <= q8zMaxBlocks && t.n >= 16 &&
-		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 && len(a.qt) >= t.n/8*nb*256
+		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 &&
+		(len(a.qt) >= t.n/8*nb*256 || zOnly(w.DT, t.n, w.C, a.blk, w.R))
+}
+
+// zOnly reports whether zBlocks leaves no product of n activation rows (k
+// values, blocks of blk) with a weight of type dt and wr rows to the ×8
+// tiles of zRest, so that the activations need no transposition for them
+// (actQ.qt, transposeQ8): whole groups of 16 rows, weight rows in whole
+// blocks of 4 (the pool's chunks, and MatMulExperts' run ranges, start at
+// multiples of 4), and a reduction the 4×16 tiles take. The kern flags
+// are takesQ8Z's to check.
+func zOnly(dt kernels.DType, n, k, blk, wr int) bool {
+	nb := k / 32
+	limit := q8zMaxBlocks
+	switch dt {
+	case kernels.Q8_0:
+	case kernels.Q4_0:
+		limit = q4zMaxBlocks
+	default:
+		return false
+	}
+	return blk == 32 && n >= 16 && n%16 == 0 && wr > 0 && wr%4 == 0 &&
+		nb > 0 && nb%4 == 0 && nb <= limit
 }
 
 // zBlocks sets the products of weight rows [lo, hi) with activation rows
@@ -109,7 +141,7 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 	h4 := lo + (hi-lo)&^3
 	var corr [4 * q8zMaxBlocks * 3]int32
 	var scr [4 * q4zMaxBlocks * 40]byte
-	var acc [64]float32
+	oc := out.C
 	for m0 := 0; m0 < n16; m0 += span {
 		m1 := min(m0+span, n16)
 		for o := lo; o < h4; o += 4 {
@@ -119,16 +151,23 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 			} else {
 				q8zPrep(&wr[0], rb, nb, &corr[0])
 			}
+			// the tile prefetches the next block of weight rows (its own
+			// rows at the last block), which the next preparation reads
+			pf := wr
+			if o+4 < h4 {
+				pf = w.Q[(o+4)*rb : (o+8)*rb]
+			}
 			for m := m0; m < m1; m += 16 {
 				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
 				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
+				// the tile stores rows m..m+15, columns o..o+3
+				o16 := out.F[m*oc+o : (m+15)*oc+o+4]
 				if q4 {
 					sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
-					dotQ4_0x4x16TVNNI(&scr[0], &xt[0], &xd[0], &sz[0], nb, &acc)
+					dotQ4_0x4x16TVNNI(&scr[0], &pf[0], rb, &xt[0], &xd[0], &sz[0], nb, &o16[0], 4*oc)
 				} else {
-					dotQ8_0x4x16TVNNI(&wr[0], rb, &xt[0], &xd[0], &corr[0], nb, &acc)
+					dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &corr[0], nb, &o16[0], 4*oc)
 				}
-				putZ(out, m, o, &acc)
 			}
 		}
 	}
@@ -149,12 +188,4 @@ func (t *qmatTask) zRest(q4 bool, lo, hi, m0, m1 int, pair bool) {
 		return
 	}
 	t.rowsQ8TP(lo, hi, m0, m1, pair)
-}
-
-// putZ stores a 4×16 tile's results: out[16r+i] to row m+i, column o+r.
-func putZ(out *kernels.Host, m, o int, acc *[64]float32) {
-	for i := 0; i < 16; i++ {
-		o4 := out.F[(m+i)*out.C+o : (m+i)*out.C+o+4]
-		o4[0], o4[1], o4[2], o4[3] = acc[i], acc[16+i], acc[32+i], acc[48+i]
-	}
 }

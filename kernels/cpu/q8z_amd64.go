@@ -11,12 +11,14 @@ package cpu
 //go:noescape
 func q8zPrep(w *byte, ws int, nb int, corr *int32)
 
-// dotQ8_0x4x16TVNNI sets out[16r+i] to Q8_0 weight row r (of 4, ws bytes
+// dotQ8_0x4x16TVNNI sets out[i·os/4+r] (os: the output rows' stride in
+// bytes) to Q8_0 weight row r (of 4, ws bytes
 // apart) · activation row i (of 16, in actQ.qt16's layout with scales
 // xd16), from corr of q8zPrep; each equals dotQ8_0x8TVNNI's bit for bit.
+// It prefetches the 4 rows at pf (ws apart), the next ones q8zPrep reads.
 //
 //go:noescape
-func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)
+func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *float32, os int)
 
 // q4zPrep writes, for 4 Q4_0 weight rows ws bytes apart (nb blocks, a
 // multiple of 4), each group of 4 blocks' unpacked nibbles, −128·Σq and
@@ -25,9 +27,19 @@ func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, n
 //go:noescape
 func q4zPrep(w *byte, ws int, nb int, scr *byte)
 
-// dotQ4_0x4x16TVNNI sets out[16r+i] to Q4_0 weight row r (of 4, prepared
+// dotQ4_0x4x16TVNNI sets out[i·os/4+r] to Q4_0 weight row r (of 4, prepared
 // by q4zPrep in scr) · activation row i (of 16, actQ.qz's layout with
 // scales xd16 and 8·Σx s16); each equals dotQ4_0x8TVNNI's bit for bit.
+// It prefetches the 4 Q4_0 rows at pf (ps bytes apart), the next ones
+// q4zPrep reads.
 //
 //go:noescape
-func dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)
+func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *float32, os int)
+
+// transposeQ16Z writes the first nc·64 bytes of 16 int8 rows k bytes apart
+// at src to dst in actQ.qz's layout for one group of 16 rows (word w of
+// row i, each byte plus 128, at dst + 64·w + 4·i); transposeQ16's Go loop
+// does the same.
+//
+//go:noescape
+func transposeQ16Z(src *int8, k int, nc int, dst *uint8)

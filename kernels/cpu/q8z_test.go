@@ -103,15 +103,27 @@ func TestQ8Z(t *testing.T) {
 	}
 }
 
-// TestTransposeQ16 checks actQ.qz and actQ.dz against actQ.q and actQ.d.
+// TestTransposeQ16 checks actQ.qz and actQ.dz against actQ.q and actQ.d,
+// with the Go loop alone and with transposeQ16Z (AVX-512) on whole chunks
+// of 64 bytes: rows of whole chunks, of chunks and a rest, of less than one.
 func TestTransposeQ16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 16))
-	for _, n := range []int{8, 16, 40, 48} {
+	for _, c := range []struct {
+		n, k int
+		simd bool
+	}{
+		{8, 256, false}, {16, 256, false}, {40, 256, false}, {48, 256, false}, {16, 96, false},
+		{8, 256, true}, {16, 256, true}, {40, 256, true}, {48, 2048, true}, {16, 96, true},
+		{32, 32, true}, {16, 2080, true}, {64, 8192, true},
+	} {
+		if c.simd && !hasAVX512 {
+			continue
+		}
 		// (sz checked against sums8's, which the Q4_0 ×8 tiles read)
-		const k = 256
+		n, k := c.n, c.k
 		var a actQ
 		a.quantize(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
-		a.transposeQ16()
+		a.transposeQ16(c.simd)
 		nb := k / 32
 		if len(a.qz) != n/16*nb*512 || len(a.dz) != n/16*nb*16 {
 			t.Fatalf("n=%d: len qz %d, dz %d", n, len(a.qz), len(a.dz))
@@ -134,6 +146,75 @@ func TestTransposeQ16(t *testing.T) {
 				t.Fatalf("n=%d: sz[%d] = %v, want %v", n, i, a.sz[i], want)
 			}
 		}
+	}
+}
+
+// TestZOnlyLayouts checks that derive skips the ×8 tiles' transposition
+// (actQ.qt) exactly when zOnly leaves no rows to those tiles (whole groups
+// of 16 rows, weight rows in blocks of 4, a reduction the 4×16 tiles take),
+// that takesQ8Z then still holds, and that a later weight needing it gets it.
+func TestZOnlyLayouts(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 16))
+	k8 := kern{avx2: hasAVX2, vnni: true, q8z: true} // (derive is Go: no VNNI needed)
+	for _, c := range []struct {
+		dt         kernels.DType
+		n, k, wr   int
+		wantSkipQT bool
+	}{
+		{kernels.Q8_0, 16, 128, 8, true}, {kernels.Q8_0, 48, 256, 4, true},
+		{kernels.Q8_0, 24, 128, 8, false}, {kernels.Q8_0, 8, 128, 8, false}, // a group of 8 left
+		{kernels.Q8_0, 16, 128, 6, false}, {kernels.Q8_0, 16, 128, 0, false}, // rows past blocks of 4; unknown
+		{kernels.Q8_0, 16, 96, 8, false}, // 3 blocks
+		{kernels.Q8_0, 16, 32 * (q8zMaxBlocks + 4), 8, false},
+		{kernels.Q4_0, 32, 256, 12, true}, {kernels.Q4_0, 16, 32 * (q4zMaxBlocks + 4), 8, false},
+		{kernels.Q4_K, 16, 256, 8, false},
+	} {
+		var a actQ
+		a.quantizeFor(k8, c.dt, randF(r, c.n*c.k), c.k, c.n, c.k, c.n, c.wr)
+		if got := a.built&layQT == 0 && tileLayouts(k8, c.dt)&layQT != 0; got != c.wantSkipQT || got != zOnly(c.dt, c.n, c.k, 32, c.wr) {
+			t.Fatalf("%v n=%d k=%d wr=%d: qt skipped %v, want %v", c.dt, c.n, c.k, c.wr, got, c.wantSkipQT)
+		}
+		if !c.wantSkipQT {
+			continue
+		}
+		w := &kernels.Host{DT: c.dt, R: c.wr, C: c.k}
+		if tk := (&qmatTask{k: k8, w: w, n: c.n, act: a}); !tk.takesQ8Z() {
+			t.Fatalf("%v n=%d k=%d wr=%d: takesQ8Z false without qt", c.dt, c.n, c.k, c.wr)
+		}
+		a.derive(k8, c.dt, c.wr+2) // rows past the blocks of 4: the ×8 tiles' rows too
+		if len(a.qt) != c.n/8*(c.k/32)*256 {
+			t.Fatalf("%v n=%d: qt has %d bytes after a weight of %d rows", c.dt, c.n, len(a.qt), c.wr+2)
+		}
+	}
+}
+
+// BenchmarkTransposeQ16 times actQ.transposeQ16 on 16 rows of the 1B
+// model's reductions (2048 and 8192 values), the Go loop and transposeQ16Z
+// (AVX-512) alternated in each run; ns/row is per activation row.
+func BenchmarkTransposeQ16(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(3, 17))
+	for _, k := range []int{2048, 8192} {
+		b.Run(fmt.Sprintf("n16/k%d", k), func(b *testing.B) {
+			const n = 16
+			var a actQ
+			a.quantizeRows(kern{avx2: hasAVX2}, randF(r, n*k), k, n, k, 32)
+			var cpu [2]float64
+			for i := 0; i < b.N; i++ {
+				for v := range 2 {
+					c0 := processCPU()
+					for range 64 {
+						a.transposeQ16(v == 1)
+					}
+					cpu[v] += (processCPU() - c0).Seconds()
+				}
+			}
+			for v, name := range []string{"go", "avx512"} {
+				b.ReportMetric(cpu[v]/float64(b.N*64*n)*1e9, name+"-ns/row")
+			}
+		})
 	}
 }
 

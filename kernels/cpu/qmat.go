@@ -132,15 +132,15 @@ func quantized(dt kernels.DType) (bool, int) {
 }
 
 // quantizeFor quantizes n rows of x (k values each, xs apart) for weights
-// of type dt (quantizeRows), pads them with zero rows to np rows (padRows;
-// np = n for none) and derives the activation layouts the tiles of dt
-// read under k8 (derive). A MatMul on the same rows for another type
-// quantizes nothing and derives only the layouts not yet made.
-func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k, np int) {
+// of type dt with wr rows (quantizeRows), pads them with zero rows to np
+// rows (padRows; np = n for none) and derives the activation layouts the
+// tiles of dt read under k8 (derive). A MatMul on the same rows for another
+// type quantizes nothing and derives only the layouts not yet made.
+func (a *actQ) quantizeFor(k8 kern, dt kernels.DType, x []float32, xs, n, k, np, wr int) {
 	_, blk := quantized(dt)
 	a.quantizeRows(k8, x, xs, n, k, blk)
 	a.padRows(np)
-	a.derive(k8, dt)
+	a.derive(k8, dt, wr)
 }
 
 // padRows makes the quantized rows np (≥ nx) by appending zero rows (q,
@@ -255,10 +255,16 @@ func tileLayouts(k kern, dt kernels.DType) layouts {
 // derive makes the layouts that the tiles of dt read under k (tileLayouts)
 // and that were not made since the rows were quantized: each MatMul pays
 // only for what its weight's tiles read (a Q6_K or Q5_K product no longer
-// transposes for Q4_K's VNNI tiles, an MXFP4 one for Q8_0's). Buffers are
-// reused, so a step allocates nothing once they have grown.
-func (a *actQ) derive(k kern, dt kernels.DType) {
+// transposes for Q4_K's VNNI tiles, an MXFP4 one for Q8_0's, and one whose
+// every group of rows and weight row goes to the 4×16 tiles no longer
+// transposes for the ×8 ones: zOnly). wr is the weight's rows (0: not
+// known). Buffers are reused, so a step allocates nothing once they have
+// grown.
+func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 	need := tileLayouts(k, dt) &^ a.built
+	if need&layQZ != 0 && zOnly(dt, a.n, a.k, a.blk, wr) {
+		need &^= layQT
+	}
 	if need == 0 {
 		return
 	}
@@ -281,7 +287,7 @@ func (a *actQ) derive(k kern, dt kernels.DType) {
 		a.transposeQ8() // the Q8_0 and Q4_0 VNNI tiles' rows (q8vnni.go)
 	}
 	if need&layQZ != 0 {
-		a.transposeQ16() // the Q8_0 4×16 tile's rows (q8z.go)
+		a.transposeQ16(k.simd) // the Q8_0 4×16 tile's rows (q8z.go)
 	}
 	a.built |= need
 }
@@ -628,7 +634,7 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 	t.k, t.out, t.x, t.w, t.n = b.k, out, x, w, n
 	np := b.padTo(w, n)
 	if q, _ := quantized(w.DT); q {
-		t.act.quantizeFor(b.k, w.DT, x.F, x.C, n, w.C, np)
+		t.act.quantizeFor(b.k, w.DT, x.F, x.C, n, w.C, np, w.R)
 	}
 	if np != n {
 		// the tiles write np rows: the padded rows' outputs go to the

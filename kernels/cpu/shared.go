@@ -50,7 +50,7 @@ func (b *Backend) MatMulShared(outs []kernels.Tensor, x kernels.Tensor, ws []ker
 	q.k, q.x, q.n = b.k, xh, 1
 	w0 := ws[0].(*kernels.Host)
 	if ok, _ := quantized(w0.DT); ok {
-		q.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, 1, w0.C, 1)
+		q.act.quantizeFor(b.k, w0.DT, xh.F, xh.C, 1, w0.C, 1, w0.R)
 	}
 	for _, w := range ws {
 		if w.(*kernels.Host).Repacked {

@@ -1,6 +1,6 @@
 package asmgen
 
-import "fmt"
+import "strings"
 
 // q8zFile writes q8z_amd64.s: the Q8_0 tile on AVX-512 VNNI with 4 weight
 // rows against 16 activation rows held in Z registers (dotQ8_0x4x16TVNNI),
@@ -37,12 +37,83 @@ func q8zFile() string {
 		a.l("DATA q4zmask0f<>+%d(SB)/8, $0x0f0f0f0f0f0f0f0f", 8*i)
 	}
 	a.l("GLOBL q4zmask0f<>(SB), RODATA|NOPTR, $32")
+	a.l("DATA q16sign<>+0(SB)/4, $0x80808080")
+	a.l("GLOBL q16sign<>(SB), RODATA|NOPTR, $4")
 	a.l(``)
+	a.q16Transpose()
 	a.q8zPrep()
 	a.q8zTile()
 	a.q4zPrep()
 	a.q4zTile()
 	return a.b.String()
+}
+
+// q16Transpose writes transposeQ16Z(src *int8, k int, nc int, dst *uint8):
+// 16 int8 rows of k bytes (k ≥ 64·nc) at src, their first nc·64 bytes
+// transposed by 4-byte words to dst (actQ.qz's layout for one group of 16
+// rows): word w of row i, plus 128 in each byte, goes to dst + 64·w + 4·i.
+// Per chunk of 64 bytes (16 words) of every row: 16 loads, a 16 × 16
+// transposition of dwords (VPUNPCKLDQ/HDQ, VPUNPCKLQDQ/HQDQ within the
+// 128-bit lanes, then VSHUFI32X4 across them: 64 shuffles), 16 XORs with
+// 0x80 per byte, 16 stores of 64 bytes; the Go loop it replaces moves one
+// word at a time.
+func (a *asm) q16Transpose() {
+	a.l(`// func transposeQ16Z(src *int8, k int, nc int, dst *uint8)`)
+	a.l(`TEXT ·transposeQ16Z(SB), NOSPLIT, $0-32`)
+	a.code(`
+MOVQ src+0(FP), SI
+MOVQ k+8(FP), R8
+MOVQ nc+16(FP), CX
+MOVQ dst+24(FP), DI
+LEAQ (R8)(R8*2), R9
+LEAQ (R8)(R8*4), R10
+LEAQ (R9)(R8*4), R11
+LEAQ (SI)(R8*8), BX`)
+	a.l("q16tloop:")
+	row := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)", "(SI)(R9*2)", "(SI)(R11*1)"}
+	for r := 0; r < 16; r++ {
+		base := row[r%8]
+		if r >= 8 {
+			base = strings.Replace(base, "(SI)", "(BX)", 1)
+		}
+		a.l("\tVMOVDQU32 %s, Z%d", base, r)
+	}
+	// stage 1: rows 2i, 2i+1 interleaved by dwords, per 128-bit lane
+	for i := 0; i < 8; i++ {
+		a.l("\tVPUNPCKLDQ Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
+		a.l("\tVPUNPCKHDQ Z%d, Z%d, Z%d", 2*i+1, 2*i, 17+2*i)
+	}
+	// stage 2: per group q of 4 rows, Z(4q+j) lane L = rows 4q..4q+3's word 4L+j
+	for q := 0; q < 4; q++ {
+		t := 16 + 4*q
+		a.l("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t+2, t, 4*q)
+		a.l("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t+2, t, 4*q+1)
+		a.l("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t+3, t+1, 4*q+2)
+		a.l("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t+3, t+1, 4*q+3)
+	}
+	// stages 3–4: word 4L+j = lane L of Z(j), Z(4+j), Z(8+j), Z(12+j)
+	for j := 0; j < 4; j++ {
+		a.l("\tVSHUFI32X4 $0x44, Z%d, Z%d, Z16", 4+j, j)
+		a.l("\tVSHUFI32X4 $0xee, Z%d, Z%d, Z17", 4+j, j)
+		a.l("\tVSHUFI32X4 $0x44, Z%d, Z%d, Z18", 12+j, 8+j)
+		a.l("\tVSHUFI32X4 $0xee, Z%d, Z%d, Z19", 12+j, 8+j)
+		a.l("\tVSHUFI32X4 $0x88, Z18, Z16, Z20")
+		a.l("\tVSHUFI32X4 $0xdd, Z18, Z16, Z21")
+		a.l("\tVSHUFI32X4 $0x88, Z19, Z17, Z22")
+		a.l("\tVSHUFI32X4 $0xdd, Z19, Z17, Z23")
+		for L := 0; L < 4; L++ {
+			a.l("\tVPXORD.BCST q16sign<>(SB), Z%d, Z%d", 20+L, 20+L)
+			a.l("\tVMOVDQU32 Z%d, %d(DI)", 20+L, 64*(4*L+j))
+		}
+	}
+	a.code(`
+ADDQ $64, SI
+ADDQ $64, BX
+ADDQ $1024, DI
+DECQ CX
+JNZ q16tloop
+VZEROUPPER
+RET`)
 }
 
 // q8zPrep writes q8zPrep(w *byte, ws int, nb int, corr *int32): for each of
@@ -103,25 +174,30 @@ VZEROUPPER
 RET`)
 }
 
-// q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16
-// *float32, corr *int32, nb int, out *[64]float32): 4 Q8_0 weight rows ws
-// bytes apart against 16 activation rows transposed by 4-byte groups and
+// q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8,
+// xd16 *float32, corr *int32, nb int, out *float32, os int): 4 Q8_0 weight
+// rows ws bytes apart against 16 activation rows transposed by 4-byte groups and
 // offset to unsigned (actQ.qt16: per block and group j of 4 values, the 16
 // rows' 4 bytes x+128), their scales xd16 (per block the 16 rows' d_x) and
-// corr from q8zPrep; out[16r+i] = weight row r · activation row i. nb is a
-// multiple of 4 (the loop runs 4 blocks per pass).
+// corr from q8zPrep; out[i·os/4+r] = weight row r · activation row i
+// (storeZ4x16: os is the output rows' stride in bytes). nb is a
+// multiple of 4 (the loop runs 4 blocks per pass). While it multiplies, it
+// prefetches the 4 rows at pf (ws apart, as long as w's: the next block of
+// weight rows, which q8zPrep then reads from cache instead of waiting on
+// memory between two tiles), 3 lines per row and pass of 136 bytes.
 func (a *asm) q8zTile() {
 	a.l(``)
-	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, xt *uint8, xd16 *float32, corr *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-56`)
+	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *float32, os int)`)
+	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ ws+8(FP), R8
 LEAQ (R8)(R8*2), R9
-MOVQ xt+16(FP), DI
-MOVQ xd16+24(FP), DX
-MOVQ corr+32(FP), BX
-MOVQ nb+40(FP), CX
+MOVQ pf+16(FP), R13
+MOVQ xt+24(FP), DI
+MOVQ xd16+32(FP), DX
+MOVQ corr+40(FP), BX
+MOVQ nb+48(FP), CX
 LEAQ (CX)(CX*2), R10
 SHLQ $2, R10
 LEAQ (R10)(R10*2), R12
@@ -131,8 +207,12 @@ SHRQ $2, CX`)
 	}
 	wrow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
 	crow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	prow := []string{"(R13)", "(R13)(R8*1)", "(R13)(R8*2)", "(R13)(R9*1)"}
 	a.l("q8z4x16loop:")
 	for k := 0; k < 4; k++ {
+		for _, off := range []int{0, 64, 128} {
+			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+		}
 		for r := 0; r < 4; r++ {
 			a.l("\tVPBROADCASTD %d%s, Z%d", 4*k, crow[r], 8+2*r)
 			a.l("\tVPBROADCASTD %d%s, Z%d", 16+4*k, crow[r], 9+2*r)
@@ -157,19 +237,48 @@ SHRQ $2, CX`)
 	}
 	a.code(`
 ADDQ $136, SI
+ADDQ $136, R13
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $48, BX
 DECQ CX
 JNZ q8z4x16loop
-MOVQ out+48(FP), AX`)
+MOVQ out+56(FP), AX
+MOVQ os+64(FP), R8`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z%d, Z%d, Z%d", 2*r+1, 2*r, 2*r)
-		a.l("\tVMOVUPS Z%d, %s", 2*r, fmt.Sprintf("%d(AX)", 64*r))
 	}
+	a.storeZ4x16([4]int{0, 2, 4, 6})
 	a.code(`
 VZEROUPPER
 RET`)
+}
+
+// storeZ4x16 stores a 4×16 tile's results, weight row r's 16 in Z(z[r]),
+// as 16 output rows of 4 floats: row i (at AX + i·R8) gets lane i of
+// each. A 4×4 transposition within each 128-bit lane (VUNPCKLPS/HPS, then
+// VUNPCKLPD/HPD, in Z8–Z15) leaves rows 4L..4L+3 in lane L of Z12–Z15;
+// AX and R8 are clobbered.
+func (a *asm) storeZ4x16(z [4]int) {
+	a.l("\tVUNPCKLPS Z%d, Z%d, Z8", z[1], z[0])
+	a.l("\tVUNPCKHPS Z%d, Z%d, Z9", z[1], z[0])
+	a.l("\tVUNPCKLPS Z%d, Z%d, Z10", z[3], z[2])
+	a.l("\tVUNPCKHPS Z%d, Z%d, Z11", z[3], z[2])
+	a.l("\tVUNPCKLPD Z10, Z8, Z12")
+	a.l("\tVUNPCKHPD Z10, Z8, Z13")
+	a.l("\tVUNPCKLPD Z11, Z9, Z14")
+	a.l("\tVUNPCKHPD Z11, Z9, Z15")
+	for i := 0; i < 16; i++ {
+		l, j := i/4, i%4
+		if l == 0 {
+			a.l("\tVMOVUPS X%d, (AX)", 12+j)
+		} else {
+			a.l("\tVEXTRACTF32X4 $%d, Z%d, (AX)", l, 12+j)
+		}
+		if i < 15 {
+			a.l("\tADDQ R8, AX")
+		}
+	}
 }
 
 // q4zPrep writes q4zPrep(w *byte, ws int, nb int, scr *byte): for each of 4
@@ -235,25 +344,31 @@ VZEROUPPER
 RET`)
 }
 
-// q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32,
-// s16 *int32, nb int, out *[64]float32): 4 Q4_0 weight rows prepared by
-// q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
+// q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8,
+// xd16 *float32, s16 *int32, nb int, out *float32, os int): 4 Q4_0 weight
+// rows prepared by q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
 // (xt, xd16) with their 8·Σx per block (s16: per block the 16 rows');
-// out[16r+i] = weight row r · activation row i. Per row and block the
+// out[i·os/4+r] = weight row r · activation row i (storeZ4x16). Per row
+// and block the
 // accumulator starts at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact
 // block sum of dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one
 // conversion and one fused multiply-add with d_w·d_x per block, +0 at the
-// end), so the results equal theirs bit for bit.
+// end), so the results equal theirs bit for bit. While it multiplies, it
+// prefetches the 4 Q4_0 rows at pf (ps bytes apart, nb blocks: the next
+// block of weight rows q4zPrep reads), 2 lines per row and pass of 72 bytes.
 func (a *asm) q4zTile() {
 	a.l(``)
-	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, xt *uint8, xd16 *float32, s16 *int32, nb int, out *[64]float32)`)
-	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-48`)
+	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *float32, os int)`)
+	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
 	a.code(`
 MOVQ scr+0(FP), BX
-MOVQ xt+8(FP), DI
-MOVQ xd16+16(FP), DX
-MOVQ s16+24(FP), R11
-MOVQ nb+32(FP), CX
+MOVQ pf+8(FP), SI
+MOVQ ps+16(FP), R8
+LEAQ (R8)(R8*2), R9
+MOVQ xt+24(FP), DI
+MOVQ xd16+32(FP), DX
+MOVQ s16+40(FP), R11
+MOVQ nb+48(FP), CX
 LEAQ (CX)(CX*4), R10
 SHLQ $3, R10
 LEAQ (R10)(R10*2), R12
@@ -262,8 +377,12 @@ SHRQ $2, CX`)
 		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
 	}
 	srow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
+	prow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
 	a.l("q4z4x16loop:")
 	for k := 0; k < 4; k++ {
+		for _, off := range []int{0, 64} {
+			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+		}
 		a.l("\tVMOVDQU32 %d(R11), Z20", 64*k)
 		for r := 0; r < 4; r++ {
 			a.l("\tVPBROADCASTD %d%s, Z%d", 128+4*k, srow[r], 8+r)
@@ -287,17 +406,19 @@ SHRQ $2, CX`)
 	}
 	a.code(`
 ADDQ $160, BX
+ADDQ $72, SI
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $256, R11
 DECQ CX
 JNZ q4z4x16loop
-MOVQ out+40(FP), AX
+MOVQ out+56(FP), AX
+MOVQ os+64(FP), R8
 VXORPS Z30, Z30, Z30`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z30, Z%d, Z%d", r, r)
-		a.l("\tVMOVUPS Z%d, %d(AX)", r, 64*r)
 	}
+	a.storeZ4x16([4]int{0, 1, 2, 3})
 	a.code(`
 VZEROUPPER
 RET`)
