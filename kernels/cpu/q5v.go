@@ -45,6 +45,7 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 	}
 	rb := w.DT.RowBytes(K)
 	gs, ss := a.ktStrides()
+	kv := t.k.k4v && len(a.kv) == len(a.kt)
 	for m := m0; m < m1; m += 8 * ktnGroups {
 		g := min(ktnGroups, (m1-m)/8)
 		g0, g1 := m/8, m/8+g
@@ -53,6 +54,13 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 		bp := a.bp[g0*nb*64 : g1*nb*64]
 		for rb0 := ob; rb0 < oe; rb0 += ktnRows {
 			re := min(rb0+ktnRows, oe)
+			if kv {
+				// AVX512_VBMI: k4v's tile on the Q5_K super-blocks
+				wq := w.Q[rb0*rb : re*rb]
+				o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
+				dotQ5KTxNKV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
+				continue
+			}
 			r2 := (re - rb0) &^ 1
 			if r2 > 0 {
 				wq := w.Q[rb0*rb : (rb0+r2)*rb]

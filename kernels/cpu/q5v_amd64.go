@@ -12,3 +12,10 @@ func dotQ5Kx8VNNI(w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, n
 //
 //go:noescape
 func dotQ5KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
+
+// dotQ5KTxNKV is dotQ4KTxNVNNI's tile (any number of weight rows, the
+// activations in actQ.kv's layout) on Q5_K weight rows in the file's
+// layout, q5v_amd64.s; it needs AVX512_VBMI (hasK4V).
+//
+//go:noescape
+func dotQ5KTxNKV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)

@@ -208,13 +208,7 @@ func (a *asm) kvtGroup(act func(r, v int) string, bp func(o int) string, xd, acc
 			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
 		}
 	}
-	dst := acc
-	if strings.Contains(acc, "(") {
-		dst = "Z6"
-	}
-	// rows in pairs packed as words, scaled and paired; per
-	// 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with the
-	// lanes of each half added
+	// rows in pairs packed as words, scaled and paired
 	a.code(`
 VPACKSSDW Z1, Z0, Z25
 VPACKSSDW Z3, Z2, Z26
@@ -223,7 +217,22 @@ VPACKSSDW Z7, Z6, Z28
 VPMADDWD Z15, Z25, Z25
 VPMADDWD Z15, Z26, Z26
 VPMADDWD Z15, Z27, Z27
-VPMADDWD Z15, Z28, Z28
+VPMADDWD Z15, Z28, Z28`)
+	a.kvtFold(bp, xd, acc)
+}
+
+// kvtFold writes the end of kvtGroup from the scaled pairs of rows in
+// Z25-Z28 (rows 0-1 … 6-7, VPMADDWD's dwords of VPACKSSDW's words): the
+// lanes of each 4 rows summed into HADD4's layout, the mins and the float
+// fold into acc. Clobbers Z0-Z6.
+func (a *asm) kvtFold(bp func(o int) string, xd, acc string) {
+	dst := acc
+	if strings.Contains(acc, "(") {
+		dst = "Z6"
+	}
+	// per 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with
+	// the lanes of each half added
+	a.code(`
 VSHUFPS $0x88, Z26, Z25, Z0
 VSHUFPS $0xdd, Z26, Z25, Z1
 VPADDD Z1, Z0, Z0
