@@ -55,9 +55,14 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 		for rb0 := ob; rb0 < oe; rb0 += ktnRows {
 			re := min(rb0+ktnRows, oe)
 			if kv {
-				// AVX512_VBMI: k4v's tile on the Q5_K super-blocks
+				// AVX512_VBMI: k4v's tiles on the Q5_K super-blocks, two
+				// groups in the ×16 layout with accumulators in registers
 				wq := w.Q[rb0*rb : re*rb]
 				o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
+				if g == 2 && gs == 2048*nb {
+					dotQ5KTx16KV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C)
+					continue
+				}
 				dotQ5KTxNKV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
 				continue
 			}

@@ -19,3 +19,10 @@ func dotQ5KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16,
 //
 //go:noescape
 func dotQ5KTxNKV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)
+
+// dotQ5KTx16KV is dotQ4KTx16VNNI (two groups of 8 activation rows, any
+// number of weight rows, accumulators in registers) on Q5_K weight rows
+// in the file's layout, q5v_amd64.s; it needs AVX512_VBMI (hasK4V).
+//
+//go:noescape
+func dotQ5KTx16KV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)

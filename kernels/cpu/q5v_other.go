@@ -13,3 +13,7 @@ func dotQ5KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16,
 func dotQ5KTxNKV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int) {
 	panic("unreachable")
 }
+
+func dotQ5KTx16KV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int) {
+	panic("unreachable")
+}

@@ -121,7 +121,7 @@ func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 }
 
 // TestQ5KTxNKV checks dotQ5KTxNKV, the Q5_K tile on actQ.kv, against
-// dotQ5Kx8AVX2 bit for bit: 1 to 16 weight rows per call (odd counts
+// dotQ5Kx8AVX2 bit for bit (and dotQ5KTx16KV at 16 rows against it): 1 to 16 weight rows per call (odd counts
 // included), 1 to ktnGroups groups of 8 activation rows (both of
 // ktStrides' layouts), 1 to 33 super-blocks, random and saturated blocks
 // (values 31, scales and mins 63, activations ±127; every lane's 8 values
@@ -135,9 +135,9 @@ func TestQ5KTxNKV(t *testing.T) {
 		n, rows, kb int
 		sat         bool
 	}{
-		{8, 1, 1, false}, {8, 3, 2, false}, {16, 16, 8, false}, {16, 7, 32, false}, {24, 5, 3, false},
+		{8, 1, 1, false}, {8, 3, 2, false}, {16, 16, 8, false}, {16, 7, 15, false}, {16, 1, 1, false}, {16, 7, 32, false}, {24, 5, 3, false},
 		{64, 16, 8, false}, {64, 9, 1, false}, {96, 2, 17, false}, {136, 13, 33, false}, {128, 15, 8, false},
-		{8, 4, 4, true}, {16, 16, 8, true}, {64, 11, 32, true}, {40, 1, 2, true},
+		{8, 4, 4, true}, {16, 16, 8, true}, {16, 3, 5, true}, {64, 11, 32, true}, {40, 1, 2, true},
 	} {
 		t.Run(fmt.Sprintf("n%d/r%d/k%d/sat=%v", c.n, c.rows, c.kb*256, c.sat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n*c.rows), uint64(c.kb+11)))
@@ -167,6 +167,18 @@ func TestQ5KTxNKV(t *testing.T) {
 			for m := 0; m < c.n; m += 8 * ktnGroups {
 				g := min(ktnGroups, (c.n-m)/8)
 				dotQ5KTxNKV(&data[0], rb, c.rows, &a.kv[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &got[m*c.rows], c.rows, g, &acc[0], gs, ss)
+			}
+			if c.n == 16 && gs == 2048*nb {
+				// the ×16 tile (two groups, accumulators in registers)
+				// on the same rows: the same bits
+				x16 := make([]float32, len(got))
+				copy(x16[c.n*c.rows:], got[c.n*c.rows:])
+				dotQ5KTx16KV(&data[0], rb, c.rows, &a.kv[0], &a.d8[0], &a.bp8(0, nb)[0], nb, &x16[0], c.rows)
+				for i := range got {
+					if math.Float32bits(x16[i]) != math.Float32bits(got[i]) {
+						t.Fatalf("[%d,%d]: dotQ5KTx16KV %v, dotQ5KTxNKV %v", i/c.rows, i%c.rows, x16[i], got[i])
+					}
+				}
 			}
 			for i := c.n * c.rows; i < len(got); i++ {
 				if !math.IsInf(float64(got[i]), -1) {

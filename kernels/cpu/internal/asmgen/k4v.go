@@ -272,12 +272,39 @@ VFNMADD231PS Z2, Z5, %s`, xd, xd, dst, dst))
 // the activations in actQ.kv's layout, kvtDecode and kvtGroup, the float
 // accumulators of each group of 8 rows in Z21 and Z22.
 func (a *asm) kvt(groups int) {
-	name := fmt.Sprintf("dotQ4KTx%dVNNI", 8*groups)
-	lbl := fmt.Sprintf("q4kv%d", 8*groups)
+	a.kvtTile(groups, kvtQ4K)
+}
+
+// kvtWeights is what a VNNI tile of kvtTile needs to know of its weight
+// type: the function's name stem, its labels' prefix, its register
+// constants, the decode of a super-block at SI into kvtDecode's registers,
+// the products of a group (kvtGroup's arguments and contract), the
+// super-block's bytes and the weight prefetches ahead of SI at 16 rows.
+type kvtWeights struct {
+	stem, lbl string
+	consts    string
+	decode    func(a *asm)
+	group     func(a *asm, act func(r, v int) string, bp func(o int) string, xd, acc string)
+	sb        int
+	prefetch  []int
+}
+
+// kvtQ4K is the Q4_K repacked super-block of dotQ4KTx8VNNI and
+// dotQ4KTx16VNNI.
+var kvtQ4K = kvtWeights{
+	stem: "dotQ4KTx%dVNNI", lbl: "q4kv%d", consts: kvtConsts,
+	decode: (*asm).kvtDecode, group: (*asm).kvtGroup, sb: 144,
+	prefetch: []int{1152, 1216, 1280},
+}
+
+// kvtTile writes kvt's tile for the weights of kw.
+func (a *asm) kvtTile(groups int, kw kvtWeights) {
+	name := fmt.Sprintf(kw.stem, 8*groups)
+	lbl := fmt.Sprintf(kw.lbl, 8*groups)
 	a.l(``)
 	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)`, name)
 	a.l(`TEXT ·%s(SB), NOSPLIT, $96-72`, name)
-	a.code(kvtConsts)
+	a.code(kw.consts)
 	a.code(`
 MOVQ w+0(FP), R8
 MOVQ rows+16(FP), R9
@@ -304,12 +331,11 @@ MOVQ nb+48(FP), CX`)
 		// measured it (BenchmarkK4V k2048/n16/mem, alternated: +5.7 %;
 		// then −4.6…+5.8 %, median +3.7 %, load 16–25; in L2 −1…+7 % and
 		// −2…+4 %); docs/BENCHMARKS.md, i17tiles
-		a.code(`
-PREFETCHT0 1152(SI)
-PREFETCHT0 1216(SI)
-PREFETCHT0 1280(SI)`)
+		for _, o := range kw.prefetch {
+			a.l("\tPREFETCHT0 %d(SI)", o)
+		}
 	}
-	a.kvtDecode()
+	kw.decode(a)
 	for g := 0; g < groups; g++ {
 		act := func(r, v int) string {
 			o := r*256 + 64*v
@@ -324,10 +350,10 @@ PREFETCHT0 1280(SI)`)
 			}
 			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
 		}
-		a.kvtGroup(act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
+		kw.group(a, act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
 	}
+	a.l("\tADDQ $%d, SI", kw.sb)
 	a.code(`
-ADDQ $144, SI
 ADDQ $2048, DI
 ADDQ $64, DX
 ADDQ $128, BX
