@@ -25,9 +25,12 @@ func dotQ5Kx8(vnni bool, w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss
 const q5tnMinRows = 16
 
 // takesQ5TN reports whether t's Q5_K products go to rowsQ5TN: on VNNI,
-// from q5tnMinRows rows, where the activations were transposed.
+// from q5tnMinRows rows, where the activations were transposed; with
+// actQ.kv (k4v's tiles, VBMI) from 8.
 func (t *qmatTask) takesQ5TN() bool {
-	return t.w.DT == kernels.Q5_K && t.k.vnni && len(t.act.kt) > 0 && t.n >= q5tnMinRows
+	a := &t.act
+	kv := t.k.k4v && len(a.kv) == len(a.kt) && t.n >= 8
+	return t.w.DT == kernels.Q5_K && t.k.vnni && len(a.kt) > 0 && (t.n >= q5tnMinRows || kv)
 }
 
 // rowsQ5TN sets the products of Q5_K weight rows [ob, oe) with the groups
@@ -55,12 +58,17 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 		for rb0 := ob; rb0 < oe; rb0 += ktnRows {
 			re := min(rb0+ktnRows, oe)
 			if kv {
-				// AVX512_VBMI: k4v's tiles on the Q5_K super-blocks, two
-				// groups in the ×16 layout with accumulators in registers
+				// AVX512_VBMI: k4v's tiles on the Q5_K super-blocks, one
+				// or two groups in the ×16 layout with accumulators in
+				// registers
 				wq := w.Q[rb0*rb : re*rb]
 				o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
-				if g == 2 && gs == 2048*nb {
+				switch {
+				case g == 2 && gs == 2048*nb:
 					dotQ5KTx16KV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C)
+					continue
+				case g == 1 && gs == 2048*nb:
+					dotQ5KTx8KV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C)
 					continue
 				}
 				dotQ5KTxNKV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)

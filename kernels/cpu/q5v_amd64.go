@@ -26,3 +26,8 @@ func dotQ5KTxNKV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, n
 //
 //go:noescape
 func dotQ5KTx16KV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
+
+// dotQ5KTx8KV is dotQ5KTx16KV for one group of 8 activation rows.
+//
+//go:noescape
+func dotQ5KTx8KV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)

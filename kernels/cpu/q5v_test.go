@@ -26,8 +26,9 @@ func q5kSaturate(data []byte) {
 // and through MatMul with the VNNI kernels on and off at 8 to 137 rows
 // (×8 tiles below 16 rows, the transposed tile dotQ5KTxNVNNI from 16 with
 // the odd weight row of a block on the ×8 tile, ×4 and single-row
-// leftovers, several L2 spans and calls of ktnGroups groups) on 1 and 2
-// threads, bit for bit between the two.
+// leftovers, several L2 spans and calls of ktnGroups groups) and with
+// k4v's tiles on actQ.kv (dotQ5KTx8KV, dotQ5KTx16KV, dotQ5KTxNKV from 8
+// rows) on 1 and 2 threads, bit for bit between the three.
 func TestQ5KTilesVNNI(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
@@ -121,7 +122,7 @@ func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 }
 
 // TestQ5KTxNKV checks dotQ5KTxNKV, the Q5_K tile on actQ.kv, against
-// dotQ5Kx8AVX2 bit for bit (and dotQ5KTx16KV at 16 rows against it): 1 to 16 weight rows per call (odd counts
+// dotQ5Kx8AVX2 bit for bit (and dotQ5KTx8KV, dotQ5KTx16KV at 8 and 16 rows against it): 1 to 16 weight rows per call (odd counts
 // included), 1 to ktnGroups groups of 8 activation rows (both of
 // ktStrides' layouts), 1 to 33 super-blocks, random and saturated blocks
 // (values 31, scales and mins 63, activations ±127; every lane's 8 values
@@ -168,15 +169,19 @@ func TestQ5KTxNKV(t *testing.T) {
 				g := min(ktnGroups, (c.n-m)/8)
 				dotQ5KTxNKV(&data[0], rb, c.rows, &a.kv[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &got[m*c.rows], c.rows, g, &acc[0], gs, ss)
 			}
-			if c.n == 16 && gs == 2048*nb {
-				// the ×16 tile (two groups, accumulators in registers)
-				// on the same rows: the same bits
+			if (c.n == 8 || c.n == 16) && gs == 2048*nb {
+				// the ×8 or ×16 tile (accumulators in registers) on the
+				// same rows: the same bits
 				x16 := make([]float32, len(got))
 				copy(x16[c.n*c.rows:], got[c.n*c.rows:])
-				dotQ5KTx16KV(&data[0], rb, c.rows, &a.kv[0], &a.d8[0], &a.bp8(0, nb)[0], nb, &x16[0], c.rows)
+				f := dotQ5KTx16KV
+				if c.n == 8 {
+					f = dotQ5KTx8KV
+				}
+				f(&data[0], rb, c.rows, &a.kv[0], &a.d8[0], &a.bp8(0, nb)[0], nb, &x16[0], c.rows)
 				for i := range got {
 					if math.Float32bits(x16[i]) != math.Float32bits(got[i]) {
-						t.Fatalf("[%d,%d]: dotQ5KTx16KV %v, dotQ5KTxNKV %v", i/c.rows, i%c.rows, x16[i], got[i])
+						t.Fatalf("[%d,%d]: dotQ5KTx%dKV %v, dotQ5KTxNKV %v", i/c.rows, i%c.rows, c.n, x16[i], got[i])
 					}
 				}
 			}
@@ -225,15 +230,15 @@ func FuzzQ5KTilesVNNI(f *testing.F) {
 
 // TestQ5KTilesVNNIAllocs checks that Q5_K MatMuls on the VNNI tiles
 // allocate nothing once the activations' buffers have grown: 16 rows of
-// 8192 values and 48 of 2048 (transposed tile), 8 of 2048 (×8 tile), on 1
-// and 2 threads.
+// 8192 values and 48 of 2048 (transposed tiles), 16 of 2048 (the ×16
+// tile on actQ.kv), 8 of 2048 (×8 tiles), on 1 and 2 threads.
 func TestQ5KTilesVNNIAllocs(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(5, 9))
 	const out = 41
-	for _, c := range []struct{ n, in int }{{16, 8192}, {48, 2048}, {8, 2048}} {
+	for _, c := range []struct{ n, in int }{{16, 8192}, {16, 2048}, {48, 2048}, {8, 2048}} {
 		w, err := kernels.NewHostWeight(kernels.Q5_K, out, c.in, randBlocks(r, kernels.Q5_K, out, c.in))
 		if err != nil {
 			t.Fatal(err)

@@ -36,6 +36,7 @@ func q5vFile() string {
 	a.l("%s", q5kvData())
 	a.q5x8v()
 	a.q5tnv()
+	a.kvtTile(1, kvtQ5K)
 	a.kvtTile(2, kvtQ5K)
 	a.q5kvn()
 	return a.b.String()
@@ -472,8 +473,9 @@ JNZ q5kvnloop`)
 	a.ktnStore("q5kvn", 56, 64, 72, 80)
 }
 
-// kvtQ5K is the Q5_K super-block (the file's layout) of dotQ5KTx16KV:
-// dotQ4KTx16VNNI's loops with q5kvDecode and q5kvGroup.
+// kvtQ5K is the Q5_K super-block (the file's layout) of dotQ5KTx8KV and
+// dotQ5KTx16KV: dotQ4KTx8VNNI's and dotQ4KTx16VNNI's loops with
+// q5kvDecode and q5kvGroup.
 var kvtQ5K = kvtWeights{
 	stem: "dotQ5KTx%dKV", lbl: "q5kv%d", consts: q5kvConsts,
 	decode: (*asm).q5kvDecode, group: (*asm).q5kvGroup, sb: 176,
