@@ -10,6 +10,23 @@ import "github.com/sluice-llm/sluice/kernels"
 // of two VPMADDUBSW, two VPMADDWD and two VPADDD. Its 128-bit lanes sum
 // the products dotQ5Kx8AVX2's lanes sum and the fold is the same, so the
 // results equal it bit for bit.
+//
+// Where the CPU also has AVX512_VBMI (hasK4V) and the activations were put
+// in actQ.kv's order, batches of 8 rows or more take the Q4_K VNNI tiles'
+// loops and fold (k4v.go) on the Q5_K super-blocks instead: dotQ5KTx8KV,
+// dotQ5KTx16KV (accumulators in registers, the 16-row decode of 2048-value
+// rows) and dotQ5KTxNKV (any number of groups, prefill). Per super-block
+// and weight row, VPERMI2B gathers the quants into k4v's byte order from
+// the file's layout (no repacked copy), VPSRLVD/VPANDD keep each lane's
+// nibble and VPMULTISHIFTQB moves each value's fifth bit from qh to bit 4;
+// per activation row and super-block four VPDPBUSD, where dotQ5KTxNVNNI
+// spends 8 VPMADDUBSW, 6 VPADDW and two VPMADDWD/VPDPWSSD per pair of
+// weight rows. A lane's 16 products can reach 16·31·128 (no int16), so
+// each lane keeps two dwords of 8 values (≤ 8·31·128 < 2^15) that
+// VPACKSSDW packs exactly and VPMADDWD + VPDPWSSD scale into the dwords
+// dotQ4KTx16VNNI's VPMADDWD leaves: the integers per row and half are the
+// AVX2 tile's, the fold is the same, and the results equal dotQ5Kx8AVX2's
+// bit for bit (TestQ5KTxNKV).
 
 // dotQ5Kx8 is dotQ5Kx8AVX2, on dotQ5Kx8VNNI where vnni is set.
 func dotQ5Kx8(vnni bool, w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32) {
