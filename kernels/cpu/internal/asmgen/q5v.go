@@ -38,7 +38,7 @@ func q5vFile() string {
 	a.q5tnv()
 	a.kvtTile(1, kvtQ5K)
 	a.kvtTile(2, kvtQ5K)
-	a.q5kvn()
+	a.kvtnTile(kvtQ5K)
 	return a.b.String()
 }
 
@@ -352,32 +352,18 @@ func q5kvData() string {
 const q5kvConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
 VMOVDQU64 q5kvms<>(SB), Z16
 VMOVDQU64 q5kvms<>+64(SB), Z17
-VMOVDQU64 k4vsidx<>(SB), Z18
-VMOVDQU64 k4vmidx<>(SB), Z19
-VMOVDQU64 k4vsca<>(SB), Y23
-VMOVDQU64 k4vscb<>(SB), Y24
-VMOVDQU64 k4vscn<>(SB), Y29
-MOVL $0x55555555, AX
-KMOVD AX, K1
-MOVL $0x55005500, AX
-KMOVD AX, K2`
+` + kvtScaleConsts
 
 // q5kvDecode writes the head of a Q5_K super-block (SI) of dotQ5KTxNKV:
-// kvtDecode's scales (Z15), mins (Z12), d and dmin (Z13, Z20) — Q5_K
+// kvtHead's scales (Z15), mins (Z12), d and dmin (Z13, Z20) — Q5_K
 // packs them as Q4_K does — and its 256 values, 0-31 as bytes, in k4v's
 // layout in Z8-Z11: per vector one VPERMI2B gathers the bytes of qs that
 // hold the values, a VPSRLVD and a VPANDD keep the lane's nibble, and a
 // VPMULTISHIFTQB of qh's qwords (VPERMQ'd per vector pair) and a
 // VPTERNLOGD put in the fifth bit. Clobbers Z0-Z4.
 func (a *asm) q5kvDecode() {
-	a.kvtScales()
+	a.kvtHead()
 	a.code(`
-VPERMW Z1, Z18, Z15
-VPERMW Z1, Z19, Z12
-VCVTPH2PS (SI), X3
-VBROADCASTSS X3, Z13
-VMOVSHDUP X3, X3
-VBROADCASTSS X3, Z20
 VBROADCASTI64X4 16(SI), Z0
 VPERMQ $0xa0, Z0, Z2
 VPERMQ $0xf5, Z0, Z3
@@ -423,61 +409,12 @@ func (a *asm) q5kvGroup(act func(r, v int) string, bp func(o int) string, xd, ac
 	a.kvtFold(bp, xd, acc)
 }
 
-// q5kvn writes dotQ5KTxNKV: dotQ4KTxNVNNI (kvtn: the same loops,
-// arguments and accumulators) on Q5_K super-blocks in the file's layout,
-// with q5kvDecode and q5kvGroup.
-func (a *asm) q5kvn() {
-	a.l(``)
-	a.l(`// func dotQ5KTxNKV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
-	a.l(`TEXT ·dotQ5KTxNKV(SB), NOSPLIT, $96-104`)
-	a.code(q5kvConsts)
-	a.code(`
-MOVQ nb+48(FP), R15
-MOVQ gs+88(FP), R14
-SHLQ $6, R15
-MOVQ acc+80(FP), R10
-MOVQ rows+16(FP), R9
-IMULQ groups+72(FP), R9`)
-	a.ktnHead("q5kvn", "bp", 40, 48, 80)
-	a.code(`
-PREFETCHT0 704(SI)
-PREFETCHT0 768(SI)
-PREFETCHT0 832(SI)
-PREFETCHT0 879(SI)`)
-	a.q5kvDecode()
-	a.code(`
-MOVQ DI, R11
-MOVQ DX, R12
-MOVQ BX, R13
-MOVQ groups+72(FP), R9`)
-	a.l("q5kvngroup:")
-	act := func(r, v int) string { return fmt.Sprintf("%d(R11)", r*256+64*v) }
-	a.q5kvGroup(act, func(o int) string { return fmt.Sprintf("%d(R13)", o) }, "(R12)", "(R10)")
-	a.code(`
-ADDQ R14, R11
-ADDQ R15, R12
-ADDQ R15, R13
-ADDQ R15, R13
-ADDQ $64, R10
-DECQ R9
-JNZ q5kvngroup
-ADDQ rb+8(FP), SI
-DECQ 72(SP)
-JNZ q5kvnrow
-ADDQ $176, R8
-ADDQ ss+96(FP), DI
-ADDQ $64, DX
-ADDQ $128, BX
-DECQ CX
-JNZ q5kvnloop`)
-	a.ktnStore("q5kvn", 56, 64, 72, 80)
-}
-
-// kvtQ5K is the Q5_K super-block (the file's layout) of dotQ5KTx8KV and
-// dotQ5KTx16KV: dotQ4KTx8VNNI's and dotQ4KTx16VNNI's loops with
-// q5kvDecode and q5kvGroup.
+// kvtQ5K is the Q5_K super-block (the file's layout) of dotQ5KTx8KV,
+// dotQ5KTx16KV and dotQ5KTxNKV: dotQ4KTx8VNNI's, dotQ4KTx16VNNI's and
+// dotQ4KTxNVNNI's loops with q5kvDecode and q5kvGroup.
 var kvtQ5K = kvtWeights{
 	stem: "dotQ5KTx%dKV", lbl: "q5kv%d", consts: q5kvConsts,
 	decode: (*asm).q5kvDecode, group: (*asm).q5kvGroup, sb: 176,
 	prefetch: []int{1408, 1472, 1536},
+	nName:    "dotQ5KTxNKV", nLbl: "q5kvn", nPrefetch: []int{704, 768, 832, 879},
 }
