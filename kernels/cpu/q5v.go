@@ -10,6 +10,23 @@ import "github.com/sluice-llm/sluice/kernels"
 // of two VPMADDUBSW, two VPMADDWD and two VPADDD. Its 128-bit lanes sum
 // the products dotQ5Kx8AVX2's lanes sum and the fold is the same, so the
 // results equal it bit for bit.
+//
+// Where the CPU also has AVX512_VBMI (hasK4V) and the activations were put
+// in actQ.kv's order, batches of 8 rows or more take the Q4_K VNNI tiles'
+// loops and fold (k4v.go) on the Q5_K super-blocks instead: dotQ5KTx8KV,
+// dotQ5KTx16KV (accumulators in registers, the 16-row decode of 2048-value
+// rows) and dotQ5KTxNKV (any number of groups, prefill). Per super-block
+// and weight row, VPERMI2B gathers the quants into k4v's byte order from
+// the file's layout (no repacked copy), VPSRLVD/VPANDD keep each lane's
+// nibble and VPMULTISHIFTQB moves each value's fifth bit from qh to bit 4;
+// per activation row and super-block four VPDPBUSD, where dotQ5KTxNVNNI
+// spends 8 VPMADDUBSW, 6 VPADDW and two VPMADDWD/VPDPWSSD per pair of
+// weight rows. A lane's 16 products can reach 16·31·128 (no int16), so
+// each lane keeps two dwords of 8 values (≤ 8·31·128 < 2^15) that
+// VPACKSSDW packs exactly and VPMADDWD + VPDPWSSD scale into the dwords
+// dotQ4KTx16VNNI's VPMADDWD leaves: the integers per row and half are the
+// AVX2 tile's, the fold is the same, and the results equal dotQ5Kx8AVX2's
+// bit for bit (TestQ5KTxNKV).
 
 // dotQ5Kx8 is dotQ5Kx8AVX2, on dotQ5Kx8VNNI where vnni is set.
 func dotQ5Kx8(vnni bool, w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss int, nb int, out *[8]float32) {
@@ -25,9 +42,12 @@ func dotQ5Kx8(vnni bool, w *byte, xq *int8, xs int, xd8 *float32, bs *int16, bss
 const q5tnMinRows = 16
 
 // takesQ5TN reports whether t's Q5_K products go to rowsQ5TN: on VNNI,
-// from q5tnMinRows rows, where the activations were transposed.
+// from q5tnMinRows rows, where the activations were transposed; with
+// actQ.kv (k4v's tiles, VBMI) from 8.
 func (t *qmatTask) takesQ5TN() bool {
-	return t.w.DT == kernels.Q5_K && t.k.vnni && len(t.act.kt) > 0 && t.n >= q5tnMinRows
+	a := &t.act
+	kv := t.k.k4v && len(a.kv) == len(a.kt) && t.n >= 8
+	return t.w.DT == kernels.Q5_K && t.k.vnni && len(a.kt) > 0 && (t.n >= q5tnMinRows || kv)
 }
 
 // rowsQ5TN sets the products of Q5_K weight rows [ob, oe) with the groups
@@ -45,6 +65,7 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 	}
 	rb := w.DT.RowBytes(K)
 	gs, ss := a.ktStrides()
+	kv := t.k.k4v && len(a.kv) == len(a.kt)
 	for m := m0; m < m1; m += 8 * ktnGroups {
 		g := min(ktnGroups, (m1-m)/8)
 		g0, g1 := m/8, m/8+g
@@ -53,6 +74,23 @@ func (t *qmatTask) rowsQ5TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 		bp := a.bp[g0*nb*64 : g1*nb*64]
 		for rb0 := ob; rb0 < oe; rb0 += ktnRows {
 			re := min(rb0+ktnRows, oe)
+			if kv {
+				// AVX512_VBMI: k4v's tiles on the Q5_K super-blocks, one
+				// or two groups in the ×16 layout with accumulators in
+				// registers
+				wq := w.Q[rb0*rb : re*rb]
+				o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
+				switch {
+				case g == 2 && gs == 2048*nb:
+					dotQ5KTx16KV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C)
+					continue
+				case g == 1 && gs == 2048*nb:
+					dotQ5KTx8KV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C)
+					continue
+				}
+				dotQ5KTxNKV(&wq[0], rb, re-rb0, &a.kv[g0*gs], &xd8[0], &bp[0], nb, &o[0], out.C, g, &acc[0], gs, ss)
+				continue
+			}
 			r2 := (re - rb0) &^ 1
 			if r2 > 0 {
 				wq := w.Q[rb0*rb : (rb0+r2)*rb]

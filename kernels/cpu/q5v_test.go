@@ -26,8 +26,9 @@ func q5kSaturate(data []byte) {
 // and through MatMul with the VNNI kernels on and off at 8 to 137 rows
 // (×8 tiles below 16 rows, the transposed tile dotQ5KTxNVNNI from 16 with
 // the odd weight row of a block on the ×8 tile, ×4 and single-row
-// leftovers, several L2 spans and calls of ktnGroups groups) on 1 and 2
-// threads, bit for bit between the two.
+// leftovers, several L2 spans and calls of ktnGroups groups) and with
+// k4v's tiles on actQ.kv (dotQ5KTx8KV, dotQ5KTx16KV, dotQ5KTxNKV from 8
+// rows) on 1 and 2 threads, bit for bit between the three.
 func TestQ5KTilesVNNI(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
@@ -89,10 +90,14 @@ func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res [2][]float32
-	for v, vnni := range []bool{false, true} {
+	// the AVX2 ×8 tile, the VNNI tiles (dotQ5KTxNVNNI from 16 rows) and
+	// k4v's on actQ.kv (dotQ5KTxNKV) where the machine has VBMI
+	variants := []kern{{}, {vnni: true}, {vnni: true, k4v: hasK4V}}
+	res := make([][]float32, len(variants))
+	for v, kv := range variants {
+		vnni := kv.vnni
 		b := New(Options{Threads: threads, QuantizeActivations: true})
-		b.k.vnni = vnni
+		b.k.vnni, b.k.k4v = kv.vnni, kv.k4v
 		const pad = 64
 		mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
 		for i := n * out; i < len(mm.F); i++ {
@@ -107,10 +112,96 @@ func checkQ5V(t *testing.T, data []byte, x []float32, n, out, in, threads int) {
 		}
 		res[v] = mm.F[:n*out]
 	}
-	for i := range res[0] {
-		if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
-			t.Fatalf("MatMul [%d,%d]: VNNI %v, AVX2 %v", i/out, i%out, res[1][i], res[0][i])
+	for v := 1; v < len(res); v++ {
+		for i := range res[0] {
+			if math.Float32bits(res[0][i]) != math.Float32bits(res[v][i]) {
+				t.Fatalf("MatMul [%d,%d]: %+v %v, AVX2 %v", i/out, i%out, variants[v], res[v][i], res[0][i])
+			}
 		}
+	}
+}
+
+// TestQ5KTxNKV checks dotQ5KTxNKV, the Q5_K tile on actQ.kv, against
+// dotQ5Kx8AVX2 bit for bit (and dotQ5KTx8KV, dotQ5KTx16KV at 8 and 16 rows against it): 1 to 16 weight rows per call (odd counts
+// included), 1 to ktnGroups groups of 8 activation rows (both of
+// ktStrides' layouts), 1 to 33 super-blocks, random and saturated blocks
+// (values 31, scales and mins 63, activations ±127; every lane's 8 values
+// then sum to 8·31·127, the words' bound), and that it writes nothing
+// past its rows.
+func TestQ5KTxNKV(t *testing.T) {
+	if !hasK4V {
+		t.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
+	}
+	for _, c := range []struct {
+		n, rows, kb int
+		sat         bool
+	}{
+		{8, 1, 1, false}, {8, 3, 2, false}, {16, 16, 8, false}, {16, 7, 15, false}, {16, 1, 1, false}, {16, 7, 32, false}, {24, 5, 3, false},
+		{64, 16, 8, false}, {64, 9, 1, false}, {96, 2, 17, false}, {136, 13, 33, false}, {128, 15, 8, false},
+		{8, 4, 4, true}, {16, 16, 8, true}, {16, 3, 5, true}, {64, 11, 32, true}, {40, 1, 2, true},
+	} {
+		t.Run(fmt.Sprintf("n%d/r%d/k%d/sat=%v", c.n, c.rows, c.kb*256, c.sat), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.n*c.rows), uint64(c.kb+11)))
+			in := c.kb * 256
+			data := randBlocks(r, kernels.Q5_K, c.rows, in)
+			x := randF(r, c.n*in)
+			if c.sat {
+				q5kSaturate(data)
+				for i := range x {
+					x[i] = float32(127 * (1 - 2*(i%2)))
+				}
+			}
+			var a actQ
+			a.quantize(kern{avx2: true, vnni: true, k4v: true}, x, in, c.n, in, 256)
+			a.derive(kern{avx2: true, vnni: true, k4v: true}, kernels.Q5_K)
+			if len(a.kv) == 0 || len(a.kv) != len(a.kt) {
+				t.Fatalf("no actQ.kv for %d rows of %d values", c.n, in)
+			}
+			nb, rb, bss := in/256, kernels.Q5_K.RowBytes(in), in/16
+			gs, ss := a.ktStrides()
+			const pad = 64
+			got := make([]float32, c.n*c.rows+pad)
+			for i := c.n * c.rows; i < len(got); i++ {
+				got[i] = float32(math.Inf(-1))
+			}
+			var acc [ktnRows * ktnGroups * 16]float32
+			for m := 0; m < c.n; m += 8 * ktnGroups {
+				g := min(ktnGroups, (c.n-m)/8)
+				dotQ5KTxNKV(&data[0], rb, c.rows, &a.kv[(m/8)*gs], &a.d8[(m/8)*nb*16], &a.bp8(m, nb)[0], nb, &got[m*c.rows], c.rows, g, &acc[0], gs, ss)
+			}
+			if (c.n == 8 || c.n == 16) && gs == 2048*nb {
+				// the ×8 or ×16 tile (accumulators in registers) on the
+				// same rows: the same bits
+				x16 := make([]float32, len(got))
+				copy(x16[c.n*c.rows:], got[c.n*c.rows:])
+				f := dotQ5KTx16KV
+				if c.n == 8 {
+					f = dotQ5KTx8KV
+				}
+				f(&data[0], rb, c.rows, &a.kv[0], &a.d8[0], &a.bp8(0, nb)[0], nb, &x16[0], c.rows)
+				for i := range got {
+					if math.Float32bits(x16[i]) != math.Float32bits(got[i]) {
+						t.Fatalf("[%d,%d]: dotQ5KTx%dKV %v, dotQ5KTxNKV %v", i/c.rows, i%c.rows, c.n, x16[i], got[i])
+					}
+				}
+			}
+			for i := c.n * c.rows; i < len(got); i++ {
+				if !math.IsInf(float64(got[i]), -1) {
+					t.Fatalf("wrote past its output at %d", i)
+				}
+			}
+			for m := 0; m < c.n; m += 8 {
+				for o := 0; o < c.rows; o++ {
+					var want [8]float32
+					dotQ5Kx8AVX2(&data[o*rb], &a.q[m*in], in, &a.d8[(m/8)*nb*16], &a.bs[m*bss], bss, nb, &want)
+					for j := range want {
+						if g := got[(m+j)*c.rows+o]; math.Float32bits(g) != math.Float32bits(want[j]) {
+							t.Fatalf("weight row %d, activation row %d: %v, dotQ5Kx8AVX2 %v", o, m+j, g, want[j])
+						}
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -139,15 +230,15 @@ func FuzzQ5KTilesVNNI(f *testing.F) {
 
 // TestQ5KTilesVNNIAllocs checks that Q5_K MatMuls on the VNNI tiles
 // allocate nothing once the activations' buffers have grown: 16 rows of
-// 8192 values and 48 of 2048 (transposed tile), 8 of 2048 (×8 tile), on 1
-// and 2 threads.
+// 8192 values and 48 of 2048 (transposed tiles), 16 of 2048 (the ×16
+// tile on actQ.kv), 8 of 2048 (×8 tiles), on 1 and 2 threads.
 func TestQ5KTilesVNNIAllocs(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(5, 9))
 	const out = 41
-	for _, c := range []struct{ n, in int }{{16, 8192}, {48, 2048}, {8, 2048}} {
+	for _, c := range []struct{ n, in int }{{16, 8192}, {16, 2048}, {48, 2048}, {8, 2048}} {
 		w, err := kernels.NewHostWeight(kernels.Q5_K, out, c.in, randBlocks(r, kernels.Q5_K, out, c.in))
 		if err != nil {
 			t.Fatal(err)
@@ -166,8 +257,9 @@ func TestQ5KTilesVNNIAllocs(t *testing.T) {
 }
 
 // BenchmarkQ5KTilesVNNI compares Q5_K batched products through qTiles
-// with the AVX2 kernels ("avx2": the ×8 tile) and the VNNI ones ("vnni":
-// dotQ5Kx8VNNI at 8 rows, dotQ5KTxNVNNI from 16), alternated within each
+// with the AVX2 kernels ("avx2": the ×8 tile), the VNNI ones ("vnni":
+// dotQ5Kx8VNNI at 8 rows, dotQ5KTxNVNNI from 16) and k4v's tile on
+// actQ.kv ("kv": dotQ5KTxNKV from 16 rows), alternated within each
 // iteration, on one thread: weights in L2 (64×2048, 88 KiB) and from
 // memory (a Q5_K_M 1B file's 2048×8192 and 8192×2048), 8, 16 and 128
 // activation rows.
@@ -185,19 +277,20 @@ func BenchmarkQ5KTilesVNNI(b *testing.B) {
 		}
 		for _, n := range []int{8, 16, 128} {
 			x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
-			t := &qmatTask{k: kern{avx2: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
+			t := &qmatTask{k: kern{avx2: true, vnni: true, k4v: hasK4V}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
 			t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
 			b.Run(fmt.Sprintf("%dx%d/n%d", sh.out, sh.in, n), func(b *testing.B) {
-				var cpu [2]float64
+				var cpu [3]float64
 				for i := 0; i < b.N; i++ {
-					for v := range cpu {
-						t.k.vnni = v == 1
+					for j := range cpu {
+						v := (i + j) % len(cpu)
+						t.k.vnni, t.k.k4v = v >= 1, v == 2 && hasK4V
 						c0 := processCPU()
 						t.qTiles(0, sh.out)
 						cpu[v] += (processCPU() - c0).Seconds()
 					}
 				}
-				for v, name := range []string{"avx2", "vnni"} {
+				for v, name := range []string{"avx2", "vnni", "kv"} {
 					b.ReportMetric(float64(n*sh.out*sh.in)*float64(b.N)/cpu[v]/1e9, name+"-GMAC/cpu-s")
 					b.ReportMetric(float64(len(data))*float64(b.N)/cpu[v]/1e9, name+"-GB/cpu-s")
 				}

@@ -218,7 +218,7 @@ const (
 // tileLayouts returns the layouts the tiles of weight type dt read under
 // k: every ×8 tile the transposed scales; the k-quants' transposed tiles
 // (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
-// 32-value sums, Q4_K's VNNI tiles their own order; Q4_0's ×8 tile 8·Σx;
+// 32-value sums, Q4_K's and Q5_K's VBMI tiles their own order; Q4_0's ×8 tile 8·Σx;
 // Q8_0's and Q4_0's VNNI tiles q+128 transposed (by groups of 16 too
 // under kern.q8z, q8z.go). MXFP4 and the float types read none.
 func tileLayouts(k kern, dt kernels.DType) layouts {
@@ -245,6 +245,9 @@ func tileLayouts(k kern, dt kernels.DType) layouts {
 		}
 		return layD8 | layKT | layBP
 	case kernels.Q5_K:
+		if k.k4v && k.vnni {
+			return layD8 | layKT | layBP | layKV // dotQ5KTxNKV (q5v.go)
+		}
 		return layD8 | layKT | layBP
 	case kernels.Q6_K:
 		return layD8 | layKT

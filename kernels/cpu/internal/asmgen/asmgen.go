@@ -45,7 +45,7 @@
 //
 // q6v.go writes q6v_amd64.s (the Q6_K transposed tile on AVX-512 VNNI, two
 // weight rows per Z register) and q5v.go q5v_amd64.s (the Q5_K ×8 and
-// transposed tiles on AVX-512 VNNI); q5rows.go writes q5rows_amd64.s (the
+// transposed tiles on AVX-512 VNNI, and Q5_K on k4v.go's VPDPBUSD tiles); q5rows.go writes q5rows_amd64.s (the
 // Q5_K batch-1 row loops on AVX-512 VNNI) and q5rows_amd64.go; q6vrows.go
 // writes q6vrows_amd64.s (the Q6_K batch-1 row loops on AVX-512 VNNI) and
 // q6vrows_amd64.go.

@@ -98,7 +98,11 @@ func k4vData() string {
 const kvtConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
 VMOVDQU64 k4vperm<>(SB), Z16
 VMOVDQU64 k4vperm<>+64(SB), Z17
-VMOVDQU64 k4vsidx<>(SB), Z18
+` + kvtScaleConsts
+
+// kvtScaleConsts is the part of kvtConsts that the scales' unpacking
+// (kvtScales) and spreading (Z18, Z19) read.
+const kvtScaleConsts = `VMOVDQU64 k4vsidx<>(SB), Z18
 VMOVDQU64 k4vmidx<>(SB), Z19
 VMOVDQU64 k4vsca<>(SB), Y23
 VMOVDQU64 k4vscb<>(SB), Y24
@@ -151,14 +155,8 @@ func k4vScaleData() string {
 // kvtScales), d and dmin broadcast in Z13 and Z20, the quants as vectors
 // 0-3 in Z8-Z11. Clobbers Y0-Y3.
 func (a *asm) kvtDecode() {
-	a.kvtScales()
+	a.kvtHead()
 	a.code(`
-VPERMW Z1, Z18, Z15
-VPERMW Z1, Z19, Z12
-VCVTPH2PS (SI), X3
-VBROADCASTSS X3, Z13
-VMOVSHDUP X3, X3
-VBROADCASTSS X3, Z20
 VMOVDQU64 16(SI), Z8
 VMOVDQA64 Z8, Z10
 VPERMT2B 80(SI), Z16, Z8
@@ -169,6 +167,20 @@ VPANDD Z14, Z8, Z8
 VPANDD Z14, Z9, Z9
 VPANDD Z14, Z10, Z10
 VPANDD Z14, Z11, Z11`)
+}
+
+// kvtHead writes the part of kvtDecode that Q4_K and Q5_K super-blocks
+// share (their d, dmin and 12 scale bytes lie alike): the scales in Z15,
+// the mins in Z12, d and dmin in Z13 and Z20. Clobbers Y0-Y3.
+func (a *asm) kvtHead() {
+	a.kvtScales()
+	a.code(`
+VPERMW Z1, Z18, Z15
+VPERMW Z1, Z19, Z12
+VCVTPH2PS (SI), X3
+VBROADCASTSS X3, Z13
+VMOVSHDUP X3, X3
+VBROADCASTSS X3, Z20`)
 }
 
 // kvtScales unpacks the 12 scale bytes q of the Q4_K block at SI into 16
@@ -208,13 +220,7 @@ func (a *asm) kvtGroup(act func(r, v int) string, bp func(o int) string, xd, acc
 			a.l("\tVPDPBUSD %s, Z%d, Z%d", act(r, v), 8+v, r)
 		}
 	}
-	dst := acc
-	if strings.Contains(acc, "(") {
-		dst = "Z6"
-	}
-	// rows in pairs packed as words, scaled and paired; per
-	// 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with the
-	// lanes of each half added
+	// rows in pairs packed as words, scaled and paired
 	a.code(`
 VPACKSSDW Z1, Z0, Z25
 VPACKSSDW Z3, Z2, Z26
@@ -223,7 +229,22 @@ VPACKSSDW Z7, Z6, Z28
 VPMADDWD Z15, Z25, Z25
 VPMADDWD Z15, Z26, Z26
 VPMADDWD Z15, Z27, Z27
-VPMADDWD Z15, Z28, Z28
+VPMADDWD Z15, Z28, Z28`)
+	a.kvtFold(bp, xd, acc)
+}
+
+// kvtFold writes the end of kvtGroup from the scaled pairs of rows in
+// Z25-Z28 (rows 0-1 … 6-7, VPMADDWD's dwords of VPACKSSDW's words): the
+// lanes of each 4 rows summed into HADD4's layout, the mins and the float
+// fold into acc. Clobbers Z0-Z6.
+func (a *asm) kvtFold(bp func(o int) string, xd, acc string) {
+	dst := acc
+	if strings.Contains(acc, "(") {
+		dst = "Z6"
+	}
+	// per 4 rows [a b c d] per 128-bit lane; [rows 0-3 | rows 4-7] with
+	// the lanes of each half added
+	a.code(`
 VSHUFPS $0x88, Z26, Z25, Z0
 VSHUFPS $0xdd, Z26, Z25, Z1
 VPADDD Z1, Z0, Z0
@@ -263,12 +284,44 @@ VFNMADD231PS Z2, Z5, %s`, xd, xd, dst, dst))
 // the activations in actQ.kv's layout, kvtDecode and kvtGroup, the float
 // accumulators of each group of 8 rows in Z21 and Z22.
 func (a *asm) kvt(groups int) {
-	name := fmt.Sprintf("dotQ4KTx%dVNNI", 8*groups)
-	lbl := fmt.Sprintf("q4kv%d", 8*groups)
+	a.kvtTile(groups, kvtQ4K)
+}
+
+// kvtWeights is what a VNNI tile of kvtTile needs to know of its weight
+// type: the function's name stem, its labels' prefix, its register
+// constants, the decode of a super-block at SI into kvtDecode's registers,
+// the products of a group (kvtGroup's arguments and contract), the
+// super-block's bytes and the weight prefetches ahead of SI at 16 rows.
+type kvtWeights struct {
+	stem, lbl string
+	consts    string
+	decode    func(a *asm)
+	group     func(a *asm, act func(r, v int) string, bp func(o int) string, xd, acc string)
+	sb        int
+	prefetch  []int
+	// nName, nLbl and nPrefetch are the ×N tile's (kvtnTile) name, labels'
+	// prefix and weight prefetches ahead of SI.
+	nName, nLbl string
+	nPrefetch   []int
+}
+
+// kvtQ4K is the Q4_K repacked super-block of dotQ4KTx8VNNI and
+// dotQ4KTx16VNNI.
+var kvtQ4K = kvtWeights{
+	stem: "dotQ4KTx%dVNNI", lbl: "q4kv%d", consts: kvtConsts,
+	decode: (*asm).kvtDecode, group: (*asm).kvtGroup, sb: 144,
+	prefetch: []int{1152, 1216, 1280},
+	nName:    "dotQ4KTxNVNNI", nLbl: "q4kvn", nPrefetch: []int{576, 640, 704},
+}
+
+// kvtTile writes kvt's tile for the weights of kw.
+func (a *asm) kvtTile(groups int, kw kvtWeights) {
+	name := fmt.Sprintf(kw.stem, 8*groups)
+	lbl := fmt.Sprintf(kw.lbl, 8*groups)
 	a.l(``)
 	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)`, name)
 	a.l(`TEXT ·%s(SB), NOSPLIT, $96-72`, name)
-	a.code(kvtConsts)
+	a.code(kw.consts)
 	a.code(`
 MOVQ w+0(FP), R8
 MOVQ rows+16(FP), R9
@@ -295,12 +348,11 @@ MOVQ nb+48(FP), CX`)
 		// measured it (BenchmarkK4V k2048/n16/mem, alternated: +5.7 %;
 		// then −4.6…+5.8 %, median +3.7 %, load 16–25; in L2 −1…+7 % and
 		// −2…+4 %); docs/BENCHMARKS.md, i17tiles
-		a.code(`
-PREFETCHT0 1152(SI)
-PREFETCHT0 1216(SI)
-PREFETCHT0 1280(SI)`)
+		for _, o := range kw.prefetch {
+			a.l("\tPREFETCHT0 %d(SI)", o)
+		}
 	}
-	a.kvtDecode()
+	kw.decode(a)
 	for g := 0; g < groups; g++ {
 		act := func(r, v int) string {
 			o := r*256 + 64*v
@@ -315,10 +367,10 @@ PREFETCHT0 1280(SI)`)
 			}
 			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
 		}
-		a.kvtGroup(act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
+		kw.group(a, act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
 	}
+	a.l("\tADDQ $%d, SI", kw.sb)
 	a.code(`
-ADDQ $144, SI
 ADDQ $2048, DI
 ADDQ $64, DX
 ADDQ $128, BX
@@ -361,10 +413,16 @@ RET`)
 // kvtn writes dotQ4KTxNVNNI: dotQ4KTxNRAVX2 (kxtn: the same loops,
 // arguments and accumulators in memory) with kvtDecode and kvtGroup.
 func (a *asm) kvtn() {
+	a.kvtnTile(kvtQ4K)
+}
+
+// kvtnTile writes kvtn's tile for the weights of kw.
+func (a *asm) kvtnTile(kw kvtWeights) {
+	lbl := kw.nLbl
 	a.l(``)
-	a.l(`// func dotQ4KTxNVNNI(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`)
-	a.l(`TEXT ·dotQ4KTxNVNNI(SB), NOSPLIT, $96-104`)
-	a.code(kvtConsts)
+	a.l(`// func %s(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, groups int, acc *float32, gs int, ss int)`, kw.nName)
+	a.l(`TEXT ·%s(SB), NOSPLIT, $96-104`, kw.nName)
+	a.code(kw.consts)
 	a.code(`
 MOVQ nb+48(FP), R15
 MOVQ gs+88(FP), R14
@@ -372,38 +430,37 @@ SHLQ $6, R15
 MOVQ acc+80(FP), R10
 MOVQ rows+16(FP), R9
 IMULQ groups+72(FP), R9`)
-	a.ktnHead("q4kvn", "bp", 40, 48, 80)
-	a.code(`
-PREFETCHT0 576(SI)
-PREFETCHT0 640(SI)
-PREFETCHT0 704(SI)`)
-	a.kvtDecode()
+	a.ktnHead(lbl, "bp", 40, 48, 80)
+	for _, o := range kw.nPrefetch {
+		a.l("\tPREFETCHT0 %d(SI)", o)
+	}
+	kw.decode(a)
 	a.code(`
 MOVQ DI, R11
 MOVQ DX, R12
 MOVQ BX, R13
 MOVQ groups+72(FP), R9`)
-	a.l("q4kvngroup:")
+	a.l("%sgroup:", lbl)
 	act := func(r, v int) string { return fmt.Sprintf("%d(R11)", r*256+64*v) }
-	a.kvtGroup(act, func(o int) string { return fmt.Sprintf("%d(R13)", o) }, "(R12)", "(R10)")
-	a.code(`
+	kw.group(a, act, func(o int) string { return fmt.Sprintf("%d(R13)", o) }, "(R12)", "(R10)")
+	a.code(fmt.Sprintf(`
 ADDQ R14, R11
 ADDQ R15, R12
 ADDQ R15, R13
 ADDQ R15, R13
 ADDQ $64, R10
 DECQ R9
-JNZ q4kvngroup
+JNZ %sgroup
 ADDQ rb+8(FP), SI
 DECQ 72(SP)
-JNZ q4kvnrow
-ADDQ $144, R8
+JNZ %srow
+ADDQ $%d, R8
 ADDQ ss+96(FP), DI
 ADDQ $64, DX
 ADDQ $128, BX
 DECQ CX
-JNZ q4kvnloop`)
-	a.ktnStore("q4kvn", 56, 64, 72, 80)
+JNZ %sloop`, lbl, lbl, kw.sb, lbl))
+	a.ktnStore(lbl, 56, 64, 72, 80)
 }
 
 // k4vTransposeData returns kvTranspose's VPERMI2W indices (k4vtj, two

@@ -1,6 +1,9 @@
 package asmgen
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // q5vFile writes q5v_amd64.s: the AVX-512 VNNI twin of dotQ5Kx8AVX2 (see
 // kernels/cpu/q5v.go).
@@ -28,8 +31,14 @@ func q5vFile() string {
 // kFold8's per element, so its results equal dotQ5Kx8AVX2's bit for bit.`)
 	a.l(``)
 	a.l("%s", macrosTile8)
+	a.l("%s", k4vData())
+	a.l("%s", k4vScaleData())
+	a.l("%s", q5kvData())
 	a.q5x8v()
 	a.q5tnv()
+	a.kvtTile(1, kvtQ5K)
+	a.kvtTile(2, kvtQ5K)
+	a.kvtnTile(kvtQ5K)
 	return a.b.String()
 }
 
@@ -281,4 +290,131 @@ VMOVUPS %s, Z6
 VFMADD231PS Z0, Z5, Z6
 VFNMADD231PS Z2, Z4, Z6
 VMOVUPS Z6, %s`, bp0, bp1, xd, acc, acc))
+}
+
+// q5kvV returns value V_k(p) of a sub-block half that byte 4i+p of
+// vector k of the k4v layout holds (k4vFile: vector pair k/2, low nibbles
+// for k even, the values two further on for k odd).
+func q5kvV(k, p int) int {
+	return 8*(k/2) + 2*(k%2) + 4*(p/2) + p%2
+}
+
+// q5kvData returns dotQ5KTxNKV's constants: the VPERMI2B indices that
+// gather, for each of the four vectors, the byte of the super-block's
+// quants (qs, 128 bytes) holding each value (q5kvidx, 4 × 64 bytes); the
+// dword shifts that bring the high nibbles of the odd sub-blocks' lanes
+// down (q5kvsh); the VPMULTISHIFTQB controls that move each value's fifth
+// bit (bit w of qh[l], qh's qword of the lane's half and vector pair in
+// the source qword) to bit 4 (q5kvms, for even and odd vectors); 0x10
+// bytes (q5kv10).
+func q5kvData() string {
+	var b strings.Builder
+	bytes := func(name string, v []byte) {
+		for o := 0; o < len(v); o += 8 {
+			var q uint64
+			for k := 7; k >= 0; k-- {
+				q = q<<8 | uint64(v[o+k])
+			}
+			fmt.Fprintf(&b, "DATA %s<>+%d(SB)/8, $0x%016x\n", name, o, q)
+		}
+		fmt.Fprintf(&b, "GLOBL %s<>(SB), RODATA|NOPTR, $%d\n", name, len(v))
+	}
+	idx := make([]byte, 256)
+	ms := make([]byte, 128)
+	sh := make([]byte, 64)
+	for i := 0; i < 16; i++ {
+		w, h := k4vLane(i)
+		sh[4*i] = byte(4 * (w % 2))
+		for p := 0; p < 4; p++ {
+			for k := 0; k < 4; k++ {
+				idx[64*k+4*i+p] = byte(32*(w/2) + 16*h + q5kvV(k, p))
+			}
+			for k := 0; k < 2; k++ {
+				ms[64*k+4*i+p] = byte((8*(q5kvV(k, p)%8) + w - 4 + 64) % 64)
+			}
+		}
+	}
+	bytes("q5kvidx", idx)
+	bytes("q5kvms", ms)
+	bytes("q5kvsh", sh)
+	ten := make([]byte, 64)
+	for i := range ten {
+		ten[i] = 0x10
+	}
+	bytes("q5kv10", ten)
+	return b.String()
+}
+
+// q5kvConsts loads dotQ5KTxNKV's register constants: kvtConsts' but for
+// the VPERMT2B indices (0x0f bytes in Z14, the scales' and mins' VPERMW
+// indices in Z18 and Z19, kvtScales' in Y23, Y24, Y29, K1, K2), and the
+// VPMULTISHIFTQB controls in Z16 (even vectors) and Z17 (odd).
+const q5kvConsts = `VBROADCASTI64X4 t8mask0f<>(SB), Z14
+VMOVDQU64 q5kvms<>(SB), Z16
+VMOVDQU64 q5kvms<>+64(SB), Z17
+` + kvtScaleConsts
+
+// q5kvDecode writes the head of a Q5_K super-block (SI) of dotQ5KTxNKV:
+// kvtHead's scales (Z15), mins (Z12), d and dmin (Z13, Z20) — Q5_K
+// packs them as Q4_K does — and its 256 values, 0-31 as bytes, in k4v's
+// layout in Z8-Z11: per vector one VPERMI2B gathers the bytes of qs that
+// hold the values, a VPSRLVD and a VPANDD keep the lane's nibble, and a
+// VPMULTISHIFTQB of qh's qwords (VPERMQ'd per vector pair) and a
+// VPTERNLOGD put in the fifth bit. Clobbers Z0-Z4.
+func (a *asm) q5kvDecode() {
+	a.kvtHead()
+	a.code(`
+VBROADCASTI64X4 16(SI), Z0
+VPERMQ $0xa0, Z0, Z2
+VPERMQ $0xf5, Z0, Z3
+VMOVDQU64 48(SI), Z0`)
+	for k := 0; k < 4; k++ {
+		z := 8 + k
+		a.code(fmt.Sprintf(`
+VMOVDQU64 q5kvidx<>+%d(SB), Z%d
+VPERMI2B 112(SI), Z0, Z%d
+VPSRLVD q5kvsh<>(SB), Z%d, Z%d
+VPANDD Z14, Z%d, Z%d
+VPMULTISHIFTQB Z%d, Z%d, Z4
+VPTERNLOGD $0xf8, q5kv10<>(SB), Z4, Z%d`, 64*k, z, z, z, z, z, z, 2+k/2, 16+k%2, z))
+	}
+}
+
+// q5kvGroup writes the products of a group of 8 activation rows (act(r,
+// v): row r's 64-byte vector v in actQ.kv) with the super-block in
+// Z8-Z11 and their fold into acc, as kvtGroup: per row two VPDPBUSD into
+// each of two dwords per lane (values 0-7 and 8-15 of the lane's
+// sub-block half: at most 8·31·128 < 2^15, so both pack into words
+// exactly, where the 16 values kvtGroup sums in one lane would not), per
+// two rows two VPACKSSDW, one VPMADDWD and one VPDPWSSD by the scales:
+// the dwords kvtGroup's VPMADDWD leaves, then kvtFold. Clobbers Z0-Z7,
+// Z25-Z28.
+func (a *asm) q5kvGroup(act func(r, v int) string, bp func(o int) string, xd, acc string) {
+	for pr := 0; pr < 4; pr++ {
+		t := 4 * (pr % 2)
+		for j := 0; j < 2; j++ {
+			for c := 0; c < 2; c++ {
+				z := t + 2*j + c
+				a.l("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
+				for v := 2 * c; v < 2*c+2; v++ {
+					a.l("\tVPDPBUSD %s, Z%d, Z%d", act(2*pr+j, v), 8+v, z)
+				}
+			}
+		}
+		a.l("\tVPACKSSDW Z%d, Z%d, Z%d", t+2, t, 25+pr)
+		a.l("\tVPACKSSDW Z%d, Z%d, Z%d", t+3, t+1, t+1)
+		a.l("\tVPMADDWD Z15, Z%d, Z%d", 25+pr, 25+pr)
+		a.l("\tVPDPWSSD Z15, Z%d, Z%d", t+1, 25+pr)
+	}
+	a.kvtFold(bp, xd, acc)
+}
+
+// kvtQ5K is the Q5_K super-block (the file's layout) of dotQ5KTx8KV,
+// dotQ5KTx16KV and dotQ5KTxNKV: dotQ4KTx8VNNI's, dotQ4KTx16VNNI's and
+// dotQ4KTxNVNNI's loops with q5kvDecode and q5kvGroup.
+var kvtQ5K = kvtWeights{
+	stem: "dotQ5KTx%dKV", lbl: "q5kv%d", consts: q5kvConsts,
+	decode: (*asm).q5kvDecode, group: (*asm).q5kvGroup, sb: 176,
+	prefetch: []int{1408, 1472, 1536},
+	nName:    "dotQ5KTxNKV", nLbl: "q5kvn", nPrefetch: []int{704, 768, 832, 879},
 }
