@@ -153,7 +153,7 @@ func TestQ5KTxNKV(t *testing.T) {
 			}
 			var a actQ
 			a.quantize(kern{avx2: true, vnni: true, k4v: true}, x, in, c.n, in, 256)
-			a.derive(kern{avx2: true, vnni: true, k4v: true}, kernels.Q5_K)
+			a.derive(kern{avx2: true, vnni: true, k4v: true}, kernels.Q5_K, c.rows)
 			if len(a.kv) == 0 || len(a.kv) != len(a.kt) {
 				t.Fatalf("no actQ.kv for %d rows of %d values", c.n, in)
 			}
