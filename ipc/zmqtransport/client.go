@@ -135,7 +135,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 		return nil, err
 	}
 	if _, _, ok := goPumpAddr(cfg.Addr); ok && cfg.Curve == nil && !cfg.LibZMQ {
-		p, err := newGoPump(cfg.Addr, cfg.FrontendID)
+		p, err := newGoPump(cfg.Addr, cfg.FrontendID, cfg.LivenessTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 		}

@@ -49,7 +49,11 @@ func (c *cPump) wake() <-chan struct{} { return c.w.C }
 // behaves as the cPump's DEALER does: reconnect every 100 ms (backing off
 // to 1 s) while the engine is away, nothing queued while unconnected
 // (ZMQ_IMMEDIATE: a send then fails), and a pumpDisconnected event when an
-// established connection drops. CURVE and other transports stay on cPump.
+// established connection drops. One difference: libzmq queues what a
+// stopped engine does not read without bound (ZMQ_SNDHWM 0); goPump's
+// senders wait for room in the socket, and a write that waits longer than
+// the liveness timeout drops the connection (the engine counts as gone).
+// CURVE and other transports stay on cPump.
 //
 // Reads and writes are raw system calls through the connection's
 // syscall.RawConn (no entersyscall: see cPump on sysmon).
@@ -66,10 +70,15 @@ type goPump struct {
 	cancel context.CancelFunc
 	ctx    context.Context
 
-	mu     sync.Mutex // guards conn, rc, wbuf, closed
+	// wmu orders the writers (a frame is written whole); it is taken
+	// before mu, and close does not wait for it.
+	wmu   sync.Mutex
+	wbuf  []byte        // a frame's header and body, written at once (wmu)
+	stall time.Duration // how long a write may wait for room before the connection is dropped
+
+	mu     sync.Mutex // guards conn, rc, closed
 	conn   net.Conn   // nil while unconnected
 	rc     syscall.RawConn
-	wbuf   []byte // a frame's header and body, written at once
 	closed bool
 }
 
@@ -106,8 +115,10 @@ func goPumpAddr(endpoint string) (network, address string, ok bool) {
 	return "", "", false
 }
 
-// newGoPump starts connecting to endpoint as the DEALER identity.
-func newGoPump(endpoint, identity string) (*goPump, error) {
+// newGoPump starts connecting to endpoint as the DEALER identity. A write
+// that finds no room in the socket for stall (an engine that stopped
+// reading) drops the connection, as the engine's death would.
+func newGoPump(endpoint, identity string, stall time.Duration) (*goPump, error) {
 	network, address, ok := goPumpAddr(endpoint)
 	if !ok {
 		return nil, fmt.Errorf("zmqtransport: endpoint %q needs libzmq", endpoint)
@@ -117,7 +128,7 @@ func newGoPump(endpoint, identity string) (*goPump, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &goPump{network: network, address: address, identity: identity,
-		in: make(chan goItem, 1024), wakeC: make(chan struct{}, 1), free: make(chan []byte, 8),
+		in: make(chan goItem, 1024), wakeC: make(chan struct{}, 1), free: make(chan []byte, 8), stall: stall,
 		stop: make(chan struct{}), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go p.run()
 	return p, nil
@@ -167,58 +178,79 @@ func (p *goPump) push(it goItem) bool {
 // sends nothing (a failed send, reported if asked); a write error drops
 // the connection (the reader reconnects).
 func (p *goPump) send(frame []byte, report bool) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.wbuf = appendFrameHeader(p.wbuf[:0], 0, len(frame))
+	if len(frame) <= 64<<10 {
+		p.wbuf = append(p.wbuf, frame...)
+		frame = nil
+	}
+	return p.write(report, p.wbuf, frame)
+}
+
+// write writes a and then b to the connection; wmu is held.
+func (p *goPump) write(report bool, a, b []byte) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	conn, rc, closed := p.conn, p.rc, p.closed
+	p.mu.Unlock()
+	if closed {
 		return errPumpClosed
 	}
-	if p.conn == nil {
+	if conn == nil {
 		if report {
-			select { // as the C pump: reported only while a slot is free
-			case p.in <- goItem{ev: pumpEvent{kind: pumpSendFailed, err: syscall.EAGAIN}}:
-				select {
-				case p.wakeC <- struct{}{}:
-				default:
-				}
-			default:
-			}
+			p.offer(goItem{ev: pumpEvent{kind: pumpSendFailed, err: syscall.EAGAIN}})
 		}
 		return nil
 	}
-	p.wbuf = appendFrameHeader(p.wbuf[:0], 0, len(frame))
-	var err error
-	if len(frame) <= 64<<10 {
-		p.wbuf = append(p.wbuf, frame...)
-		err = p.writeAll(p.wbuf)
-	} else if err = p.writeAll(p.wbuf); err == nil {
-		err = p.writeAll(frame)
+	err := p.writeAll(conn, rc, a)
+	if err == nil && len(b) > 0 {
+		err = p.writeAll(conn, rc, b)
 	}
 	if err != nil {
 		// A half-written frame breaks the stream: drop the connection; the
 		// reader sees it closed, reports the disconnect and reconnects.
-		_ = p.conn.Close()
-		p.conn, p.rc = nil, nil
+		p.mu.Lock()
+		if p.conn == conn {
+			_ = conn.Close()
+			p.conn, p.rc = nil, nil
+		}
+		p.mu.Unlock()
 		if report {
-			select {
-			case p.in <- goItem{ev: pumpEvent{kind: pumpSendFailed, err: err}}:
-			default:
-			}
+			p.offer(goItem{ev: pumpEvent{kind: pumpSendFailed, err: err}})
 		}
 	}
 	return nil
 }
 
+// offer hands it to the I/O goroutine if there is room (as the C pump
+// reports a failed send only while a slot is free).
+func (p *goPump) offer(it goItem) {
+	select {
+	case p.in <- it:
+		select {
+		case p.wakeC <- struct{}{}:
+		default:
+		}
+	default:
+	}
+}
+
 // writeAll writes b to the connection with raw write(2)s, waiting in the
-// network poller while the socket is full; mu is held.
-func (p *goPump) writeAll(b []byte) error {
+// network poller while the socket is full, at most stall.
+func (p *goPump) writeAll(conn net.Conn, rc syscall.RawConn, b []byte) error {
 	var werr error
-	err := p.rc.Write(func(fd uintptr) bool {
+	armed := false
+	err := rc.Write(func(fd uintptr) bool {
 		for len(b) > 0 {
 			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 			switch {
 			case e == syscall.EINTR:
 				continue
 			case e == syscall.EAGAIN:
+				if !armed {
+					armed = true
+					_ = conn.SetWriteDeadline(time.Now().Add(p.stall))
+				}
 				return false // wait until writable
 			case e != 0:
 				werr = e
@@ -228,6 +260,9 @@ func (p *goPump) writeAll(b []byte) error {
 		}
 		return true
 	})
+	if armed {
+		_ = conn.SetWriteDeadline(time.Time{})
+	}
 	if err != nil {
 		return err
 	}
@@ -485,16 +520,10 @@ func (p *goPump) readLoop(rc syscall.RawConn) {
 // pong answers a ZMTP PING with its context.
 func (p *goPump) pong(ctx []byte) {
 	body := append([]byte{4, 'P', 'O', 'N', 'G'}, ctx...)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conn == nil {
-		return
-	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	p.wbuf = append(appendFrameHeader(p.wbuf[:0], zmtpCommand, len(body)), body...)
-	if err := p.writeAll(p.wbuf); err != nil {
-		_ = p.conn.Close()
-		p.conn, p.rc = nil, nil
-	}
+	_ = p.write(false, p.wbuf, nil)
 }
 
 // rawReader reads frames through a buffer from src.

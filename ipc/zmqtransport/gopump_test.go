@@ -160,7 +160,7 @@ func TestGoPumpFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	p, err := newGoPump("ipc://"+path, "fe-frames")
+	p, err := newGoPump("ipc://"+path, "fe-frames", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,4 +313,128 @@ func FuzzZMTPFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fakeRouter listens on a Unix socket and answers goPump's handshake as a
+// ROUTER; accept returns the server side of the next connection.
+type fakeRouter struct {
+	t  *testing.T
+	ln net.Listener
+}
+
+func newFakeRouter(t *testing.T) (*fakeRouter, string) {
+	path := filepath.Join(t.TempDir(), "e.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &fakeRouter{t: t, ln: ln}, "ipc://" + path
+}
+
+func (f *fakeRouter) accept() net.Conn {
+	c, err := f.ln.Accept()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { c.Close() })
+	var g [64]byte
+	if _, err := io.ReadFull(c, g[:]); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, _, err := readFrame(c, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	g[32] = 1
+	if _, err := c.Write(append(g[:], appendReady(nil, "ROUTER", "")...)); err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// waitEvent waits for the pump's next item (not a frame) up to d.
+func waitEvent(t *testing.T, p *goPump, d time.Duration) pumpEvent {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		ev, _, ok := p.next()
+		if ok {
+			p.release()
+			if ev.kind != pumpFrame {
+				return ev
+			}
+			continue
+		}
+		select {
+		case <-p.wake():
+		case <-deadline:
+			t.Fatalf("no event within %s", d)
+		}
+	}
+}
+
+// TestGoPumpStalledEngine: an engine that stops reading fills the socket;
+// the send that waits longer than the stall time drops the connection (a
+// failed send, then a disconnect) instead of blocking its caller for ever,
+// and the pump connects again.
+func TestGoPumpStalledEngine(t *testing.T) {
+	f, addr := newFakeRouter(t)
+	p, err := newGoPump(addr, "fe-stall", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	f.accept() // and never read
+	frame := make([]byte, 32<<10)
+	start := time.Now()
+	var ev pumpEvent
+	// (EAGAIN: not connected yet.)
+	for ev.kind != pumpSendFailed || errors.Is(ev.err, syscall.EAGAIN) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("sends to a stalled engine never failed")
+		}
+		if err := p.send(frame, true); err != nil {
+			t.Fatal(err)
+		}
+		if it, _, ok := p.next(); ok {
+			ev = it
+			p.release()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(ev.err, os.ErrDeadlineExceeded) {
+		t.Fatalf("failed send: %v, want a deadline", ev.err)
+	}
+	if ev := waitEvent(t, p, 5*time.Second); ev.kind != pumpDisconnected {
+		t.Fatalf("event %d, want a disconnect", ev.kind)
+	}
+	f.accept() // it reconnects
+}
+
+// TestGoPumpCloseWhileWriting: close does not wait for a sender blocked on
+// a full socket; the sender returns.
+func TestGoPumpCloseWhileWriting(t *testing.T) {
+	f, addr := newFakeRouter(t)
+	p, err := newGoPump(addr, "fe-close", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.accept()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		frame := make([]byte, 32<<10)
+		for p.send(frame, false) == nil {
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the socket is full by now
+	closed := make(chan struct{})
+	go func() { p.close(); close(closed) }()
+	for _, ch := range []chan struct{}{closed, sent} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("close or the blocked send did not return")
+		}
+	}
 }
