@@ -134,6 +134,7 @@ func newGoPump(endpoint, identity string, stall time.Duration) (*goPump, error) 
 	return p, nil
 }
 
+// wake is signalled after the reader handed something over.
 func (p *goPump) wake() <-chan struct{} { return p.wakeC }
 
 // next returns the next message or event the reader handed over.
