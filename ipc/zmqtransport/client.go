@@ -39,6 +39,10 @@ type ClientConfig struct {
 	// (name and fingerprint): an engine restarted with another model is
 	// refused, the connection stays down, and the reason names both models.
 	AllowModelChange bool
+	// LibZMQ makes the connection use libzmq's DEALER on a C pump thread
+	// (cPump) rather than ZMTP spoken in Go (goPump). CURVE, and endpoints
+	// other than ipc:// and tcp://host:port, always use libzmq.
+	LibZMQ bool
 }
 
 // ConnEvent reports a change of the engine connection's state (up with its
@@ -47,15 +51,15 @@ type ClientConfig struct {
 // the frontend's engineclient.EngineConn interface without an adapter.
 type ConnEvent = ipc.ConnEvent
 
-// EngineConn is a frontend's connection to one engine: a DEALER owned by a
-// C pump thread (see cPump), an I/O goroutine, which says HELLO until
+// EngineConn is a frontend's connection to one engine: a DEALER (ZMTP in
+// Go, goPump, or libzmq's on a C pump thread, cPump), an I/O goroutine, which says HELLO until
 // READY, detects a silent engine, and says HELLO again when it returns, and
 // a ping goroutine, which keeps the engine's liveness check fed even while
 // the I/O goroutine waits for a busy consumer.
 type EngineConn struct {
 	cfg    ClientConfig
 	log    *zap.Logger
-	pump   *cPump
+	pump   pump
 	sendMu sync.Mutex // guards codec
 	codec  *ipc.Codec
 	stop   chan struct{} // closed by Close
@@ -130,6 +134,26 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if c.session, err = randomSession(); err != nil {
 		return nil, err
 	}
+	if _, _, ok := goPumpAddr(cfg.Addr); ok && cfg.Curve == nil && !cfg.LibZMQ {
+		p, err := newGoPump(cfg.Addr, cfg.FrontendID, cfg.LivenessTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
+		}
+		c.pump = p
+	} else {
+		p, err := dialCPump(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.pump = p
+	}
+	go c.pingLoop()
+	go c.ioLoop()
+	return c, nil
+}
+
+// dialCPump connects through libzmq on a C pump thread.
+func dialCPump(cfg ClientConfig) (*cPump, error) {
 	pc := pumpConfig{addr: cfg.Addr, identity: cfg.FrontendID, outCap: defaultOutCap,
 		// A socket monitor reports a dropped connection at once (a killed
 		// engine's ipc/tcp connection closes), so streams fail well before
@@ -147,10 +171,7 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 	}
-	c.pump = pump
-	go c.pingLoop()
-	go c.ioLoop()
-	return c, nil
+	return pump, nil
 }
 
 // Outputs delivers the engine's per-step batches for this frontend.
@@ -477,7 +498,7 @@ func (c *EngineConn) ioLoop() {
 		}
 		timer.Reset(time.Until(next))
 		select {
-		case <-pump.w.C:
+		case <-pump.wake():
 		case <-timer.C:
 		case <-c.stop:
 			return

@@ -116,7 +116,7 @@ func TestPumpBackpressure(t *testing.T) {
 	addr := ipcAddr(t)
 	s := listen(t, addr)
 	defer s.Close("test over")
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-bp", ModelName: "m", OutputsBuffer: 8})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-bp", ModelName: "m", OutputsBuffer: 8}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPumpSendRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close("test over")
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-ring", ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-ring", ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ func TestBusyConsumerKeepsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close("test over")
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-busy", ModelName: "m", PingInterval: 100 * time.Millisecond,
-		LivenessTimeout: 500 * time.Millisecond, OutputsBuffer: 2})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-busy", ModelName: "m", PingInterval: 100 * time.Millisecond,
+		LivenessTimeout: 500 * time.Millisecond, OutputsBuffer: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestSilentFrontendParkedThenResumes(t *testing.T) {
 	const n, streams = 150, 3 // 1.5 s of tokens per stream
 	gone := make(chan string, 4)
 	go tokenEngine(s, n, gone)
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-park", ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 3 * time.Second})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-park", ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 3 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestParkedFrontendDropped(t *testing.T) {
 			gone := make(chan string, 4)
 			go tokenEngine(s, 2000, gone)
 			id := "fe-drop-" + tc.name
-			c, err := Dial(ClientConfig{Addr: addr, FrontendID: id, ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second})
+			c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: id, ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 30 * time.Second}))
 			if err != nil {
 				t.Fatal(err)
 			}

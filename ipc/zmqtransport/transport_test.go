@@ -42,7 +42,7 @@ func listen(t *testing.T, addr string) *EngineSocket {
 
 func dial(t *testing.T, addr, id string) *EngineConn {
 	t.Helper()
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: id, ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: id, ModelName: "m", PingInterval: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestRejectsWrongModel(t *testing.T) {
 	addr := ipcAddr(t)
 	s := listen(t, addr)
 	defer s.Close("test over")
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-x", ModelName: "other"})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-x", ModelName: "other"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func benchRouterDealer(b *testing.B, recycle bool) {
 		b.Fatal(err)
 	}
 	defer s.Close("done")
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe", ModelName: "m", OutputsBuffer: 64})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe", ModelName: "m", OutputsBuffer: 64}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestKilledEngineDetectedFast(t *testing.T) {
 	if err := router.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Dial(ClientConfig{Addr: addr, FrontendID: "fe-1", LivenessTimeout: 30 * time.Second})
+	c, err := Dial(cfgT(ClientConfig{Addr: addr, FrontendID: "fe-1", LivenessTimeout: 30 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
