@@ -62,6 +62,11 @@ type Frontend struct {
 	FrontendID     string        `flag:"frontend-id" yaml:"frontend_id" usage:"identity towards the engine (default: generated)"`
 	EngineStartup  time.Duration `flag:"engine-startup-timeout" yaml:"engine_startup_timeout" usage:"how long to wait for the engine's READY"`
 	EngineLiveness time.Duration `flag:"engine-liveness-timeout" yaml:"engine_liveness_timeout" usage:"an engine silent this long is down (its streams end with an error)"`
+	// EngineLink picks who speaks ZeroMQ towards the engine: zmtp (the
+	// frontend's own ZMTP 3.0 reader in Go for ipc:// and tcp:// engines
+	// without CURVE; ipc/zmqtransport/gopump.go) or libzmq (libzmq's DEALER
+	// on a C pump thread, as CURVE always uses).
+	EngineLink string `flag:"engine-link" yaml:"engine_link" usage:"who speaks ZeroMQ towards the engine: zmtp (ZMTP 3.0 in Go, no libzmq threads; CURVE links always use libzmq) or libzmq"`
 	// EngineCurveKeyFile turns on CURVE encryption towards tcp:// engines.
 	EngineCurveKeyFile string `flag:"engine-curve-public-key-file" yaml:"engine_curve_public_key_file" usage:"file with the engine's Z85 CURVE public key: encrypts the tcp:// connection to the engine"`
 	// CurveSecretKeyFile is this frontend's CURVE identity (for engines that authenticate clients).
@@ -96,6 +101,7 @@ func DefaultFrontend() Frontend {
 		ReasoningField:              "reasoning",
 		HTTPServer:                  "lean",
 		SendBatch:                   "io_uring",
+		EngineLink:                  "zmtp",
 		StructuredOutputsWhitespace: "bounded",
 		MaxBodyBytes:                32 << 20,
 		// The same values as openai.Default* and server.DefaultMaxTokenizeBodyBytes.
@@ -137,6 +143,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.HTTPServer != "net/http" && f.HTTPServer != "lean" {
 		errs = append(errs, fmt.Errorf("--http-server must be net/http or lean, got %q", f.HTTPServer))
+	}
+	if f.EngineLink != "zmtp" && f.EngineLink != "libzmq" {
+		errs = append(errs, fmt.Errorf("--engine-link must be zmtp or libzmq, got %q", f.EngineLink))
 	}
 	if f.SendBatch != "io_uring" && f.SendBatch != "off" {
 		errs = append(errs, fmt.Errorf("--send-batch must be io_uring or off, got %q", f.SendBatch))

@@ -23,6 +23,8 @@ func TestFrontendValidate(t *testing.T) {
 		{"lean http server", func(f *Frontend) { f.HTTPServer = "lean" }, ""},
 		{"net/http server", func(f *Frontend) { f.HTTPServer = "net/http" }, ""},
 		{"bad http server", func(f *Frontend) { f.HTTPServer = "fast" }, "--http-server"},
+		{"libzmq engine link", func(f *Frontend) { f.EngineLink = "libzmq" }, ""},
+		{"bad engine link", func(f *Frontend) { f.EngineLink = "nanomsg" }, "--engine-link"},
 		{"bad JSON whitespace", func(f *Frontend) { f.StructuredOutputsWhitespace = "loose" }, "--structured-outputs-whitespace"},
 		{"auto tools without parser", func(f *Frontend) { f.EnableAutoToolChoice = true }, "--tool-call-parser"},
 		{"negative queue", func(f *Frontend) { f.MaxQueuedRequests = -1 }, "--max-queued-requests"},

@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	}
 	var conns []engineclient.EngineConn // each a *zmqtransport.EngineConn
 	for _, a := range addrs {
-		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve})
+		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve, LibZMQ: cfg.EngineLink == "libzmq"})
 		if err != nil {
 			return fmt.Errorf("dial engine %s: %w", a, err)
 		}

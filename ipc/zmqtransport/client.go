@@ -140,12 +140,14 @@ func Dial(cfg ClientConfig) (*EngineConn, error) {
 			return nil, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 		}
 		c.pump = p
+		log.Info("engine link", zap.String("addr", cfg.Addr), zap.String("link", "zmtp"))
 	} else {
 		p, err := dialCPump(cfg)
 		if err != nil {
 			return nil, err
 		}
 		c.pump = p
+		log.Info("engine link", zap.String("addr", cfg.Addr), zap.String("link", "libzmq"))
 	}
 	go c.pingLoop()
 	go c.ioLoop()
