@@ -136,10 +136,10 @@ func TestHalfPanelsZ(t *testing.T) {
 					q := &qmatTask{k: k, out: out, x: x, w: w, n: c.n}
 					q.prepareHalf(1)
 					if packOnce {
-						// two panels or more: packed once per MatMul;
-						// one panel packs all of K per range
+						// packed once per MatMul (one panel or more);
+						// without it each range packs its own
 						q.packPanels()
-						if want := c.n > 16; (q.xpN == c.n) != want {
+						if want := c.n >= halfPanelZMinRows; (q.xpN == c.n) != want {
 							t.Fatalf("packPanels packed %d rows, want packed: %v", q.xpN, want)
 						}
 					}
