@@ -212,11 +212,26 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		}
 	}
 	a0, a1 := s.acc[:set], s.acc[set:2*set]
+	// on AVX-512 the whole panels' first R&^15 rows are transposed 16 × 16
+	// in registers (the same additions); the rest here
+	mz, rz := 0, 0
+	if z && R >= 16 {
+		mz, rz = n&^15, R&^15
+		for g := 0; g < mz/16; g++ {
+			base := g * R * 16
+			_ = out.F[(16*g+15)*out.C+lo+rz-1]
+			halfPanelSumsAVX512(&out.F[16*g*out.C+lo], out.C, &a0[base], &a1[base], rz)
+		}
+	}
 	for m := 0; m < n; m++ {
 		g, j := m/16, m%16
 		or := out.F[m*out.C+lo : m*out.C+hi]
 		base := g * R * 16
-		for i := range or {
+		i0 := 0
+		if m < mz {
+			i0 = rz
+		}
+		for i := i0; i < len(or); i++ {
 			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
 		}
 	}
