@@ -123,6 +123,7 @@ type Backend struct {
 	mm   matmulTask
 	qm   qmatTask
 	sh   sharedTask
+	shh  halfSharedTask // MatMulShared's F16/BF16 one-panel op (halfshared.go)
 	ex   expertsTask
 	mxe  mxfp4ExactTask
 	pt   panelTask

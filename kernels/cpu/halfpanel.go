@@ -13,15 +13,17 @@ import (
 // 16 activation rows in the lanes of two ymm, stored k-major in a panel,
 // times one broadcast weight per weight row, six weight rows per call.
 //
+//	the activations packed into k-major panels of 16 rows once per
+//	MatMul (packPanels; each range packs its own in other tasks), then
 //	for each range of up to halfPanelRange weight rows:
-//	  two panels or more (n > 16; the activations packed into k-major
-//	  panels of 16 rows once per MatMul, packPanels):
+//	  two panels or more (n > 16):
 //	    for each halfPanelKc-value chunk of K:
 //	      for each block of halfPanelNb weight rows:
 //	        widen the block's chunk to float32 (halfToF32*)
 //	        for each 6 weight rows: prefetch the next block's rows,
 //	          then for each panel: halfPanel, added to acc
-//	  one panel (n ≤ 16): pack all of K once, then
+//	  one panel (n ≤ 16; the MatMul's chunks shrink towards its end, as
+//	  a chunk's cost is its rows' alone):
 //	    for each 6 weight rows, for each chunk of K: halfPanel{W}{F16,BF16},
 //	    which widens as it goes (each weight is used by one panel only)
 //
@@ -115,13 +117,19 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	set := G * R * 16
 	z := t.k.simd // AVX-512 kernels (halfz.go)
 	if G == 1 {
-		// one panel: all of K packed at once (16·K floats), then each
-		// group of weight rows runs through K, so that its rows stream
-		// from memory one after another
-		s.xp = halfGrow(s.xp, 16*K8)
-		for kb := 0; kb < K8; kb += halfPanelKc {
-			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
+		// one panel: all of K packed at once (16·K floats; by packPanels
+		// once per MatMul, or here for other tasks), then each group of
+		// weight rows runs through K, so that its rows stream from memory
+		// one after another
+		xp := t.xp
+		if t.xpN != n {
+			s.xp = halfGrow(s.xp, 16*K8)
+			for kb := 0; kb < K8; kb += halfPanelKc {
+				packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
+			}
+			xp = s.xp
 		}
+		_ = xp[16*K8-1]
 		maxW := halfPanelMaxW
 		if z {
 			maxW = halfZMaxW1
@@ -133,9 +141,9 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 				kn := min(halfPanelKc, K8-kb)
 				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
 				if z {
-					halfPanelZWidenAVX512(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.bufZ[0])
+					halfPanelZWidenAVX512(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.bufZ[0])
 				} else {
-					halfPanelWidenAVX2(bf, W, &s.xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+					halfPanelWidenAVX2(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
 				}
 			}
 			o += W
@@ -204,11 +212,26 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		}
 	}
 	a0, a1 := s.acc[:set], s.acc[set:2*set]
+	// on AVX-512 the whole panels' first R&^15 rows are transposed 16 × 16
+	// in registers (the same additions); the rest here
+	mz, rz := 0, 0
+	if z && R >= 16 {
+		mz, rz = n&^15, R&^15
+		for g := 0; g < mz/16; g++ {
+			base := g * R * 16
+			_ = out.F[(16*g+15)*out.C+lo+rz-1]
+			halfPanelSumsAVX512(&out.F[16*g*out.C+lo], out.C, &a0[base], &a1[base], rz)
+		}
+	}
 	for m := 0; m < n; m++ {
 		g, j := m/16, m%16
 		or := out.F[m*out.C+lo : m*out.C+hi]
 		base := g * R * 16
-		for i := range or {
+		i0 := 0
+		if m < mz {
+			i0 = rz
+		}
+		for i := i0; i < len(or); i++ {
 			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
 		}
 	}
@@ -227,14 +250,13 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 // packPanels packs the activations of the MatMul t is about to run into
 // t.xp once, chunk after chunk of halfPanelKc values (chunk c at
 // t.xp[G·16·c·halfPanelKc:], as packRowPanels writes it), when its batch
-// runs on the panel path with two panels or more, so that the workers'
-// ranges share one copy instead of each packing its own (t.xpN = n;
-// matmulStored resets it). Other tasks (MatMulExperts' sub-tasks) pack
-// per range.
+// runs on the panel path, so that the workers' ranges share one copy
+// instead of each packing its own (t.xpN = n; matmulStored resets it).
+// Other tasks (MatMulExperts' sub-tasks) pack per range.
 func (t *qmatTask) packPanels() {
 	t.xpN = 0
 	w, x, n := t.w, t.x, t.n
-	if !t.k.avx2 || n <= 16 || w.C < 8 || !t.panels(w.DT, n, w.C) {
+	if !t.k.avx2 || n < 2 || w.C < 8 || !t.panels(w.DT, n, w.C) {
 		return
 	}
 	K8 := w.C &^ 7

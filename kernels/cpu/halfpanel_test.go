@@ -56,14 +56,13 @@ func TestHalfPanels(t *testing.T) {
 				q.prepareHalf(1)
 				q.halfPanels(lo, hi, &q.hp[0])
 				// with the activations packed once for the MatMul
-				// (packPanels, where the batch has two panels or more
-				// and the type's batches run on this path), the same
-				// bits
+				// (packPanels, where the type's batches run on this
+				// path, one panel or more), the same bits
 				out2 := &kernels.Host{R: c.n, C: c.rows, F: slices.Clone(out.F)}
 				q2 := &qmatTask{k: kern{avx2: true}, out: out2, x: x, w: w, n: c.n}
 				q2.prepareHalf(1)
 				q2.packPanels()
-				if want := c.n > 16 && usePanels(dt, c.n, c.in); (q2.xpN == c.n) != want {
+				if want := usePanels(dt, c.n, c.in); (q2.xpN == c.n) != want {
 					t.Fatalf("packPanels packed %d rows, want packed: %v", q2.xpN, want)
 				}
 				q2.halfPanels(lo, hi, &q2.hp[0])

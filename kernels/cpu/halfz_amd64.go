@@ -339,3 +339,11 @@ func halfPanelZWidenAVX512(bf16 bool, wn int, xp *float32, w *byte, ws int, k in
 		panic("cpu: no halfPanelZ kernel of this width")
 	}
 }
+
+// halfPanelSumsAVX512 sets out[j·oc+i] = a0[16·i+j] + a1[16·i+j] for
+// j < 16 and i < r (r a positive multiple of 16): one panel's two
+// accumulator sets added and turned into 16 output rows, 16 weight rows
+// at a time (a 16 × 16 transpose in registers).
+//
+//go:noescape
+func halfPanelSumsAVX512(out *float32, oc int, a0, a1 *float32, r int)

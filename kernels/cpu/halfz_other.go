@@ -15,3 +15,5 @@ func halfPanelZAVX512(p, wn int, xp *float32, xps int, w *float32, ws int, k int
 func halfPanelZWidenAVX512(bf16 bool, wn int, xp *float32, w *byte, ws int, k int, acc *float32, buf *float32) {
 	panic("unreachable")
 }
+
+func halfPanelSumsAVX512(out *float32, oc int, a0, a1 *float32, r int) { panic("unreachable") }

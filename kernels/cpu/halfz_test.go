@@ -136,10 +136,10 @@ func TestHalfPanelsZ(t *testing.T) {
 					q := &qmatTask{k: k, out: out, x: x, w: w, n: c.n}
 					q.prepareHalf(1)
 					if packOnce {
-						// two panels or more: packed once per MatMul;
-						// one panel packs all of K per range
+						// packed once per MatMul (one panel or more);
+						// without it each range packs its own
 						q.packPanels()
-						if want := c.n > 16; (q.xpN == c.n) != want {
+						if want := c.n >= halfPanelZMinRows; (q.xpN == c.n) != want {
 							t.Fatalf("packPanels packed %d rows, want packed: %v", q.xpN, want)
 						}
 					}
@@ -435,4 +435,65 @@ func BenchmarkHalfPanelZWidenWhere(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestHalfPanelSumsZ checks the AVX-512 16 × 16 transpose of the panel
+// path's last step against the sums in Go for 16–64 weight rows (every
+// output row, nothing past the r columns written).
+func TestHalfPanelSumsZ(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(17, 69))
+	for _, R := range []int{16, 32, 48, 64} {
+		const oc, lo = 100, 3
+		a0, a1 := randF(r, 16*R), randF(r, 16*R)
+		out := make([]float32, 16*oc)
+		for i := range out {
+			out[i] = float32(math.Inf(-1))
+		}
+		halfPanelSumsAVX512(&out[lo], oc, &a0[0], &a1[0], R)
+		for j := 0; j < 16; j++ {
+			for c := 0; c < oc; c++ {
+				got := out[j*oc+c]
+				if i := c - lo; i < 0 || i >= R {
+					if !math.IsInf(float64(got), -1) {
+						t.Fatalf("R=%d out[%d][%d] written: %v", R, j, c, got)
+					}
+				} else if want := a0[16*i+j] + a1[16*i+j]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("R=%d out[%d][%d] = %v, want %v", R, j, c, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkHalfPanelSumsZ times the panel path's last step for one panel
+// of 16 rows and 384 weight rows into an output 2048 wide: the AVX-512
+// transpose and the Go loop it replaces on whole panels, in ns per value.
+func BenchmarkHalfPanelSumsZ(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 kernels on this machine or build")
+	}
+	const R, oc = halfPanelRange, 2048
+	r := rand.New(rand.NewPCG(17, 70))
+	a0, a1 := randF(r, 16*R), randF(r, 16*R)
+	out := make([]float32, 16*oc)
+	b.Run("z", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			halfPanelSumsAVX512(&out[512], oc, &a0[0], &a1[0], R)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16*R), "ns/value")
+	})
+	b.Run("go", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < 16; j++ {
+				or := out[j*oc+512 : j*oc+512+R]
+				for k := range or {
+					or[k] = a0[k*16+j] + a1[k*16+j]
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16*R), "ns/value")
+	})
 }

@@ -663,6 +663,10 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		// one row loop per chunk: smaller chunks cost nothing extra, so
 		// they shrink towards the op's end and both threads finish together
 		b.pool.parallelGuided(w.R, 4, 0, t)
+	case t.xpN == t.n && t.n <= 16:
+		// one panel packed once (packPanels): a chunk's cost is its rows'
+		// alone, so the chunks shrink too; whole groups of 16 rows
+		b.pool.parallelGuided(w.R, halfZMaxW1, 0, t)
 	default:
 		b.pool.parallel(w.R, 4, 0, t)
 	}

@@ -37,8 +37,13 @@ func (t *sharedTask) run(lo, hi, _ int) {
 // shrink towards its end: one hand-off to the second thread and one join
 // instead of one per weight. Each row is computed by the loop MatMul would
 // use, on the same quantized activations, so the results are MatMul's bit
-// for bit. Anything else runs as one MatMul per weight.
+// for bit. F16/BF16 weights at one panel of 8–16 rows run as one op too
+// (halfshared.go). Anything else runs as one MatMul per weight.
 func (b *Backend) MatMulShared(outs []kernels.Tensor, x kernels.Tensor, ws []kernels.Tensor, n int) {
+	if b.sharedHalfPanels(ws, n) {
+		b.matmulSharedHalf(outs, x.(*kernels.Host), ws, n) // halfshared.go
+		return
+	}
 	if !b.sharedRows1(ws, n) {
 		for i, w := range ws {
 			b.MatMul(outs[i], x, w, n)

@@ -43,6 +43,8 @@ func halfZFile() string {
 			a.halfPanelZWiden(f.name, f.widen, W)
 		}
 	}
+	a.l(``)
+	a.halfPanelSumsZ()
 	return a.b.String()
 }
 
@@ -102,7 +104,91 @@ func halfPanelZWidenAVX512(bf16 bool, wn int, xp *float32, w *byte, ws int, k in
 		}
 	}
 	b.WriteString("\tdefault:\n\t\tpanic(\"cpu: no halfPanelZ kernel of this width\")\n\t}\n}\n")
+	b.WriteString(`
+// halfPanelSumsAVX512 sets out[j·oc+i] = a0[16·i+j] + a1[16·i+j] for
+// j < 16 and i < r (r a positive multiple of 16): one panel's two
+// accumulator sets added and turned into 16 output rows, 16 weight rows
+// at a time (a 16 × 16 transpose in registers).
+//
+//go:noescape
+func halfPanelSumsAVX512(out *float32, oc int, a0, a1 *float32, r int)
+`)
 	return b.String()
+}
+
+// halfPanelSumsZ writes halfPanelSumsAVX512(out *float32, oc int, a0, a1
+// *float32, r int): for each 16 weight rows, the 16 sums of each (a0 + a1,
+// one VADDPS) are rows of a 16 × 16 block whose transpose (VUNPCK{L,H}PS,
+// VUNPCK{L,H}PD, two rounds of VSHUFF32X4) is stored as 64 bytes of each of
+// the 16 output rows.
+func (a *asm) halfPanelSumsZ() {
+	a.l(`// func halfPanelSumsAVX512(out *float32, oc int, a0, a1 *float32, r int)`)
+	a.l(`TEXT ·halfPanelSumsAVX512(SB), NOSPLIT, $0-40`)
+	a.code(`
+MOVQ out+0(FP), DI
+MOVQ oc+8(FP), BX
+SHLQ $2, BX
+LEAQ (BX)(BX*2), R9
+MOVQ a0+16(FP), SI
+MOVQ a1+24(FP), DX
+MOVQ r+32(FP), CX
+LEAQ (DI)(BX*4), R10
+LEAQ (R10)(BX*4), R11
+LEAQ (R11)(BX*4), R12`)
+	a.l("hpsloop:")
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	// rows i of the block: Z0..Z15
+	for i := 0; i < 16; i++ {
+		a.l("	VMOVUPS %d(SI), %s", 64*i, z(i))
+		a.l("	VADDPS %d(DX), %s, %s", 64*i, z(i), z(i))
+	}
+	// stage 1: pairs of rows (2k, 2k+1) → Z16+2k (low), Z16+2k+1 (high)
+	for k := 0; k < 8; k++ {
+		a.l("	VUNPCKLPS %s, %s, %s", z(2*k+1), z(2*k), z(16+2*k))
+		a.l("	VUNPCKHPS %s, %s, %s", z(2*k+1), z(2*k), z(16+2*k+1))
+	}
+	// stage 2: groups of 4 rows; u[4k+m] holds rows 4k..4k+3 at column
+	// 4L+m of each 128-bit lane L → Z0..Z15
+	for k := 0; k < 4; k++ {
+		t := func(i int) string { return z(16 + 4*k + i) }
+		a.l("	VUNPCKLPD %s, %s, %s", t(2), t(0), z(4*k))
+		a.l("	VUNPCKHPD %s, %s, %s", t(2), t(0), z(4*k+1))
+		a.l("	VUNPCKLPD %s, %s, %s", t(3), t(1), z(4*k+2))
+		a.l("	VUNPCKHPD %s, %s, %s", t(3), t(1), z(4*k+3))
+	}
+	// stage 3: lanes 0, 2 (0x88) and 1, 3 (0xDD) of u[m], u[4+m] and of
+	// u[8+m], u[12+m] → Z16..Z31
+	for m := 0; m < 4; m++ {
+		a.l("	VSHUFF32X4 $0x88, %s, %s, %s", z(4+m), z(m), z(16+4*m))
+		a.l("	VSHUFF32X4 $0xDD, %s, %s, %s", z(4+m), z(m), z(16+4*m+1))
+		a.l("	VSHUFF32X4 $0x88, %s, %s, %s", z(12+m), z(8+m), z(16+4*m+2))
+		a.l("	VSHUFF32X4 $0xDD, %s, %s, %s", z(12+m), z(8+m), z(16+4*m+3))
+	}
+	// stage 4: column c = 4L+m of the block (output row c) → Z0..Z15
+	for m := 0; m < 4; m++ {
+		v, w, v2, w2 := z(16+4*m), z(16+4*m+1), z(16+4*m+2), z(16+4*m+3)
+		a.l("	VSHUFF32X4 $0x88, %s, %s, %s", v2, v, z(m))
+		a.l("	VSHUFF32X4 $0xDD, %s, %s, %s", v2, v, z(8+m))
+		a.l("	VSHUFF32X4 $0x88, %s, %s, %s", w2, w, z(4+m))
+		a.l("	VSHUFF32X4 $0xDD, %s, %s, %s", w2, w, z(12+m))
+	}
+	bases := []string{"DI", "R10", "R11", "R12"}
+	for c := 0; c < 16; c++ {
+		b := bases[c/4]
+		addr := []string{"(" + b + ")", "(" + b + ")(BX*1)", "(" + b + ")(BX*2)", "(" + b + ")(R9*1)"}[c%4]
+		a.l("	VMOVUPS %s, %s", z(c), addr)
+	}
+	a.code(`
+ADDQ $64, DI
+ADDQ $64, R10
+ADDQ $64, R11
+ADDQ $64, R12
+ADDQ $1024, SI
+ADDQ $1024, DX
+SUBQ $16, CX
+JNZ hpsloop
+VZEROUPPER
+RET`)
 }
 
 // halfPanelZ writes halfPanelZ{P}x{W}AVX512(xp *float32, xps int, w
