@@ -164,24 +164,25 @@ func TestQ6KVAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkQ6KV compares the Q6_K transposed tiles on VNNI
-// (dotQ6KTxNVNNI, "vnni") with k4v's tiles on actQ.kv ("kv") through
-// rowsQ6TN, alternated within each iteration, on one thread: weights in
-// L2 (64×2048) and from memory (a 1B file's 2048×8192 and 8192×2048), 16
-// and 128 activation rows. Metrics: multiply-adds and weight bytes per
-// CPU-second of each.
+// BenchmarkQ6KV compares the Q6_K transposed tile on VNNI
+// (dotQ6KTxNVNNI, "vnni") with k4v's tiles on actQ.kv ("kv": q6KV)
+// through rowsQ6TN, alternated within each iteration, on one thread, where
+// the kv tiles run (8 to 31 rows of under 4096 values): weights in L2
+// (64×2048) and from memory (a 1B file's 8192×2048 attn_v-sized rows and
+// a 32000×2048 output projection), 8, 16 and 24 activation rows. Metrics:
+// multiply-adds and weight bytes per CPU-second of each.
 func BenchmarkQ6KV(b *testing.B) {
 	if !hasK4V {
 		b.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(17, 37))
-	for _, sh := range []struct{ out, in int }{{64, 2048}, {2048, 8192}, {8192, 2048}} {
+	for _, sh := range []struct{ out, in int }{{64, 2048}, {8192, 2048}, {32000, 2048}} {
 		data := randBlocks(r, kernels.Q6_K, sh.out, sh.in)
 		w, err := kernels.NewHostWeight(kernels.Q6_K, sh.out, sh.in, data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, n := range []int{16, 128} {
+		for _, n := range []int{8, 16, 24} {
 			x := &kernels.Host{R: n, C: sh.in, F: randF(r, n*sh.in)}
 			t := &qmatTask{k: kern{avx2: true, vnni: true, k4v: true}, out: &kernels.Host{R: n, C: sh.out, F: make([]float32, n*sh.out)}, x: x, w: w, n: n}
 			t.act.quantize(t.k, x.F, sh.in, n, sh.in, 256)
