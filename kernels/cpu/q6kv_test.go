@@ -9,11 +9,10 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestQ6KTxKV checks k4v's tiles on Q6_K (dotQ6KTx8KV, dotQ6KTx16KV
-// through q6KV) against dotQ6Kx8AVX2 bit for bit: 1 to 16 weight rows per
-// call (odd counts included), 1 to 3 groups of 8 activation rows (8 to 31
-// rows: ktStrides' contiguous layout, where they run), 1 to 15
-// super-blocks, random and saturated blocks
+// TestQ6KTxKV checks k4v's ×16 tile on Q6_K (dotQ6KTx16KV through q6KV)
+// against dotQ6Kx8AVX2 bit for bit: 1 to 16 weight rows per call (odd
+// counts included), 16 to 19 activation rows (two groups in ktStrides'
+// contiguous layout; 20–23 are padded to 24), 1 to 15 super-blocks, random and saturated blocks
 // (every value 63, scales 127, −128 or −1, activations −127 or ±1: each
 // sub-block's dword at its extreme), and that nothing is written past
 // the output rows.
@@ -25,9 +24,9 @@ func TestQ6KTxKV(t *testing.T) {
 		n, rows, kb int
 		sat         string
 	}{
-		{8, 1, 1, ""}, {8, 3, 2, ""}, {16, 16, 8, ""}, {16, 7, 15, ""}, {16, 1, 1, ""}, {17, 7, 13, ""}, {24, 5, 3, ""},
-		{31, 16, 8, ""}, {23, 9, 1, ""}, {9, 2, 11, ""}, {30, 13, 15, ""}, {12, 15, 8, ""}, {16, 11, 8, ""},
-		{8, 4, 4, "max"}, {16, 16, 8, "min"}, {16, 3, 5, "ones"}, {24, 11, 15, "max"}, {15, 1, 2, "min"}, {31, 16, 2, "ones"},
+		{16, 1, 1, ""}, {16, 3, 2, ""}, {16, 16, 8, ""}, {16, 7, 15, ""}, {17, 7, 13, ""}, {18, 5, 3, ""},
+		{19, 16, 8, ""}, {17, 9, 1, ""}, {19, 2, 11, ""}, {18, 13, 15, ""}, {16, 15, 8, ""}, {16, 11, 8, ""},
+		{16, 4, 4, "max"}, {16, 16, 8, "min"}, {16, 3, 5, "ones"}, {19, 11, 15, "max"}, {17, 1, 2, "min"}, {18, 16, 2, "ones"},
 	} {
 		t.Run(fmt.Sprintf("n%d/r%d/k%d/sat=%s", c.n, c.rows, c.kb*256, c.sat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n*c.rows), uint64(c.kb+13)))
@@ -47,8 +46,8 @@ func TestQ6KTxKV(t *testing.T) {
 	}
 }
 
-// checkQ6KV checks q6KV (dotQ6KTx16KV, dotQ6KTx8KV) on all groups of 8
-// rows at once against dotQ6Kx8AVX2 bit for bit on a Q6_K weight of rows×in
+// checkQ6KV checks q6KV (dotQ6KTx16KV) on the first 16 rows against
+// dotQ6Kx8AVX2 bit for bit on a Q6_K weight of rows×in
 // (data) and n activation rows x.
 func checkQ6KV(t *testing.T, data []byte, x []float32, n, rows, in int) {
 	t.Helper()
@@ -60,7 +59,7 @@ func checkQ6KV(t *testing.T, data []byte, x []float32, n, rows, in int) {
 		t.Fatalf("no actQ.kv or b6 for %d rows of %d values", n, in)
 	}
 	nb, rb, bss := in/256, kernels.Q6_K.RowBytes(in), in/16
-	n8 := n &^ 7
+	const n8 = 16
 	if gs, _ := a.ktStrides(); gs != 2048*nb {
 		t.Fatalf("%d rows of %d values: not the contiguous layout", n, in)
 	}
@@ -69,7 +68,7 @@ func checkQ6KV(t *testing.T, data []byte, x []float32, n, rows, in int) {
 	for i := n8 * rows; i < len(got); i++ {
 		got[i] = float32(math.Inf(-1))
 	}
-	q6KV(data, rb, rows, a.kv, a.d8, a.b68(0, nb), nb, got, rows, n8/8)
+	q6KV(data, rb, rows, a.kv, a.d8, a.b68(0, nb), nb, got, rows)
 	for i := n8 * rows; i < len(got); i++ {
 		if !math.IsInf(float64(got[i]), -1) {
 			t.Fatalf("wrote past its output at %d", i)
@@ -115,7 +114,7 @@ func TestQ6KVSums6(t *testing.T) {
 }
 
 // FuzzQ6KTxKV checks k4v's tiles on Q6_K (checkQ6KV) on weight blocks
-// made from the fuzzer's bytes (values, scales and d included), 8 to 31
+// made from the fuzzer's bytes (values, scales and d included), 16 to 19
 // activation rows, 1 to 16 weight rows and 1 to 15 super-blocks.
 func FuzzQ6KTxKV(f *testing.F) {
 	f.Add(uint8(0), uint8(3), uint8(0), []byte{1, 2, 3})
@@ -125,7 +124,7 @@ func FuzzQ6KTxKV(f *testing.F) {
 		if !hasK4V {
 			t.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
 		}
-		n, rows, in := int(n8%24)+8, int(rows8%16)+1, (int(kb8%15)+1)*256
+		n, rows, in := int(n8%4)+16, int(rows8%16)+1, (int(kb8%15)+1)*256
 		r := rand.New(rand.NewPCG(uint64(len(seed)), uint64(n8)))
 		data := randBlocks(r, kernels.Q6_K, rows, in)
 		for i, v := range seed {
@@ -136,17 +135,17 @@ func FuzzQ6KTxKV(f *testing.F) {
 	})
 }
 
-// TestQ6KVAllocs checks that Q6_K MatMuls on k4v's tiles allocate nothing
-// once the activations' buffers have grown: 16 rows of 2048 values (the
-// ×16 tile), 8 and 24 of 2048 (×8; ×16 and ×8), 16 of 8192 (the VNNI
-// tile, no kv), 1 and 2 threads.
+// TestQ6KVAllocs checks that Q6_K MatMuls on k4v's ×16 tile allocate
+// nothing once the activations' buffers have grown: 16 and 18 rows of
+// 2048 values (the ×16 tile), 8 and 24 of 2048 and 16 of 8192 (the VNNI
+// tile), 1 and 2 threads.
 func TestQ6KVAllocs(t *testing.T) {
 	if !hasK4V {
 		t.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
 	}
 	r := rand.New(rand.NewPCG(5, 11))
 	const out = 41
-	for _, c := range []struct{ n, in int }{{16, 2048}, {8, 2048}, {24, 2048}, {16, 8192}} {
+	for _, c := range []struct{ n, in int }{{16, 2048}, {18, 2048}, {8, 2048}, {24, 2048}, {16, 8192}} {
 		w, err := kernels.NewHostWeight(kernels.Q6_K, out, c.in, randBlocks(r, kernels.Q6_K, out, c.in))
 		if err != nil {
 			t.Fatal(err)

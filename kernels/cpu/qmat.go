@@ -273,8 +273,8 @@ func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 	if need&layQZ != 0 && zOnly(dt, a.n, a.k, a.blk, wr) {
 		need &^= layQT
 	}
-	if dt == kernels.Q6_K && !a.ktContiguous() {
-		need &^= layKV | layB6 // q6KV runs only on contiguous groups
+	if dt == kernels.Q6_K && (!a.ktContiguous() || a.n/8 != 2) {
+		need &^= layKV | layB6 // q6KV runs only on two contiguous groups
 	}
 	if need == 0 {
 		return
