@@ -141,7 +141,7 @@ func checkQ6TN(t *testing.T, data []byte, x []float32, n, out, in, threads int) 
 
 	for _, v := range q6TNVariants() {
 		b := New(Options{Threads: threads, QuantizeActivations: true})
-		b.k.vnni = v.vnni
+		b.k.vnni, b.k.k4v = v.vnni, v.k4v
 		const pad = 64
 		mm := &kernels.Host{R: n, C: out, F: make([]float32, n*out+pad)}
 		for i := n * out; i < len(mm.F); i++ {

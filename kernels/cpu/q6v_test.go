@@ -12,14 +12,20 @@ import (
 type q6TNVariant struct {
 	name string
 	vnni bool // dotQ6KTxNVNNI for pairs of weight rows
+	k4v  bool // through MatMul: k4v's tiles on actQ.kv (q6kv.go)
 }
 
 // q6TNVariants returns the variants this machine runs: the AVX2 tile
-// always, and the VNNI one where AVX512_VNNI is present.
+// always, the VNNI one where AVX512_VNNI is present, and k4v's tiles on
+// actQ.kv where AVX512_VBMI is too (MatMul only; direct calls of q6TxN
+// run the VNNI tile for it).
 func q6TNVariants() []q6TNVariant {
-	v := []q6TNVariant{{"avx2", false}}
+	v := []q6TNVariant{{"avx2", false, false}}
 	if hasVNNI {
-		v = append(v, q6TNVariant{"vnni", true})
+		v = append(v, q6TNVariant{"vnni", true, false})
+	}
+	if hasK4V {
+		v = append(v, q6TNVariant{"kv", true, true})
 	}
 	return v
 }

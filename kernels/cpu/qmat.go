@@ -105,6 +105,7 @@ type tile8Act struct {
 	bp []int16   // the 32-value sums for the Q4_K ×8 tile (pairs8, qtilek.go)
 	kt []int8    // the rows transposed for the Q4_K tiles of qtilekt.go (transposeK)
 	kv []int8    // the same rows in the VNNI Q4_K tiles' order (transposeKV, k4v.go)
+	b6 []int16   // the 16-value sums for the Q6_K tiles on kv (sums6, q6kv.go)
 	s8 []int32   // 8·Σx per block of 32, transposed for the Q4_0 ×8 tile (scales8)
 	qt []uint8   // q+128 transposed for the Q8_0 VNNI tile (transposeQ8, q8vnni.go)
 	// q+128 and d transposed by groups of 16 rows for the Q8_0 4×16 tile
@@ -116,7 +117,7 @@ type tile8Act struct {
 
 // emptied returns t with every buffer's length 0 (capacity kept).
 func (t tile8Act) emptied() tile8Act {
-	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], s8: t.s8[:0], qt: t.qt[:0], qz: t.qz[:0], dz: t.dz[:0], sz: t.sz[:0]}
+	return tile8Act{d8: t.d8[:0], bp: t.bp[:0], kt: t.kt[:0], kv: t.kv[:0], b6: t.b6[:0], s8: t.s8[:0], qt: t.qt[:0], qz: t.qz[:0], dz: t.dz[:0], sz: t.sz[:0]}
 }
 
 // quantized reports whether dt is a block-quantized type (activations are
@@ -213,12 +214,13 @@ const (
 	layS8                     // s8 (sums8)
 	layQT                     // qt (transposeQ8)
 	layQZ                     // qz and dz (transposeQ16)
+	layB6                     // b6 (sums6)
 )
 
 // tileLayouts returns the layouts the tiles of weight type dt read under
 // k: every ×8 tile the transposed scales; the k-quants' transposed tiles
 // (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
-// 32-value sums, Q4_K's and Q5_K's VBMI tiles their own order; Q4_0's ×8 tile 8·Σx;
+// 32-value sums, Q4_K's, Q5_K's and Q6_K's VBMI tiles their own order (Q6_K's also its 16-value sums, b6); Q4_0's ×8 tile 8·Σx;
 // Q8_0's and Q4_0's VNNI tiles q+128 transposed (by groups of 16 too
 // under kern.q8z, q8z.go). MXFP4 and the float types read none.
 func tileLayouts(k kern, dt kernels.DType) layouts {
@@ -250,6 +252,9 @@ func tileLayouts(k kern, dt kernels.DType) layouts {
 		}
 		return layD8 | layKT | layBP
 	case kernels.Q6_K:
+		if k.k4v && k.vnni {
+			return layD8 | layKT | layKV | layB6 // dotQ6KTxNKV (q6kv.go)
+		}
 		return layD8 | layKT
 	}
 	return 0
@@ -268,6 +273,9 @@ func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 	if need&layQZ != 0 && zOnly(dt, a.n, a.k, a.blk, wr) {
 		need &^= layQT
 	}
+	if dt == kernels.Q6_K && (!a.ktContiguous() || a.n/8 != 2) {
+		need &^= layKV | layB6 // q6KV runs only on two contiguous groups
+	}
 	if need == 0 {
 		return
 	}
@@ -282,6 +290,9 @@ func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 	}
 	if need&layKV != 0 {
 		a.transposeKV() // (kt made above or before: tileLayouts pairs them)
+	}
+	if need&layB6 != 0 {
+		a.sums6()
 	}
 	if need&layS8 != 0 {
 		a.sums8()

@@ -83,10 +83,17 @@ func (a *actQ) transposeKGo(nb, g, gs, ss int) {
 // 8 rows and between the super-blocks (transposeK).
 func (a *actQ) ktStrides() (gs, ss int) {
 	nb := a.k / 256
-	if a.n < qTileMinRows && a.k < ktnMinK {
+	if a.ktContiguous() {
 		return 2048 * nb, 2048
 	}
 	return 2048, 2048 * (a.n / 8)
+}
+
+// ktContiguous reports whether ktStrides lays each group's super-blocks
+// out contiguously (gs = 2048·nb): batches under qTileMinRows rows of
+// under ktnMinK values.
+func (a *actQ) ktContiguous() bool {
+	return a.n < qTileMinRows && a.k < ktnMinK
 }
 
 // rowsKT sets the products of Q4_K weight rows [ob, oe) with activation

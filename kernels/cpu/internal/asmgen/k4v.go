@@ -303,6 +303,22 @@ type kvtWeights struct {
 	// prefix and weight prefetches ahead of SI.
 	nName, nLbl string
 	nPrefetch   []int
+	// bpStep and bpScale are the bytes the bp argument advances per
+	// super-block and the multiple of nb·64 bytes from one group's to the
+	// next (0: Q4_K's 128 and 2, its 32-value sums).
+	bpStep, bpScale int
+}
+
+// bpSteps returns kw's bpStep and bpScale, their defaults filled in.
+func (kw kvtWeights) bpSteps() (step, scale int) {
+	step, scale = kw.bpStep, kw.bpScale
+	if step == 0 {
+		step = 128
+	}
+	if scale == 0 {
+		scale = 2
+	}
+	return step, scale
 }
 
 // kvtQ4K is the Q4_K repacked super-block of dotQ4KTx8VNNI and
@@ -353,6 +369,7 @@ MOVQ nb+48(FP), CX`)
 		}
 	}
 	kw.decode(a)
+	bpStep, bpScale := kw.bpSteps()
 	for g := 0; g < groups; g++ {
 		act := func(r, v int) string {
 			o := r*256 + 64*v
@@ -367,14 +384,14 @@ MOVQ nb+48(FP), CX`)
 			}
 			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
 		}
-		kw.group(a, act, func(o int) string { return grp(o, "BX", 2) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
+		kw.group(a, act, func(o int) string { return grp(o, "BX", bpScale) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
 	}
 	a.l("\tADDQ $%d, SI", kw.sb)
-	a.code(`
+	a.code(fmt.Sprintf(`
 ADDQ $2048, DI
 ADDQ $64, DX
-ADDQ $128, BX
-DECQ CX`)
+ADDQ $%d, BX
+DECQ CX`, bpStep))
 	a.l("\tJNZ %sloop", lbl)
 	a.code(`
 MOVQ os+64(FP), DX
@@ -443,11 +460,11 @@ MOVQ groups+72(FP), R9`)
 	a.l("%sgroup:", lbl)
 	act := func(r, v int) string { return fmt.Sprintf("%d(R11)", r*256+64*v) }
 	kw.group(a, act, func(o int) string { return fmt.Sprintf("%d(R13)", o) }, "(R12)", "(R10)")
+	bpStep, bpScale := kw.bpSteps()
 	a.code(fmt.Sprintf(`
 ADDQ R14, R11
 ADDQ R15, R12
-ADDQ R15, R13
-ADDQ R15, R13
+LEAQ (R13)(R15*%d), R13
 ADDQ $64, R10
 DECQ R9
 JNZ %sgroup
@@ -457,9 +474,9 @@ JNZ %srow
 ADDQ $%d, R8
 ADDQ ss+96(FP), DI
 ADDQ $64, DX
-ADDQ $128, BX
+ADDQ $%d, BX
 DECQ CX
-JNZ %sloop`, lbl, lbl, kw.sb, lbl))
+JNZ %sloop`, bpScale, lbl, lbl, kw.sb, bpStep, lbl))
 	a.ktnStore(lbl, 56, 64, 72, 80)
 }
 
