@@ -236,24 +236,7 @@ func TestQ5KTilesVNNIAllocs(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX512_VNNI kernels on this machine or build")
 	}
-	r := rand.New(rand.NewPCG(5, 9))
-	const out = 41
-	for _, c := range []struct{ n, in int }{{16, 8192}, {16, 2048}, {48, 2048}, {8, 2048}} {
-		w, err := kernels.NewHostWeight(kernels.Q5_K, out, c.in, randBlocks(r, kernels.Q5_K, out, c.in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
-		res := &kernels.Host{R: c.n, C: out, F: make([]float32, c.n*out)}
-		for _, threads := range []int{1, 2} {
-			b := New(Options{Threads: threads, QuantizeActivations: true})
-			b.MatMul(res, x, w, c.n)
-			if a := testing.AllocsPerRun(20, func() { b.MatMul(res, x, w, c.n) }); a != 0 {
-				t.Errorf("%d rows of %d values, %d threads: %v allocations per MatMul", c.n, c.in, threads, a)
-			}
-			b.Close()
-		}
-	}
+	checkMatMulAllocs(t, kernels.Q5_K, rand.New(rand.NewPCG(5, 9)), 41, []struct{ n, in int }{{16, 8192}, {16, 2048}, {48, 2048}, {8, 2048}})
 }
 
 // BenchmarkQ5KTilesVNNI compares Q5_K batched products through qTiles

@@ -143,24 +143,7 @@ func TestQ6KVAllocs(t *testing.T) {
 	if !hasK4V {
 		t.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
 	}
-	r := rand.New(rand.NewPCG(5, 11))
-	const out = 41
-	for _, c := range []struct{ n, in int }{{16, 2048}, {18, 2048}, {8, 2048}, {24, 2048}, {16, 8192}} {
-		w, err := kernels.NewHostWeight(kernels.Q6_K, out, c.in, randBlocks(r, kernels.Q6_K, out, c.in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &kernels.Host{R: c.n, C: c.in, F: randF(r, c.n*c.in)}
-		res := &kernels.Host{R: c.n, C: out, F: make([]float32, c.n*out)}
-		for _, threads := range []int{1, 2} {
-			b := New(Options{Threads: threads, QuantizeActivations: true})
-			b.MatMul(res, x, w, c.n)
-			if a := testing.AllocsPerRun(20, func() { b.MatMul(res, x, w, c.n) }); a != 0 {
-				t.Errorf("%d rows of %d values, %d threads: %v allocations per MatMul", c.n, c.in, threads, a)
-			}
-			b.Close()
-		}
-	}
+	checkMatMulAllocs(t, kernels.Q6_K, rand.New(rand.NewPCG(5, 11)), 41, []struct{ n, in int }{{16, 2048}, {18, 2048}, {8, 2048}, {24, 2048}, {16, 8192}})
 }
 
 // BenchmarkQ6KV compares the Q6_K transposed tile on VNNI
