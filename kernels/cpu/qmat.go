@@ -220,7 +220,8 @@ const (
 // tileLayouts returns the layouts the tiles of weight type dt read under
 // k: every ×8 tile the transposed scales; the k-quants' transposed tiles
 // (Q4_K, Q5_K on VNNI, Q6_K) the transposed rows, Q4_K's and Q5_K's the
-// 32-value sums, Q4_K's, Q5_K's and Q6_K's VBMI tiles their own order (Q6_K's also its 16-value sums, b6); Q4_0's ×8 tile 8·Σx;
+// 32-value sums, Q4_K's, Q5_K's and Q6_K's VBMI tiles their own order
+// (Q6_K's also its 16-value sums, b6); Q4_0's ×8 tile 8·Σx;
 // Q8_0's and Q4_0's VNNI tiles q+128 transposed (by groups of 16 too
 // under kern.q8z, q8z.go). MXFP4 and the float types read none.
 func tileLayouts(k kern, dt kernels.DType) layouts {
@@ -273,8 +274,8 @@ func (a *actQ) derive(k kern, dt kernels.DType, wr int) {
 	if need&layQZ != 0 && zOnly(dt, a.n, a.k, a.blk, wr) {
 		need &^= layQT
 	}
-	if dt == kernels.Q6_K && (!a.ktContiguous() || a.n/8 != 2) {
-		need &^= layKV | layB6 // q6KV runs only on two contiguous groups
+	if dt == kernels.Q6_K && !a.q6kvFits() {
+		need &^= layKV | layB6
 	}
 	if need == 0 {
 		return
