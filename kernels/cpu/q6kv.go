@@ -63,9 +63,8 @@ func (a *actQ) b68(m, nb int) []int16 {
 }
 
 // q6kvFits reports whether the rows go to q6KV (derive makes actQ.kv and
-// actQ.b6 for Q6_K only then): two groups of 8 rows (16–19 rows; pad.go
-// pads 20–23 to 24)
-// whose super-blocks are contiguous (ktContiguous).
+// actQ.b6 for Q6_K only then): two groups of 8 rows whose super-blocks
+// are contiguous (ktContiguous), i.e. 16–19 rows (pad.go pads 20–23 to 24).
 func (a *actQ) q6kvFits() bool { return a.n/8 == 2 && a.ktContiguous() }
 
 // q6KV computes the products of rows Q6_K weight rows (w, rb bytes each)
