@@ -61,3 +61,46 @@ func BenchmarkHalfShapes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHalfThreads times MatMul of 16 rows on F16/BF16 weights of the
+// 1B shapes streamed from memory with one and two threads: GMAC per
+// CPU-second of all threads.
+func BenchmarkHalfThreads(b *testing.B) {
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, dt := range halfTypes {
+		for _, s := range []struct {
+			name    string
+			out, in int
+		}{{"2048x2048", 2048, 2048}, {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}} {
+			one := randBlocks(r, dt, s.out, s.in)
+			sanitizeHalves(dt, one)
+			copies := max(1, streamBytes/len(one))
+			ws := make([]kernels.Tensor, copies)
+			for i := range ws {
+				data := append([]byte(nil), one...)
+				w, err := kernels.NewHostWeight(dt, s.out, s.in, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws[i] = w
+			}
+			for _, th := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%v/%s/t%d", dt, s.name, th), func(b *testing.B) {
+					const n = 16
+					be := New(Options{Threads: th})
+					defer be.Close()
+					x := &kernels.Host{R: n, C: s.in, F: randF(r, n*s.in)}
+					o := be.Alloc(n, s.out)
+					b.ResetTimer()
+					c0 := processCPU()
+					for i := 0; i < b.N; i++ {
+						be.MatMul(o, x, ws[i%copies], n)
+					}
+					if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+						b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
+					}
+				})
+			}
+		}
+	}
+}

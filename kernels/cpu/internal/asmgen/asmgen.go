@@ -89,7 +89,6 @@ func Files() map[string]string {
 		"q8s3_amd64.s": q8s3File(), "q8s3_amd64.go": q8s3Decls(),
 		"halfpanel_amd64.s": halfPanelFile(), "halfpanel_amd64.go": halfPanelDecls(),
 		"halfz_amd64.s": halfZFile(), "halfz_amd64.go": halfZDecls(),
-		"halfo_amd64.s": halfOFile(), "halfo_amd64.go": halfODecls(),
 		"halfs_amd64.s": halfSFile(), "halfs_amd64.go": halfSDecls(),
 		"q8tile_amd64.s":  q8tileFile(),
 		"q8vnni_amd64.s":  q8vnniFile(),
