@@ -246,7 +246,7 @@ type conn struct {
 	srv   *Server
 	rwc   net.Conn
 	state atomic.Int32
-	peer  *peer // its entry in the server's epoll set (nil: not watched)
+	peer  *peer          // its entry in the server's epoll set (nil: not watched)
 	rd    deadlineReader // what br reads: the socket, its read deadline set lazily
 	br    *bufio.Reader
 	bw    *bufio.Writer
