@@ -218,3 +218,15 @@ func TestSendHeadAllocs(t *testing.T) {
 		t.Errorf("%.1f allocations per head, want 0", got)
 	}
 }
+
+// FuzzTrimBlanks checks trimBlanks against bytes.Trim(b, " \t").
+func FuzzTrimBlanks(f *testing.F) {
+	for _, s := range []string{"", " ", "\t\t", " a ", "\ta b\t ", "ab", " \t\r\n "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := trimBlanks(b), bytes.Trim(b, " \t"); !bytes.Equal(got, want) {
+			t.Fatalf("trimBlanks(%q) = %q, want %q", b, got, want)
+		}
+	})
+}

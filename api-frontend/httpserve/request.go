@@ -168,7 +168,7 @@ func (c *conn) readHead() (*http.Request, error) {
 		if !validKey(l[:i]) {
 			nameErr = errBadHeaderName
 		}
-		v := bytes.TrimLeft(l[i+1:], " \t")
+		v := trimBlanks(l[i+1:]) // = bytes.TrimLeft: unfold trimmed l's end
 		if !validValue(v) {
 			return nil, errBadRequest
 		}
@@ -262,10 +262,10 @@ type headField struct {
 func (c *conn) unfold(l []byte, budget *int) ([]byte, error) {
 	if c.br.Buffered() > 0 {
 		if next, _ := c.br.Peek(1); next[0] != ' ' && next[0] != '\t' {
-			return bytes.Trim(l, " \t"), nil
+			return trimBlanks(l), nil
 		}
 	}
-	c.fold = append(c.fold[:0], bytes.Trim(l, " \t")...)
+	c.fold = append(c.fold[:0], trimBlanks(l)...)
 	for {
 		next, err := c.br.Peek(1)
 		if err != nil || next[0] != ' ' && next[0] != '\t' {
@@ -275,8 +275,21 @@ func (c *conn) unfold(l []byte, budget *int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.fold = append(append(c.fold, ' '), bytes.Trim(cont, " \t")...)
+		c.fold = append(append(c.fold, ' '), trimBlanks(cont)...)
 	}
+}
+
+// trimBlanks is bytes.Trim(b, " \t") without building the cut set on
+// every call (once per header field).
+func trimBlanks(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t') {
+		j--
+	}
+	return b[i:j]
 }
 
 // setBody frames the request's body from Transfer-Encoding and
