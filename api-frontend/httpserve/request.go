@@ -168,7 +168,10 @@ func (c *conn) readHead() (*http.Request, error) {
 		if !validKey(l[:i]) {
 			nameErr = errBadHeaderName
 		}
-		v := trimBlanks(l[i+1:]) // = bytes.TrimLeft: unfold trimmed l's end
+		v := l[i+1:]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v = v[1:] // bytes.TrimLeft(v, " \t") without its cut set
+		}
 		if !validValue(v) {
 			return nil, errBadRequest
 		}
