@@ -50,6 +50,10 @@ type Frontend struct {
 	ShutdownTimeout      time.Duration `flag:"shutdown-timeout" yaml:"shutdown_timeout" usage:"on SIGTERM, how long open streams may finish before they are ended"`
 	LogFormat            string        `flag:"log-format" yaml:"log_format" usage:"log format: text or json"`
 	PprofAddr            string        `flag:"pprof-addr" yaml:"pprof_addr" usage:"serve net/http/pprof on this address (off when empty)"`
+	// GCPercent is the frontend process's Go GC target (GOGC): each
+	// request allocates a few kB, and with Go's default of 100 the
+	// collections of a small heap cost several µs of CPU per request.
+	GCPercent int `flag:"gc-percent" yaml:"gc_percent" usage:"Go GC target of this process (as GOGC: heap growth between collections, in % of the live heap; -1: off); the GOGC environment variable wins when set"`
 	// HTTPServer picks the HTTP/1.1 connection server: lean (the
 	// default; api-frontend/httpserve: the same answers, less CPU per
 	// request) or net/http (http.Server; the one that also speaks HTTP/2
@@ -115,6 +119,7 @@ func DefaultFrontend() Frontend {
 		APIServerCount:       1,
 		ShutdownTimeout:      30 * time.Second,
 		LogFormat:            "text",
+		GCPercent:            400,
 		EngineStartup:        5 * time.Minute,
 		EngineLiveness:       3 * time.Second,
 		SimStepMS:            -1,
@@ -160,6 +165,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.EnableAutoToolChoice && f.ToolCallParser == "" {
 		errs = append(errs, errors.New("--enable-auto-tool-choice needs --tool-call-parser"))
+	}
+	if f.GCPercent < -1 {
+		errs = append(errs, fmt.Errorf("--gc-percent must be -1 (off) or >= 0, got %d", f.GCPercent))
 	}
 	if f.MaxQueuedRequests < 0 {
 		errs = append(errs, fmt.Errorf("--max-queued-requests must be >= 0, got %d", f.MaxQueuedRequests))

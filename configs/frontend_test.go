@@ -19,6 +19,8 @@ func TestFrontendValidate(t *testing.T) {
 		{"no model", func(f *Frontend) { f.Model = "" }, "--model"},
 		{"bad port", func(f *Frontend) { f.Port = 70000 }, "--port"},
 		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
+		{"gc off", func(f *Frontend) { f.GCPercent = -1 }, ""},
+		{"bad gc percent", func(f *Frontend) { f.GCPercent = -2 }, "--gc-percent"},
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
 		{"lean http server", func(f *Frontend) { f.HTTPServer = "lean" }, ""},
 		{"net/http server", func(f *Frontend) { f.HTTPServer = "net/http" }, ""},

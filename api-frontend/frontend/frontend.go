@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +86,9 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		return err
 	}
 
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.GCPercent)
+	}
 	if cfg.PprofAddr != "" {
 		go func() {
 			// net/http/pprof registers on http.DefaultServeMux.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -174,4 +175,58 @@ func TestWriteBodyAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseTarget checks parseTarget against url.ParseRequestURI, which
+// it stands for: the same URL, or an error from both.
+func FuzzParseTarget(f *testing.F) {
+	for _, s := range []string{"/", "/v1/completions", "/v1/chat/completions", "//x", "/a/../b", "/~u_v-w.x",
+		"/q?a=b", "/%41", "/a b", "*", "", "http://h/p", "/a#f", "/a:b", "/é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		got, err := parseTarget(target)
+		want, werr := url.ParseRequestURI(target)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: error %v, url.ParseRequestURI %v", target, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %#v, url.ParseRequestURI %#v", target, got, want)
+		}
+	})
+}
+
+// TestSendHeadAllocs checks that a streamed response's head (the SSE
+// fields, chunked) is written without allocating.
+func TestSendHeadAllocs(t *testing.T) {
+	c := newHeadConn([]byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))
+	req, err := c.readHead()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.setBody(req)
+	vals := []string{"text/event-stream"}
+	got := testing.AllocsPerRun(200, func() {
+		c.w.reset(req)
+		c.w.hdr["Content-Type"] = vals
+		c.w.WriteHeader(http.StatusOK)
+		if err := c.w.sendHead(false); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got != 0 {
+		t.Errorf("%.1f allocations per head, want 0", got)
+	}
+}
+
+// FuzzTrimBlanks checks trimBlanks against bytes.Trim(b, " \t").
+func FuzzTrimBlanks(f *testing.F) {
+	for _, s := range []string{"", " ", "\t\t", " a ", "\ta b\t ", "ab", " \t\r\n "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := trimBlanks(b), bytes.Trim(b, " \t"); !bytes.Equal(got, want) {
+			t.Fatalf("trimBlanks(%q) = %q, want %q", b, got, want)
+		}
+	})
 }

@@ -28,7 +28,7 @@ func (c *conn) readRequest(ctx context.Context) (*http.Request, context.CancelFu
 	}
 	deadline := false
 	if idle > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(idle))
+		c.rd.SetReadDeadline(time.Now().Add(idle))
 		deadline = true
 	}
 	if _, err := c.br.Peek(1); err != nil {
@@ -42,13 +42,13 @@ func (c *conn) readRequest(ctx context.Context) (*http.Request, context.CancelFu
 		// to set for the rest of its head.
 		b, _ := c.br.Peek(c.br.Buffered())
 		if !bytes.Contains(b, crlfcrlf) {
-			_ = c.rwc.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
+			c.rd.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
 			deadline = true
 		}
 	}
 	req, err := c.readHead()
 	if deadline {
-		_ = c.rwc.SetReadDeadline(time.Time{})
+		c.rd.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
 		return nil, nil, err
@@ -60,6 +60,24 @@ func (c *conn) readRequest(ctx context.Context) (*http.Request, context.CancelFu
 	rr := req.WithContext(rctx)
 	c.req = http.Request{} // hold nothing of this request past it
 	return rr, cancel, nil
+}
+
+// parseTarget is url.ParseRequestURI(target), with a fast path for the
+// usual target, an absolute path of unreserved characters and slashes
+// (/v1/chat/completions): ParseRequestURI returns such a path as the URL's
+// Path and nothing else, after a scheme scan, an escape scan and the
+// unescaping, which cost more than the rest of a short head.
+func parseTarget(target string) (*url.URL, error) {
+	if len(target) == 0 || target[0] != '/' {
+		return url.ParseRequestURI(target)
+	}
+	for i := 1; i < len(target); i++ {
+		if c := target[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return url.ParseRequestURI(target)
+		}
+	}
+	return &url.URL{Path: target}, nil
 }
 
 var (
@@ -123,7 +141,7 @@ func (c *conn) readHead() (*http.Request, error) {
 	if !ok {
 		return nil, errBadRequest
 	}
-	u, err := url.ParseRequestURI(target)
+	u, err := parseTarget(target)
 	if err != nil {
 		return nil, errBadRequest
 	}
@@ -150,7 +168,10 @@ func (c *conn) readHead() (*http.Request, error) {
 		if !validKey(l[:i]) {
 			nameErr = errBadHeaderName
 		}
-		v := bytes.TrimLeft(l[i+1:], " \t")
+		v := l[i+1:]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v = v[1:] // bytes.TrimLeft(v, " \t") without its cut set
+		}
 		if !validValue(v) {
 			return nil, errBadRequest
 		}
@@ -244,10 +265,10 @@ type headField struct {
 func (c *conn) unfold(l []byte, budget *int) ([]byte, error) {
 	if c.br.Buffered() > 0 {
 		if next, _ := c.br.Peek(1); next[0] != ' ' && next[0] != '\t' {
-			return bytes.Trim(l, " \t"), nil
+			return trimBlanks(l), nil
 		}
 	}
-	c.fold = append(c.fold[:0], bytes.Trim(l, " \t")...)
+	c.fold = append(c.fold[:0], trimBlanks(l)...)
 	for {
 		next, err := c.br.Peek(1)
 		if err != nil || next[0] != ' ' && next[0] != '\t' {
@@ -257,8 +278,21 @@ func (c *conn) unfold(l []byte, budget *int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.fold = append(append(c.fold, ' '), bytes.Trim(cont, " \t")...)
+		c.fold = append(append(c.fold, ' '), trimBlanks(cont)...)
 	}
+}
+
+// trimBlanks is bytes.Trim(b, " \t") without building the cut set on
+// every call (once per header field).
+func trimBlanks(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t') {
+		j--
+	}
+	return b[i:j]
 }
 
 // setBody frames the request's body from Transfer-Encoding and

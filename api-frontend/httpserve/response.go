@@ -32,9 +32,9 @@ type response struct {
 	closeQuiet  bool // close once the response ends, without saying so in the head
 	aborted     bool // a write failed: close without ending the response
 	keys        []string
-	// chunkHead holds a chunk's size line while writeBody writes it: a
-	// local array would escape through bufio.Writer.Write (one allocation
-	// per chunk).
+	// chunkHead holds a chunk's size line while writeBody writes it, and
+	// the status code while sendHead writes it: a local array would escape
+	// through bufio.Writer.Write (one allocation per chunk or head).
 	chunkHead [18]byte
 }
 
@@ -235,8 +235,12 @@ func (b *byteSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// SetReadDeadline is the connection's (http.ResponseController).
-func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+// SetReadDeadline is the connection's (http.ResponseController), applied
+// before the connection's next read from the socket (see deadlineReader).
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.rd.SetReadDeadline(t)
+	return nil
+}
 
 // SetWriteDeadline is the connection's (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
@@ -333,14 +337,15 @@ func (w *response) sendHead(final bool) error {
 	} else {
 		_, _ = bw.WriteString("HTTP/1.1 ")
 	}
-	var num [20]byte
-	_, _ = bw.Write(strconv.AppendInt(num[:0], int64(w.status), 10))
+	// The status goes through chunkHead: a local array would escape
+	// through bufio.Writer.Write (an allocation per response).
+	_, _ = bw.Write(strconv.AppendInt(w.chunkHead[:0], int64(w.status), 10))
 	_ = bw.WriteByte(' ')
 	if t := http.StatusText(w.status); t != "" {
 		_, _ = bw.WriteString(t)
 	} else {
 		_, _ = bw.WriteString("status code ")
-		_, _ = bw.Write(strconv.AppendInt(num[:0], int64(w.status), 10))
+		_, _ = bw.Write(strconv.AppendInt(w.chunkHead[:0], int64(w.status), 10))
 	}
 	_, _ = bw.WriteString("\r\n")
 	w.keys = w.keys[:0]

@@ -246,7 +246,8 @@ type conn struct {
 	srv   *Server
 	rwc   net.Conn
 	state atomic.Int32
-	peer  *peer // its entry in the server's epoll set (nil: not watched)
+	peer  *peer          // its entry in the server's epoll set (nil: not watched)
+	rd    deadlineReader // what br reads: the socket, its read deadline set lazily
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	w     response
@@ -285,7 +286,8 @@ func (c *conn) serve(base context.Context) {
 	if w := c.srv.watch; w != nil {
 		c.peer = w.add(c.rwc)
 	}
-	c.br = bufio.NewReaderSize(c.rwc, 4096)
+	c.rd.conn = c.rwc
+	c.br = bufio.NewReaderSize(&c.rd, 4096)
 	c.bw = bufio.NewWriterSize(c.rwc, 4096)
 	c.w.c = c
 	for {
@@ -375,3 +377,34 @@ var (
 	errBadTE         = &headError{line: "501 Not Implemented", body: "Unsupported transfer encoding"}
 	errExpect        = &headError{line: "417 Expectation Failed"}
 )
+
+// deadlineReader reads the connection, setting the read deadline asked
+// for (SetReadDeadline) only before a read that reaches the socket. A
+// request sets and clears deadlines around its head and its body (idle
+// wait, head, body: four per request), and the usual request is in the
+// reader's buffer after its first read, so most of them would arm and
+// disarm the runtime's timer for nothing. The connection's reads are its
+// serving goroutine's, so the deadline asked for is too (no lock); a
+// deadline cannot interrupt a read in progress (none is needed: nothing
+// reads concurrently). Between the reads, the socket keeps the last
+// deadline applied, which, when it passes, only marks the socket; the
+// next read applies the deadline asked for first.
+type deadlineReader struct {
+	conn net.Conn
+	want time.Time // the deadline asked for
+	set  time.Time // the deadline the socket has
+}
+
+// SetReadDeadline asks for deadline t for the reads from now on.
+func (d *deadlineReader) SetReadDeadline(t time.Time) { d.want = t }
+
+// Read implements io.Reader.
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if !d.want.Equal(d.set) {
+		if err := d.conn.SetReadDeadline(d.want); err != nil {
+			return 0, err
+		}
+		d.set = d.want
+	}
+	return d.conn.Read(p)
+}

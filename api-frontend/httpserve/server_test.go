@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -343,5 +344,50 @@ func TestIdleTimeout(t *testing.T) {
 		if d := time.Since(t0); d < 150*time.Millisecond || d > 2*time.Second {
 			t.Fatalf("%q: closed after %v, want ≈ 200 ms", raw, d)
 		}
+	}
+}
+
+// deadlineConn records the read deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	sets []time.Time
+}
+
+func (d *deadlineConn) SetReadDeadline(t time.Time) error { d.sets = append(d.sets, t); return nil }
+func (d *deadlineConn) Read(p []byte) (int, error)        { return 0, io.EOF }
+
+// TestDeadlineReader checks that deadlines asked for reach the socket
+// only before a read, as the last one asked for, and only when it differs
+// from the socket's.
+func TestDeadlineReader(t *testing.T) {
+	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	for _, tc := range []struct {
+		name string
+		ops  []any // a time.Time: SetReadDeadline; "read": Read
+		want []time.Time
+	}{
+		{"none", []any{"read"}, nil},
+		{"set then read", []any{t1, "read"}, []time.Time{t1}},
+		{"no read, nothing set", []any{t1, time.Time{}, t2}, nil},
+		{"last one wins", []any{t1, time.Time{}, t2, time.Time{}, "read"}, nil},
+		{"changed back", []any{t1, "read", t2, t1, "read"}, []time.Time{t1}},
+		{"cleared", []any{t1, "read", time.Time{}, "read", "read"}, []time.Time{t1, {}}},
+		{"each request", []any{t1, "read", time.Time{}, t2, time.Time{}, t2, "read"}, []time.Time{t1, t2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &deadlineConn{}
+			d := deadlineReader{conn: c}
+			for _, op := range tc.ops {
+				switch op := op.(type) {
+				case time.Time:
+					d.SetReadDeadline(op)
+				case string:
+					_, _ = d.Read(make([]byte, 1))
+				}
+			}
+			if !slices.EqualFunc(c.sets, tc.want, time.Time.Equal) {
+				t.Errorf("deadlines set %v, want %v", c.sets, tc.want)
+			}
+		})
 	}
 }

@@ -74,6 +74,7 @@ type goPump struct {
 	// before mu, and close does not wait for it.
 	wmu   sync.Mutex
 	wbuf  []byte        // a frame's header and body, written at once (wmu)
+	wr    rawWrite      // writeAll's state (wmu)
 	stall time.Duration // how long a write may wait for room before the connection is dropped
 
 	mu     sync.Mutex // guards conn, rc, closed
@@ -237,37 +238,58 @@ func (p *goPump) offer(it goItem) {
 }
 
 // writeAll writes b to the connection with raw write(2)s, waiting in the
-// network poller while the socket is full, at most stall.
+// network poller while the socket is full, at most stall. wmu is held: the
+// write's state lives in p.wr, and its callback is made once (a closure
+// per call would be two allocations per frame).
 func (p *goPump) writeAll(conn net.Conn, rc syscall.RawConn, b []byte) error {
-	var werr error
-	armed := false
-	err := rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-				if !armed {
-					armed = true
-					_ = conn.SetWriteDeadline(time.Now().Add(p.stall))
-				}
-				return false // wait until writable
-			case e != 0:
-				werr = e
-				return true
-			}
-			b = b[n:]
-		}
-		return true
-	})
-	if armed {
+	w := &p.wr
+	w.conn, w.b, w.armed, w.err, w.stall = conn, b, false, nil, p.stall
+	if w.fn == nil {
+		w.fn = w.write
+	}
+	err := rc.Write(w.fn)
+	if w.armed {
 		_ = conn.SetWriteDeadline(time.Time{})
 	}
+	werr := w.err
+	w.conn, w.b, w.err = nil, nil, nil
 	if err != nil {
 		return err
 	}
 	return werr
+}
+
+// rawWrite is writeAll's state, kept in the pump (under wmu).
+type rawWrite struct {
+	conn  net.Conn
+	b     []byte // what is left to write
+	armed bool   // the write deadline is set
+	err   error  // the write's error
+	stall time.Duration
+	fn    func(fd uintptr) bool // write, made once
+}
+
+// write is the syscall.RawConn.Write callback: it writes w.b, and returns
+// false to wait until the socket is writable.
+func (w *rawWrite) write(fd uintptr) bool {
+	for len(w.b) > 0 {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.b[0])), uintptr(len(w.b)))
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			if !w.armed {
+				w.armed = true
+				_ = w.conn.SetWriteDeadline(time.Now().Add(w.stall))
+			}
+			return false // wait until writable
+		case e != 0:
+			w.err = e
+			return true
+		}
+		w.b = w.b[n:]
+	}
+	return true
 }
 
 // appendFrameHeader appends a ZMTP frame header (flags, and the size in one

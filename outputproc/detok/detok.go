@@ -81,9 +81,14 @@ func New(tok tokenizer.Tokenizer, opts Options) *Decoder {
 // primePrompt reads the prompt's tail: any text there means the output is
 // not at the start of the sequence, and a UTF-8 sequence the prompt leaves
 // open is carried into pending so the output completes it.
+//
+// Only the tail's last 4 bytes are kept (completeLen looks at the last 3):
+// they are gathered right-aligned in an array, so a completion's start
+// allocates nothing here.
 func (d *Decoder) primePrompt(prompt []int32) {
-	var tail []byte
-	for i := len(prompt) - 1; i >= 0 && len(tail) < 4; i-- {
+	var buf [4]byte
+	k := 0 // the tail is buf[len(buf)-k:]
+	for i := len(prompt) - 1; i >= 0 && k < len(buf); i-- {
 		id := prompt[i]
 		if d.skip && d.tok.IsSpecial(id) {
 			continue
@@ -93,8 +98,11 @@ func (d *Decoder) primePrompt(prompt []int32) {
 			continue
 		}
 		d.atStart = false
-		tail = append(append([]byte(nil), b...), tail...)
+		m := min(len(b), len(buf)-k)
+		copy(buf[len(buf)-k-m:], b[len(b)-m:])
+		k += m
 	}
+	tail := buf[len(buf)-k:]
 	if n := completeLen(tail); n < len(tail) {
 		d.pending = append(d.pending, tail[n:]...)
 	}

@@ -260,8 +260,8 @@ func TestTokenStringerSameText(t *testing.T) {
 	}
 }
 
-// TestNewAllocations bounds a Decoder's set-up: the Decoder and the
-// prompt tail it reads; its buffers wait for their first use.
+// TestNewAllocations bounds a Decoder's set-up: the Decoder alone (the
+// prompt tail is read in place); its buffers wait for their first use.
 func TestNewAllocations(t *testing.T) {
 	f := newByteLevelFake()
 	for _, tc := range []struct {
@@ -270,7 +270,8 @@ func TestNewAllocations(t *testing.T) {
 		max    float64
 	}{
 		{"no prompt", nil, 1},
-		{"prompt", ids(f, "Hello", " world"), 2},
+		{"prompt", ids(f, "Hello", " world"), 1},
+		{"prompt open", ids(f, "Hello", "\xE2\x82"), 2}, // and pending
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := testing.AllocsPerRun(100, func() { _ = New(f, Options{PromptIDs: tc.prompt}) }); got > tc.max {
@@ -363,4 +364,53 @@ func TestEverySplit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// primePromptRef is primePrompt as first written (the whole tail, built
+// by prepending), the definition the in-place version must match.
+func primePromptRef(d *Decoder, prompt []int32) {
+	var tail []byte
+	for i := len(prompt) - 1; i >= 0 && len(tail) < 4; i-- {
+		id := prompt[i]
+		if d.skip && d.tok.IsSpecial(id) {
+			continue
+		}
+		b := d.tok.TokenBytes(id)
+		if len(b) == 0 {
+			continue
+		}
+		d.atStart = false
+		tail = append(append([]byte(nil), b...), tail...)
+	}
+	if n := completeLen(tail); n < len(tail) {
+		d.pending = append(d.pending, tail[n:]...)
+	}
+}
+
+// FuzzPrimePrompt checks primePrompt (the prompt tail's last 4 bytes)
+// against primePromptRef (the whole tail): the same pending bytes and
+// start state, on both fakes, with and without skipping special tokens.
+func FuzzPrimePrompt(f *testing.F) {
+	f.Add([]byte{0xE2, 0x82}, false, false)
+	f.Add([]byte{3, 200, 255, 1, 0}, true, true)
+	f.Add([]byte{0xF0, 0x9F, 0x98, 0x80, 0xC3}, false, true)
+	bl, spm := newByteLevelFake(), newSPMFake()
+	f.Fuzz(func(t *testing.T, raw []byte, skip, useSPM bool) {
+		tok := bl
+		if useSPM {
+			tok = spm
+		}
+		prompt := make([]int32, len(raw))
+		for i, b := range raw {
+			prompt[i] = int32(int(b) * len(tok.bytes) / 256)
+		}
+		got := &Decoder{tok: tok, skip: skip, atStart: true}
+		got.primePrompt(prompt)
+		want := &Decoder{tok: tok, skip: skip, atStart: true}
+		primePromptRef(want, prompt)
+		if string(got.pending) != string(want.pending) || got.atStart != want.atStart {
+			t.Fatalf("prompt %v skip=%v spm=%v: pending %q start %v, want %q %v", prompt, skip, useSPM,
+				got.pending, got.atStart, want.pending, want.atStart)
+		}
+	})
 }
