@@ -121,7 +121,6 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 			}
 		}
 	}
-	setProcs(len(addrs), log)
 	var conns []engineclient.EngineConn // each a *zmqtransport.EngineConn
 	for _, a := range addrs {
 		conn, err := zmqtransport.Dial(zmqtransport.ClientConfig{Addr: a, FrontendID: cfg.FrontendID, Log: log.Named("zmq"), LivenessTimeout: cfg.EngineLiveness, Curve: curve, LibZMQ: cfg.EngineLink == "libzmq"})
