@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +103,41 @@ type Options struct {
 	RawOutput      bool
 	// Log receives the launcher's own events (default: none).
 	Log *zap.Logger
+	// FrontendEnv is each frontend child's environment (nil: the
+	// launcher's own). Run sets it when nil: the launcher's environment
+	// with GOMAXPROCS set to the child's share of the cores
+	// (FrontendProcs), unless GOMAXPROCS is already set.
+	FrontendEnv []string
+}
+
+// FrontendProcs is the GOMAXPROCS each of count frontend processes gets on
+// cores usable cores: an equal share, at least 1, so that the frontends
+// together run no more Go threads at once than there are cores. A Go
+// process with a P more than it keeps busy pays for it on every hand-off
+// between its goroutines (an idle P's thread is woken to look for the
+// work, steals it or finds none, and sleeps again, and the work moves
+// between the cores' caches): at 256 streams one frontend with one P spent
+// 0.6–1.5 µs less CPU per streamed token than with two on two cores
+// (docs/BENCHMARKS.md, "i23tok4"). A lone frontend keeps Go's default
+// (all cores): its intake of a burst of requests then runs on every core.
+func FrontendProcs(cores, count int) int {
+	return max(1, cores/max(count, 1))
+}
+
+// frontendEnv returns the environment of count frontend children, given
+// the launcher's environment and its usable cores: environ plus
+// GOMAXPROCS=FrontendProcs(cores, count), or environ as it is when it sets
+// GOMAXPROCS itself (the operator's choice) or count is 1.
+func frontendEnv(environ []string, cores, count int) []string {
+	if count <= 1 {
+		return environ
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return environ
+		}
+	}
+	return append(slices.Clip(environ), "GOMAXPROCS="+strconv.Itoa(FrontendProcs(cores, count)))
 }
 
 func (o *Options) defaults() error {
@@ -145,6 +182,11 @@ func (o *Options) defaults() error {
 	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()
+	}
+	if o.FrontendEnv == nil {
+		// runtime.GOMAXPROCS(0) is the cores this process may use (CPU
+		// affinity and cgroup quota), as Go counts them.
+		o.FrontendEnv = frontendEnv(os.Environ(), runtime.GOMAXPROCS(0), o.Count)
 	}
 	return nil
 }
@@ -257,8 +299,9 @@ type child struct {
 	tail    *lineTail
 }
 
-// start starts a child whose output is passed through with its name.
-func (s *supervisor) start(name, exe string, args []string) (*child, error) {
+// start starts a child whose output is passed through with its name, with
+// env as its environment (nil: the launcher's).
+func (s *supervisor) start(name, exe string, args, env []string) (*child, error) {
 	c := &child{name: name, done: make(chan struct{}), tail: newLineTail(tailLines)}
 	prefix := name + " | "
 	if s.o.RawOutput {
@@ -267,6 +310,7 @@ func (s *supervisor) start(name, exe string, args []string) (*child, error) {
 	stdout := &lineWriter{mu: &s.outMu, dst: s.o.Stdout, prefix: prefix, tail: c.tail}
 	stderr := &lineWriter{mu: &s.outMu, dst: s.o.Stderr, prefix: prefix, tail: c.tail}
 	c.cmd = exec.Command(exe, args...)
+	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = stdout, stderr
 	c.cmd.WaitDelay = time.Second
 	// Own process group: a terminal's Ctrl-C reaches only the launcher,
@@ -332,7 +376,7 @@ func (s *supervisor) engineArgs() []string {
 // startEngine starts engine-core and waits for its READY. It fails when the
 // engine exits first, giving its last output lines.
 func (s *supervisor) startEngine(ctx context.Context) (*child, error) {
-	e, err := s.start("engine-core", s.o.EngineExecutable, s.engineArgs())
+	e, err := s.start("engine-core", s.o.EngineExecutable, s.engineArgs(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +449,7 @@ func (s *supervisor) superviseEngine(e *child, stop <-chan struct{}) {
 			return
 		}
 		_ = os.Remove(strings.TrimPrefix(s.engineAddr, "ipc://"))
-		next, err := s.start("engine-core", s.o.EngineExecutable, s.engineArgs())
+		next, err := s.start("engine-core", s.o.EngineExecutable, s.engineArgs(), nil)
 		if err != nil {
 			s.giveUp(err)
 			<-stop
@@ -442,7 +486,7 @@ func (s *supervisor) superviseFrontend(i int) {
 	quick := 0
 	for restart := 0; ; restart++ {
 		args := s.o.FrontendArgs(FrontendSpec{Index: i, Restart: restart, EngineAddr: s.engineAddr, Host: s.o.Host, Port: s.port})
-		c, err := s.start(name, s.o.Executable, args)
+		c, err := s.start(name, s.o.Executable, args, s.o.FrontendEnv)
 		if err != nil {
 			s.giveUp(err)
 			return

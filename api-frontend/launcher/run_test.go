@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,5 +169,75 @@ func TestRunEngineFailsBeforeReady(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "frontend-") {
 		t.Errorf("frontends started although the engine failed:\n%s", out.String())
+	}
+}
+
+func TestFrontendProcs(t *testing.T) {
+	tests := []struct{ cores, count, want int }{
+		{2, 1, 2}, {2, 2, 1}, {2, 3, 1}, {16, 3, 5}, {16, 4, 4}, {1, 8, 1}, {8, 0, 8},
+	}
+	for _, tt := range tests {
+		if got := FrontendProcs(tt.cores, tt.count); got != tt.want {
+			t.Errorf("FrontendProcs(%d, %d) = %d, want %d", tt.cores, tt.count, got, tt.want)
+		}
+	}
+}
+
+func TestFrontendEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "HOME=/root"}
+	tests := []struct {
+		name         string
+		environ      []string
+		cores, count int
+		want         []string
+	}{
+		{"one frontend keeps the environment", base, 8, 1, base},
+		{"two on two cores", base, 2, 2, append(slices.Clone(base), "GOMAXPROCS=1")},
+		{"three on sixteen cores", base, 16, 3, append(slices.Clone(base), "GOMAXPROCS=5")},
+		{"the operator's GOMAXPROCS stays", append(slices.Clone(base), "GOMAXPROCS=4"), 2, 2, append(slices.Clone(base), "GOMAXPROCS=4")},
+		{"an empty environment", nil, 4, 2, []string{"GOMAXPROCS=2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.environ)
+			got := frontendEnv(in, tt.cores, tt.count)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("frontendEnv = %q, want %q", got, tt.want)
+			}
+			if !slices.Equal(in, tt.environ) {
+				t.Fatalf("frontendEnv changed its argument: %q", in)
+			}
+		})
+	}
+}
+
+// TestRunSetsFrontendProcs: the children Run starts see
+// Options.FrontendEnv, by default the launcher's environment plus their
+// share of the cores.
+func TestRunSetsFrontendProcs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var out syncBuffer
+	o := shFrontends(&out, 2)
+	o.FrontendArgs = func(spec FrontendSpec) []string {
+		return []string{"-c", fmt.Sprintf(`trap 'exit 0' TERM; echo procs %d "$GOMAXPROCS"; while :; do sleep 0.02; done`, spec.Index)}
+	}
+	o.FrontendEnv = []string{"GOMAXPROCS=3"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, o) }()
+	re := regexp.MustCompile(`(?m)^frontend-\d \| procs \d 3$`)
+	waitFor(t, "two children with GOMAXPROCS=3", 10*time.Second, func() bool { return len(re.FindAllString(out.String(), -1)) >= 2 })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	d := shFrontends(io.Discard, 2)
+	if err := d.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("GOMAXPROCS") == "" && !slices.Contains(d.FrontendEnv, "GOMAXPROCS="+strconv.Itoa(FrontendProcs(runtime.GOMAXPROCS(0), 2))) {
+		t.Errorf("default FrontendEnv lacks the share: %q", d.FrontendEnv)
 	}
 }
