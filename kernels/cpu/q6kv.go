@@ -83,9 +83,11 @@ const (
 	// q6kvSlice is the most super-blocks per slice of longer reductions.
 	// Over all of an 8192-value row (32 super-blocks, 128 KiB of
 	// activations, read from L2 by every weight row) the ×16 tile was
-	// 14–22 % slower than dotQ6KTxNVNNI, at 3072 values whole 11–14 %;
-	// slices of 4–8 super-blocks were level to +9 %, 6 the best of them
-	// (BenchmarkQ6KV, docs/BENCHMARKS.md i17q6d).
+	// 14–23 % slower than dotQ6KTxNVNNI at 16 rows, and at 3072 values
+	// whole (main before slices) 11–14 %; in slices of 6 it is −2…+5 %
+	// (8192) and +0…+9 % (3072) against dotQ6KTxNVNNI; slices of 2, 4, 5,
+	// 7 and 8 read the same or less (BenchmarkQ6KV, load 6–20,
+	// docs/BENCHMARKS.md i17q6d).
 	q6kvSlice = 6
 )
 
