@@ -64,7 +64,12 @@ func (a *actQ) b68(m, nb int) []int16 {
 
 // q6kvFits reports whether the rows go to q6KVS (derive makes actQ.kv and
 // actQ.b6 for Q6_K only then): two groups of 8 rows, i.e. 16–19 rows
-// (pad.go pads 20–23 to 24), in either of ktStrides' layouts.
+// (pad.go pads 20–23 to 24), of under ktnMinK values (ktContiguous).
+// q6KVS runs rows of 4096 values and more too (in ktStrides' other
+// layout), but at 8192 (ffn_down) it was only level with dotQ6KTxNVNNI
+// in the kernel (−4…+5 %) and the Q4_K_M file's 16-sequence decode read
+// +4…+22 % CPU per token in 6 of 6 pairs (load 4–21; docs/BENCHMARKS.md
+// i17q6d), so those rows stay on dotQ6KTxNVNNI.
 // Prefill (3 or more groups) stays on dotQ6KTxNVNNI: the ×16 tile on
 // pairs of groups was 8–13 % slower at 128 rows (BenchmarkQ6KV, 2048×8192
 // and 8192×2048; docs/BENCHMARKS.md i17q6d), as k4v's ×N loop was: per
@@ -72,7 +77,7 @@ func (a *actQ) b68(m, nb int) []int16 {
 // µops) and a VPDPWSSD plus its share of the fold and of the decode (one
 // per 16 rows), where dotQ6KTxNVNNI spends 8.5 µops per row and weight
 // row and decodes once per 64 rows.
-func (a *actQ) q6kvFits() bool { return a.n/8 == 2 }
+func (a *actQ) q6kvFits() bool { return a.n/8 == 2 && a.ktContiguous() }
 
 const (
 	// q6kvWhole is the most super-blocks that one dotQ6KTx16KVS call

@@ -62,10 +62,15 @@ func checkQ6KV(t *testing.T, data []byte, x []float32, n, rows, in int) {
 	var a actQ
 	a.quantize(k, x, in, n, in, 256)
 	a.derive(k, kernels.Q6_K, rows)
+	if in >= ktnMinK {
+		// derive leaves these rows to dotQ6KTxNVNNI (q6kvFits)
+		a.transposeKV()
+		a.sums6()
+	}
 	nb, rb, bss := in/256, kernels.Q6_K.RowBytes(in), in/16
 	b6 := a.b68(0, nb)
 	if len(a.kv) == 0 || len(a.kv) != len(a.kt) || b6 == nil {
-		t.Fatalf("no actQ.kv or b6 for %d rows of %d values", n, in)
+		t.Fatalf("no actQ.kv or b6 for %d rows of %d values (kv %d, kt %d, b6 %d)", n, in, len(a.kv), len(a.kt), len(a.b6))
 	}
 	const n8 = 16
 	gs, ss := a.ktStrides()
