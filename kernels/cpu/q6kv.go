@@ -62,23 +62,69 @@ func (a *actQ) b68(m, nb int) []int16 {
 	return a.b6[g*nb*256:]
 }
 
-// q6kvFits reports whether the rows go to q6KV (derive makes actQ.kv and
-// actQ.b6 for Q6_K only then): two groups of 8 rows whose super-blocks
-// are contiguous (ktContiguous), i.e. 16–19 rows (pad.go pads 20–23 to 24).
+// q6kvFits reports whether the rows go to q6KVS (derive makes actQ.kv and
+// actQ.b6 for Q6_K only then): two groups of 8 rows, i.e. 16–19 rows
+// (pad.go pads 20–23 to 24), of under ktnMinK values (ktContiguous).
+// q6KVS runs rows of 4096 values and more too (in ktStrides' other
+// layout), but at 8192 (ffn_down) it was only level with dotQ6KTxNVNNI
+// in the kernel (−4…+5 %) and the Q4_K_M file's 16-sequence decode read
+// +4…+22 % CPU per token in 6 of 6 pairs (load 4–21; docs/BENCHMARKS.md
+// i17q6d), so those rows stay on dotQ6KTxNVNNI.
+// Prefill (3 or more groups) stays on dotQ6KTxNVNNI: the ×16 tile on
+// pairs of groups was 8–13 % slower at 128 rows (BenchmarkQ6KV, 2048×8192
+// and 8192×2048; docs/BENCHMARKS.md i17q6d), as k4v's ×N loop was: per
+// activation row and weight row the tile spends 4 VPDPBUSD, a VPMULLD (2
+// µops) and a VPDPWSSD plus its share of the fold and of the decode (one
+// per 16 rows), where dotQ6KTxNVNNI spends 8.5 µops per row and weight
+// row and decodes once per 64 rows.
 func (a *actQ) q6kvFits() bool { return a.n/8 == 2 && a.ktContiguous() }
 
-// q6KV computes the products of rows Q6_K weight rows (w, rb bytes each)
-// with two groups of 8 activation rows in actQ.kv's layout, their
-// super-blocks contiguous (xt; ktStrides' gs = 2048·nb), with k4v's ×16
-// tile dotQ6KTx16KV (accumulators in registers). b6 and xd8 are the
-// groups' actQ.b6 and actQ.d8; out is written os floats apart per
-// activation row. Other batches stay on dotQ6KTxNVNNI: k4v's ×N loop
-// (accumulators in memory: 32 rows or more, or rows of 4096 values or
-// more) was slower than it on Q6_K (BenchmarkQ6KV, 2048×8192 and 128
-// rows: −4…−12 %, load 5), and so were the ×8 tile at 8–15 rows (−23…+21 %
-// by shape) and ×16 + ×8 at 24–31 (−12…+3 %), where the ×16 tile at 16
-// rows gains 4–17 % (load 1–5); it runs at 16–19 rows (20–23 are padded
-// to 24, pad.go).
-func q6KV(w []byte, rb, rows int, xt []int8, xd8 []float32, b6 []int16, nb int, out []float32, os int) {
-	dotQ6KTx16KV(&w[0], rb, rows, &xt[0], &xd8[0], &b6[0], nb, &out[0], os)
+const (
+	// q6kvWhole is the most super-blocks that one dotQ6KTx16KVS call
+	// takes whole: at 2048 values (8) a row's two groups of activations
+	// (32 KiB) stay in L1 across the weight rows, and one call per block
+	// of weight rows reads them as one contiguous stream.
+	q6kvWhole = 8
+	// q6kvSlice is the most super-blocks per slice of longer reductions.
+	// Over all of an 8192-value row (32 super-blocks, 128 KiB of
+	// activations, read from L2 by every weight row) the ×16 tile was
+	// 14–23 % slower than dotQ6KTxNVNNI at 16 rows, and at 3072 values
+	// whole (main before slices) 11–14 %; in slices of 6 it is −2…+5 %
+	// (8192) and +0…+9 % (3072) against dotQ6KTxNVNNI; slices of 2, 4, 5,
+	// 7 and 8 read the same or less (BenchmarkQ6KV, load 6–20,
+	// docs/BENCHMARKS.md i17q6d).
+	q6kvSlice = 6
+)
+
+// q6KVS computes the products of rows Q6_K weight rows (w, rb bytes each)
+// with two groups of 8 activation rows in actQ.kv's layout, in either of
+// ktStrides' layouts (the groups gs bytes apart in xt, the super-blocks
+// ss), with k4v's ×16 tile dotQ6KTx16KVS (accumulators in registers): a
+// reduction of up to q6kvWhole super-blocks in one call, longer ones in
+// near-equal slices of at most q6kvSlice, every weight row meeting one
+// slice before the next (acc: 32 floats per weight row carry the float
+// accumulators from slice to slice, so the fold runs in the order of one
+// call). b6 and xd8 are the groups' actQ.b6 and actQ.d8; out is written
+// os floats apart per activation row. The results equal dotQ6KTxNAVX2's
+// bit for bit. Batches of other sizes stay on dotQ6KTxNVNNI: k4v's ×N
+// loop (accumulators in memory, 32 rows or more) was slower than it on
+// Q6_K (BenchmarkQ6KV, 2048×8192 and 128 rows: −4…−12 %, load 5), and so
+// were the ×8 tile at 8–15 rows (−23…+21 % by shape) and ×16 + ×8 at
+// 24–31 (−12…+3 %), where the ×16 tile at 16 rows gains 4–17 % (load 1–5).
+func q6KVS(w []byte, rb, rows int, xt []int8, xd8 []float32, b6 []int16, nb int, out []float32, os int, acc []float32, gs, ss int) {
+	ns := 1
+	if nb > q6kvWhole {
+		ns = (nb + q6kvSlice - 1) / q6kvSlice
+	}
+	for i, s := 0, 0; i < ns; i++ {
+		n, mode := nb*(i+1)/ns-s, 0
+		if s > 0 {
+			mode |= 1 // on from acc
+		}
+		if s+n == nb {
+			mode |= 2 // the results to out
+		}
+		dotQ6KTx16KVS(&w[s*210], rb, rows, &xt[s*ss], &xd8[s*16], &b6[s*256], nb, &out[0], os, &acc[0], gs, ss, n, mode)
+		s += n
+	}
 }

@@ -118,30 +118,38 @@ DATA q6kv0f<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q6kv0f<>(SB), RODATA|NOPTR, $64
 
 
-// func dotQ6KTx16KV(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int)
-TEXT ·dotQ6KTx16KV(SB), NOSPLIT, $96-72
+// func dotQ6KTx16KVS(w *byte, rb int, rows int, xt *int8, xd8 *float32, bp *int16, nb int, out *float32, os int, acc *float32, gs int, ss int, n int, mode int)
+TEXT ·dotQ6KTx16KVS(SB), NOSPLIT, $0-112
 	VMOVDQU64 q6kv0f<>(SB), Z14
 	VMOVDQU64 q6kvms<>(SB), Z16
 	MOVQ w+0(FP), R8
 	MOVQ rows+16(FP), R9
 	MOVQ out+56(FP), R10
+	MOVQ acc+72(FP), R11
+	MOVQ ss+88(FP), R12
+	MOVQ rb+8(FP), R13
+	MOVQ gs+80(FP), R14
 	MOVQ nb+48(FP), R15
-	MOVQ R15, R14
-	SHLQ $11, R14
 	SHLQ $6, R15
-q6kv16row:
+q6kv16srow:
 	MOVQ R8, SI
 	MOVQ xt+24(FP), DI
 	MOVQ xd8+32(FP), DX
 	MOVQ bp+40(FP), BX
-	MOVQ nb+48(FP), CX
+	MOVQ n+96(FP), CX
+	TESTQ $1, mode+104(FP)
+	JZ q6kv16szero
+	VMOVUPS (R11), Z21
+	VMOVUPS 64(R11), Z22
+	JMP q6kv16sloop
+q6kv16szero:
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
-q6kv16loop:
-	PREFETCHT0 1680(SI)
-	PREFETCHT0 1744(SI)
-	PREFETCHT0 1808(SI)
-	PREFETCHT0 1889(SI)
+q6kv16sloop:
+	PREFETCHT0 0(SI)(R13*1)
+	PREFETCHT0 64(SI)(R13*1)
+	PREFETCHT0 128(SI)(R13*1)
+	PREFETCHT0 209(SI)(R13*1)
 	VMOVDQU 192(SI), X1
 	VPSHUFB q6kvsp<>(SB), X1, X2
 	VPMOVSXBD X2, Z15
@@ -347,11 +355,17 @@ q6kv16loop:
 	VMULPS 0(DX)(R15*1), Z13, Z4
 	VFMADD231PS Z0, Z4, Z22
 	ADDQ $210, SI
-	ADDQ $2048, DI
+	ADDQ R12, DI
 	ADDQ $64, DX
 	ADDQ $512, BX
 	DECQ CX
-	JNZ q6kv16loop
+	JNZ q6kv16sloop
+	TESTQ $2, mode+104(FP)
+	JNZ q6kv16sstore
+	VMOVUPS Z21, (R11)
+	VMOVUPS Z22, 64(R11)
+	JMP q6kv16snext
+q6kv16sstore:
 	MOVQ os+64(FP), DX
 	SHLQ $2, DX
 	MOVQ R10, AX
@@ -398,9 +412,11 @@ q6kv16loop:
 	VEXTRACTPS $2, X8, (AX)
 	ADDQ DX, AX
 	VEXTRACTPS $3, X8, (AX)
+q6kv16snext:
+	ADDQ $128, R11
 	ADDQ $4, R10
-	ADDQ rb+8(FP), R8
+	ADDQ R13, R8
 	DECQ R9
-	JNZ q6kv16row
+	JNZ q6kv16srow
 	VZEROUPPER
 	RET

@@ -46,7 +46,7 @@ func (t *qmatTask) takesQ6TN() bool {
 // rowsQ6TN sets the products of Q6_K weight rows [ob, oe) with the groups
 // of 8 activation rows in [m0, m1) (multiples of 8) with dotQ6KTxNAVX2
 // (on VNNI dotQ6KTxNVNNI for pairs of weight rows, q6v.go; with actQ.kv
-// and actQ.b6, VBMI, k4v's tiles: q6KV, q6kv.go), ktnGroups
+// and actQ.b6, VBMI, k4v's ×16 tile at 16–19 rows: q6KVS, q6kv.go), ktnGroups
 // groups and ktnRows weight rows at a time, acc its
 // accumulators. It reports false, doing nothing, where the activations
 // have no transposed rows or scales for them.
@@ -60,9 +60,8 @@ func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 	rb := w.DT.RowBytes(K)
 	bss := K / 16
 	gs, ss := a.ktStrides()
-	// k4v's ×16 tile (q6kv.go) on two groups whose super-blocks are
-	// contiguous
-	kv := t.k.k4v && t.k.vnni && len(a.kv) == len(a.kt) && gs == 2048*nb
+	// k4v's ×16 tile (q6kv.go) on two groups, in slices of the reduction
+	kv := t.k.k4v && t.k.vnni && len(a.kv) == len(a.kt)
 	for m := m0; m < m1; m += 8 * ktnGroups {
 		g := min(ktnGroups, (m1-m)/8)
 		g0, g1 := m/8, m/8+g
@@ -74,7 +73,7 @@ func (t *qmatTask) rowsQ6TN(ob, oe, m0, m1 int, acc *[ktnRows * ktnGroups * 16]f
 			wq := w.Q[rb0*rb : re*rb]
 			o := out.F[m*out.C+rb0 : (m+8*g-1)*out.C+re]
 			if b6 := a.b68(m, nb); kv && g == 2 && b6 != nil {
-				q6KV(wq, rb, re-rb0, a.kv[g0*gs:], xd8, b6, nb, o, out.C)
+				q6KVS(wq, rb, re-rb0, a.kv[g0*gs:], xd8, b6, nb, o, out.C, acc[:], gs, ss)
 				continue
 			}
 			q6TxN(t.k.vnni, wq, rb, re-rb0, &xt[0], &xd8[0], &bs[0], 2*bss, nb, o, out.C, g, &acc[0], gs, ss)

@@ -38,6 +38,10 @@ func TestQ6TileTN(t *testing.T) {
 		// (q6tnMinRowsVNNI)
 		{8, 1, 1, 1, ""}, {8, 37, 8, 2, ""}, {9, 16, 2, 2, ""}, {12, 97, 3, 2, ""}, {15, 33, 32, 1, ""},
 		{8, 5, 2, 1, "max"}, {15, 6, 4, 2, "min"}, {11, 3, 2, 1, "ones"},
+		// 16–19 rows of 3072 values: k4v's ×16 tile in slices (q6KVS) on
+		// VBMI; 4096 and more: dotQ6KTxNVNNI (q6kvFits)
+		{16, 97, 32, 2, ""}, {19, 33, 32, 1, ""}, {18, 17, 12, 2, ""}, {17, 21, 33, 2, ""},
+		{16, 40, 17, 1, "max"}, {17, 9, 32, 2, "min"}, {16, 5, 33, 2, "ones"},
 	} {
 		t.Run(fmt.Sprintf("n%d/%dx%d/t%d/sat=%s", c.n, c.out, c.kb*256, c.threads, c.sat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.out*c.kb+11)))
