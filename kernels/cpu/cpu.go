@@ -386,7 +386,8 @@ func (b *Backend) addNorm(out, x kernels.Tensor, r *kernels.Host, w kernels.Tens
 	t := &b.norm
 	t.k, t.out, t.x, t.r, t.w, t.eps = b.k, out.(*kernels.Host), x.(*kernels.Host), r, w.(*kernels.Host), eps
 	chunks := n * t.x.C / t.w.C
-	b.pool.parallel(chunks, 1, normMinPar(t.w.C), t)
+	// pool chunks of 4 norm chunks, rmsScale4's
+	b.pool.parallel(chunks, 4, normMinPar(t.w.C), t)
 	t.out, t.x, t.r, t.w = nil, nil, nil, nil
 }
 
