@@ -277,13 +277,21 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 	// q/k/v and gate/up as one op each where the backend can
 	sh, _ := be.(kernels.SharedMatMuler)
 
+	// a residual addition and the norm after it as one op where the
+	// backend can; normed: s.xb already holds this layer's attention norm
+	an, _ := be.(kernels.AddNormer)
+	normed := false
+
 	// token embeddings
 	be.Embed(s.x, m.Embed, tokens)
 	for l := range m.Layers {
 		L := &m.Layers[l]
 
 		// attention: norm, q/k/v projections (+ bias), q/k norm, RoPE
-		be.RMSNorm(s.xb, s.x, L.AttnNorm, n, c.NormEps)
+		if !normed {
+			be.RMSNorm(s.xb, s.x, L.AttnNorm, n, c.NormEps)
+		}
+		normed = false
 		if sh != nil {
 			s.mmOut, s.mmW = [3]kernels.Tensor{s.q, s.k, s.v}, [3]kernels.Tensor{L.Wq, L.Wk, L.Wv}
 			sh.MatMulShared(s.mmOut[:], s.xb, s.mmW[:], n)
@@ -317,10 +325,13 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 		if L.Bo != nil {
 			be.AddRow(s.xb, L.Bo, n)
 		}
-		be.Add(s.x, s.x, s.xb, n)
-
 		// SwiGLU feed-forward (or the expert block) and residual
-		be.RMSNorm(s.xb, s.x, L.FFNNorm, n, c.NormEps)
+		if an != nil {
+			an.AddRMSNorm(s.xb, s.x, s.xb, L.FFNNorm, n, c.NormEps)
+		} else {
+			be.Add(s.x, s.x, s.xb, n)
+			be.RMSNorm(s.xb, s.x, L.FFNNorm, n, c.NormEps)
+		}
 		if L.Router != nil {
 			m.moeFFN(s, L, n)
 			continue
@@ -334,6 +345,12 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 		}
 		be.SiLUMul(s.gate, s.gate, s.up, n)
 		be.MatMul(s.xb, s.gate, L.Down, n)
+		if an != nil && l+1 < len(m.Layers) {
+			// the residual and the next layer's attention norm
+			an.AddRMSNorm(s.xb, s.x, s.xb, m.Layers[l+1].AttnNorm, n, c.NormEps)
+			normed = true
+			continue
+		}
 		be.Add(s.x, s.x, s.xb, n)
 	}
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,7 @@ func BenchmarkModelFile(b *testing.B) {
 					d0 = disp.Dispatches()
 				}
 				rec := opStatsOn(r)
+				stopProf := decodeProfile(b)
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
@@ -61,6 +63,7 @@ func BenchmarkModelFile(b *testing.B) {
 					}
 					step(b, r, ss, batch, out)
 				}
+				stopProf()
 				report(b, b.N*nseq, cpu0)
 				reportWeights(b, r.m.TokenReadBytes(), b.N, cpu0)
 				if rec != nil {
@@ -150,6 +153,32 @@ func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	b.ReportMetric(100*st.Imbalance(), "op-wait-%")
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
+	}
+}
+
+// decodeProfile starts a CPU profile of the decode steps alone when
+// $SLUICE_BENCH_DECODE_PROFILE names a file prefix: each decode benchmark
+// writes PREFIX-<benchmark>.prof, without the model load and the prompt's
+// prefill that -test.cpuprofile would mostly show. It returns the
+// function that stops the profile (a no-op when none was started).
+func decodeProfile(b *testing.B) func() {
+	prefix := os.Getenv("SLUICE_BENCH_DECODE_PROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + strings.NewReplacer("/", "_").Replace(b.Name()) + ".prof")
+	if err != nil {
+		b.Fatalf("decode profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatalf("decode profile: %v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Errorf("decode profile: %v", err)
+		}
 	}
 }
 

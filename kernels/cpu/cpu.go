@@ -139,6 +139,7 @@ var (
 	_ kernels.ExpertMatMuler     = (*Backend)(nil)
 	_ kernels.ExpertPairMatMuler = (*Backend)(nil)
 	_ kernels.SharedMatMuler     = (*Backend)(nil)
+	_ kernels.AddNormer          = (*Backend)(nil)
 )
 
 // New starts a CPU backend and its workers; Close stops them.
@@ -368,16 +369,45 @@ func (b *Backend) Add(out, a, c kernels.Tensor, n int) {
 
 // RMSNorm normalizes each w.Cols()-long chunk of the first n rows of x.
 func (b *Backend) RMSNorm(out, x, w kernels.Tensor, n int, eps float32) {
+	b.addNorm(out, x, nil, w, n, eps)
+}
+
+// AddRMSNorm implements kernels.AddNormer: x[:n] += r[:n], then out[:n] =
+// RMSNorm(x[:n])·w, chunk by chunk in one parallel op, where Add followed
+// by RMSNorm ran the addition on the calling thread while the workers
+// spun. The values are Add's and RMSNorm's bit for bit.
+func (b *Backend) AddRMSNorm(out, x, r, w kernels.Tensor, n int, eps float32) {
+	b.addNorm(out, x, r.(*kernels.Host), w, n, eps)
+}
+
+// addNorm runs RMSNorm (r nil) or AddRMSNorm over the chunks of the first
+// n rows of x.
+func (b *Backend) addNorm(out, x kernels.Tensor, r *kernels.Host, w kernels.Tensor, n int, eps float32) {
 	t := &b.norm
-	t.k, t.out, t.x, t.w, t.eps = b.k, out.(*kernels.Host), x.(*kernels.Host), w.(*kernels.Host), eps
+	t.k, t.out, t.x, t.r, t.w, t.eps = b.k, out.(*kernels.Host), x.(*kernels.Host), r, w.(*kernels.Host), eps
 	chunks := n * t.x.C / t.w.C
-	b.pool.parallel(chunks, 1, 64, t)
-	t.out, t.x, t.w = nil, nil, nil
+	// pool chunks of 4 norm chunks, rmsScale4's
+	b.pool.parallel(chunks, 4, normMinPar(t.w.C), t)
+	t.out, t.x, t.r, t.w = nil, nil, nil, nil
+}
+
+// smallOpValues is how many values a row-wise op (RMSNorm, AddRMSNorm,
+// RoPE) must cover before it runs on the pool: below it (one row of a 1B
+// model, batch 1) the op stays on the calling thread; above it (16
+// sequences: 16 rows of 2048) the workers, which would otherwise spin
+// through it waiting for the next matmul, take their share.
+const smallOpValues = 8192
+
+// normMinPar returns RMSNorm's minPar for chunks of c values: enough
+// chunks to cover smallOpValues, and at least 2.
+func normMinPar(c int) int {
+	return max(2, (smallOpValues+c-1)/max(c, 1))
 }
 
 type normTask struct {
 	k         kern
 	out, x, w *kernels.Host
+	r         *kernels.Host // AddRMSNorm's residual input; nil for RMSNorm
 	eps       float32
 }
 
@@ -396,14 +426,49 @@ func rmsScale(x []float32, eps float32) float32 {
 	return 1 / float32(math.Sqrt(float64(mean+eps)))
 }
 
+// rmsScale4 is rmsScale of four chunks of equal length at once: the same
+// operations in the same order for each, but four independent float64
+// sums in flight instead of one, whose every addition waits on the last
+// (rmsScale's loop is bound by the addition's latency).
+func rmsScale4(x0, x1, x2, x3 []float32, eps float32) (float32, float32, float32, float32) {
+	n := len(x0)
+	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
+	var s0, s1, s2, s3 float64
+	for j, v := range x0 {
+		s0 += float64(v * v)
+		v1, v2, v3 := x1[j], x2[j], x3[j]
+		s1 += float64(v1 * v1)
+		s2 += float64(v2 * v2)
+		s3 += float64(v3 * v3)
+	}
+	inv := func(ss float64) float32 {
+		mean := float32(ss / float64(n))
+		return 1 / float32(math.Sqrt(float64(mean+eps)))
+	}
+	return inv(s0), inv(s1), inv(s2), inv(s3)
+}
+
 func (t *normTask) run(lo, hi, _ int) {
 	c := t.w.C
-	for i := lo; i < hi; i++ {
-		xr := t.x.F[i*c : (i+1)*c]
-		or := t.out.F[i*c : (i+1)*c]
-		inv := rmsScale(xr, t.eps)
-		for j, v := range xr {
-			or[j] = (v * inv) * t.w.F[j]
+	if t.r != nil {
+		// Add's sums, element by element, before the norm reads them
+		xs, rs := t.x.F[lo*c:hi*c], t.r.F[lo*c:hi*c]
+		for j := range xs {
+			xs[j] += rs[j]
+		}
+	}
+	var inv [4]float32
+	for i := lo; i < hi; i += 4 {
+		m := min(4, hi-i)
+		if m == 4 {
+			inv[0], inv[1], inv[2], inv[3] = rmsScale4(t.x.F[i*c:(i+1)*c], t.x.F[(i+1)*c:(i+2)*c], t.x.F[(i+2)*c:(i+3)*c], t.x.F[(i+3)*c:(i+4)*c], t.eps)
+		} else {
+			for k := 0; k < m; k++ {
+				inv[k] = rmsScale(t.x.F[(i+k)*c:(i+k+1)*c], t.eps)
+			}
+		}
+		for k := 0; k < m; k++ {
+			t.k.scaleMul(t.out.F[(i+k)*c:(i+k+1)*c], t.x.F[(i+k)*c:(i+k+1)*c], t.w.F[:c], inv[k])
 		}
 	}
 }
@@ -429,7 +494,7 @@ func (t *siluTask) run(lo, hi, _ int) {
 func (b *Backend) RoPE(x kernels.Tensor, pos []int32, table kernels.Tensor, headDim int, style kernels.RoPEStyle) {
 	t := &b.rope
 	t.x, t.pos, t.table, t.headDim, t.style = x.(*kernels.Host), pos, table.(*kernels.Host), headDim, style
-	b.pool.parallel(len(pos), 1, 32, t)
+	b.pool.parallel(len(pos), 1, max(2, (smallOpValues+t.x.C-1)/max(t.x.C, 1)), t)
 	t.x, t.pos, t.table = nil, nil, nil
 }
 

@@ -82,6 +82,11 @@ func siluMulAVX512(dst, gate, up *float32, n int)
 //go:noescape
 func scaleMaxAVX512(x *float32, n int, scale float32) float32
 
+// scaleMulAVX512 sets dst[i] = (x[i]·s)·w[i] for i < n, a multiple of 16.
+//
+//go:noescape
+func scaleMulAVX512(dst, x, w *float32, n int, s float32)
+
 //go:noescape
 func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32)
 

@@ -51,6 +51,7 @@ func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int) { panic("unreac
 func expSubSumAVX512(x *float32, n int, sub float32) float32  { panic("unreachable") }
 func siluMulAVX512(dst, gate, up *float32, n int)             { panic("unreachable") }
 func scaleMaxAVX512(x *float32, n int, scale float32) float32 { panic("unreachable") }
+func scaleMulAVX512(dst, x, w *float32, n int, s float32)     { panic("unreachable") }
 func wsum64AVX512(w *float32, v *float32, stride int, n int, hd int, out *float32) {
 	panic("unreachable")
 }

@@ -285,6 +285,22 @@ func (k kern) softmaxUnnorm(x []float32, scale float32) float32 {
 	return sum
 }
 
+// scaleMul sets o[i] = (x[i]·s)·w[i] (RMSNorm's last step), 16 values at a
+// time on AVX-512: the same two float32 products per value, bit-equal.
+func (k kern) scaleMul(o, x, w []float32, s float32) {
+	n16 := 0
+	if k.simd {
+		if n16 = len(o) &^ 15; n16 > 0 {
+			_, _ = x[n16-1], w[n16-1]
+			scaleMulAVX512(&o[0], &x[0], &w[0], n16, s)
+		}
+	}
+	x, w = x[:len(o)], w[:len(o)]
+	for j := n16; j < len(o); j++ {
+		o[j] = (x[j] * s) * w[j]
+	}
+}
+
 // siluMul sets o[i] = silu(g[i]) * u[i].
 func (k kern) siluMul(o, g, u []float32) {
 	n16 := 0

@@ -299,6 +299,8 @@ func expFile() string {
 	a.wsum64(false)
 	a.l(``)
 	a.scores4(false)
+	a.l(``)
+	a.scaleMul512()
 	return a.b.String()
 }
 

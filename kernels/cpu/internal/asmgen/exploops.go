@@ -138,3 +138,32 @@ VMOVSS X1, ret+24(FP)
 VZEROUPPER
 RET`, v.v(v.sub), v.bcast(0xff800000, v.acc), v.lbl, v.v(0), v.v(v.acc), v.bytes, v.lanes, v.fold("VMAXPS", v.acc)))
 }
+
+// scaleMul512 writes scaleMulAVX512, RMSNorm's last step.
+func (a *asm) scaleMul512() {
+	a.lines(`
+// func scaleMulAVX512(dst, x, w *float32, n int, s float32)
+// dst[i] = (x[i]*s)*w[i] for i < n (a multiple of 16): RMSNorm's last
+// step, the same two float32 products per value as the scalar loop.`)
+	a.l(`TEXT ·scaleMulAVX512(SB), NOSPLIT, $0-36`)
+	a.code(`
+MOVQ dst+0(FP), DI
+MOVQ x+8(FP), SI
+MOVQ w+16(FP), DX
+MOVQ n+24(FP), CX
+VBROADCASTSS s+32(FP), Z26
+TESTQ CX, CX
+JEQ smuldone
+smulloop:
+VMULPS (SI), Z26, Z0
+VMULPS (DX), Z0, Z0
+VMOVUPS Z0, (DI)
+ADDQ $64, SI
+ADDQ $64, DX
+ADDQ $64, DI
+SUBQ $16, CX
+JNZ smulloop
+smuldone:
+VZEROUPPER
+RET`)
+}
