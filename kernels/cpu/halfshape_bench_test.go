@@ -44,18 +44,7 @@ func BenchmarkHalfShapes(b *testing.B) {
 					}
 					be := New(Options{QuantizeActivations: true})
 					defer be.Close()
-					x := &kernels.Host{R: n, C: s.in, F: randF(r, n*s.in)}
-					o := be.Alloc(n, s.out)
-					b.ResetTimer()
-					c0 := processCPU()
-					for i := 0; i < b.N; i++ {
-						be.MatMul(o, x, ws[i%copies], n)
-					}
-					cpuSec := (processCPU() - c0).Seconds()
-					if cpuSec > 0 {
-						b.ReportMetric(float64(len(one))*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
-						b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
-					}
+					benchHalfMatMul(b, be, r, ws, n, s.out, s.in, len(one))
 				})
 			}
 		}
@@ -72,35 +61,44 @@ func BenchmarkHalfThreads(b *testing.B) {
 			name    string
 			out, in int
 		}{{"2048x2048", 2048, 2048}, {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}} {
-			one := randBlocks(r, dt, s.out, s.in)
-			sanitizeHalves(dt, one)
-			copies := max(1, streamBytes/len(one))
-			ws := make([]kernels.Tensor, copies)
-			for i := range ws {
-				data := append([]byte(nil), one...)
-				w, err := kernels.NewHostWeight(dt, s.out, s.in, data)
-				if err != nil {
-					b.Fatal(err)
+			b.Run(fmt.Sprintf("%v/%s", dt, s.name), func(b *testing.B) {
+				one := randBlocks(r, dt, s.out, s.in)
+				sanitizeHalves(dt, one)
+				copies := max(1, streamBytes/len(one))
+				ws := make([]kernels.Tensor, copies)
+				for i := range ws {
+					w, err := kernels.NewHostWeight(dt, s.out, s.in, append([]byte(nil), one...))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ws[i] = w
 				}
-				ws[i] = w
-			}
-			for _, th := range []int{1, 2} {
-				b.Run(fmt.Sprintf("%v/%s/t%d", dt, s.name, th), func(b *testing.B) {
-					const n = 16
-					be := New(Options{Threads: th})
-					defer be.Close()
-					x := &kernels.Host{R: n, C: s.in, F: randF(r, n*s.in)}
-					o := be.Alloc(n, s.out)
-					b.ResetTimer()
-					c0 := processCPU()
-					for i := 0; i < b.N; i++ {
-						be.MatMul(o, x, ws[i%copies], n)
-					}
-					if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
-						b.ReportMetric(float64(n*s.out*s.in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
-					}
-				})
-			}
+				for _, th := range []int{1, 2} {
+					b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
+						be := New(Options{Threads: th})
+						defer be.Close()
+						benchHalfMatMul(b, be, r, ws, 16, s.out, s.in, len(one))
+					})
+				}
+			})
 		}
+	}
+}
+
+// benchHalfMatMul times be.MatMul of n random activation rows against the
+// out × in weights ws, cycled so that they come from memory, and reports
+// weight GB and GMAC per CPU-second of all threads (weightBytes: one
+// weight's size).
+func benchHalfMatMul(b *testing.B, be *Backend, r *rand.Rand, ws []kernels.Tensor, n, out, in, weightBytes int) {
+	x := &kernels.Host{R: n, C: in, F: randF(r, n*in)}
+	o := be.Alloc(n, out)
+	b.ResetTimer()
+	c0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		be.MatMul(o, x, ws[i%len(ws)], n)
+	}
+	if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+		b.ReportMetric(float64(weightBytes)*float64(b.N)/cpuSec/1e9, "GB/cpu-s")
+		b.ReportMetric(float64(n*out*in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
 	}
 }
