@@ -206,6 +206,10 @@ func (c *Core) Run(ctx context.Context) error {
 				continue
 			}
 		}
+		// idle: nothing to compute yet (the blocking receive above handled
+		// a message that brought no work, or the only request was aborted
+		// inside the window).
+		idle := !c.sched.HasWork()
 		for n := 0; n < c.opts.MaxInboundPerStep; n++ {
 			select {
 			case m, ok := <-in:
@@ -219,6 +223,13 @@ func (c *Core) Run(ctx context.Context) error {
 					continue
 				}
 				c.handle(m)
+				if idle && c.sched.HasWork() {
+					// A request reached an idle engine here rather than at
+					// the blocking receive: it opens the arrival window
+					// all the same.
+					idle = false
+					c.coalesce(ctx, in)
+				}
 				continue
 			default:
 			}

@@ -197,6 +197,30 @@ func TestIdleWindowAbortEmpties(t *testing.T) {
 	}
 }
 
+// TestIdleWindowAbortThenArrival: a request queued right behind the abort
+// that empties the window is received by the loop's non-blocking drain, not
+// its blocking receive; the engine has nothing to compute, so the request
+// opens a new window all the same (it once started a step at once, which
+// also made TestIdleWindowAbortEmpties flaky).
+func TestIdleWindowAbortThenArrival(t *testing.T) {
+	ft := newFakeTimer()
+	st := startWindow(t, 64, time.Hour, ft)
+	st.tr.in <- add("fa", "gone", 20, 3)
+	ft.waitOpened(t)
+	st.tr.in <- zmqtransport.Inbound{Frontend: "fa", Kind: ipc.KindAbort, Abort: &ipc.Abort{RequestIDs: []string{"gone"}}}
+	st.tr.in <- add("fa", "next", 20, 3)
+	ft.waitOpened(t)
+	<-ft.fire // the first window's channel, never fired
+	(<-ft.fire) <- time.Now()
+	st.tr.waitFor(t, "next done", func() bool {
+		v := st.tr.view("fa")["next"]
+		return v != nil && v.finish == ipc.FinishLength
+	})
+	if _, ok := st.tr.firstSteps("fa")["gone"]; ok {
+		t.Fatal("the aborted request produced output")
+	}
+}
+
 // TestNoIdleWindow: with IdleWait 0 the loop never opens a window, and the
 // first request of a staggered pair runs alone (the behaviour the window
 // exists to avoid).
