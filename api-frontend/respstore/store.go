@@ -20,8 +20,19 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
+
+// busyWait bounds how long Open retries its schema statement while another
+// process holds the file (the DSN's busy_timeout, which SQLite does not
+// apply to every lock it meets while a new file turns to WAL).
+const busyWait = 10 * time.Second
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 5 // SQLITE_BUSY
+}
 
 // ErrNotFound is returned by Get and Delete when no live entry has the id.
 var ErrNotFound = errors.New("respstore: response not found")
@@ -86,7 +97,16 @@ func Open(o Options) (*Store, error) {
 	// One connection per process: SQLite allows one writer anyway, and the
 	// busy timeout handles the other processes.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	// Frontends that share a port start together and open the same file:
+	// one creates the schema and turns on WAL while the others may get
+	// SQLITE_BUSY at once (seen in CI: a frontend exited at start), so a
+	// busy schema statement is retried for up to busyWait.
+	_, err = db.Exec(schema)
+	for start := time.Now(); err != nil && isBusy(err) && time.Since(start) < busyWait; {
+		time.Sleep(20 * time.Millisecond)
+		_, err = db.Exec(schema)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("create response store schema in %s: %w", o.Path, err)
 	}

@@ -2,6 +2,7 @@ package respstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -146,5 +147,69 @@ func TestStoreAcrossProcesses(t *testing.T) {
 	var mode string
 	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+}
+
+// TestOpenConcurrently opens one new store file from several processes at
+// once (this test binary re-run), as the frontends of one port do when they
+// start together: each Open must succeed (the first creates the schema and
+// turns on WAL; the others wait for it instead of failing with SQLITE_BUSY,
+// which once made a frontend exit at start).
+func TestOpenConcurrently(t *testing.T) {
+	if path := getenv("RESPSTORE_OPEN_PATH"); path != "" {
+		s, err := Open(Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("race%d.db", round))
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.Command(testBinary(t), "-test.run", "^TestOpenConcurrently$")
+				cmd.Env = append(cmd.Environ(), "RESPSTORE_OPEN_PATH="+path)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("round %d: child: %v\n%s", round, err, out)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// TestIsBusy: a write refused because another connection holds the file's
+// lock is SQLITE_BUSY (what Open retries); other errors are not.
+func TestIsBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.db")
+	s := open(t, Options{Path: path})
+	holder, err := s.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback() }()
+	if _, err := holder.Exec(`DELETE FROM responses`); err != nil { // takes the write lock
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.Exec(`DELETE FROM responses`)
+	if !isBusy(err) {
+		t.Fatalf("write under another connection's lock: %v, want SQLITE_BUSY", err)
+	}
+	if _, err := other.Exec(`SELECT nosuchcolumn FROM responses`); err == nil || isBusy(err) {
+		t.Fatalf("a bad statement: %v, want an error that is not SQLITE_BUSY", err)
 	}
 }
