@@ -321,6 +321,30 @@ func (kw kvtWeights) bpSteps() (step, scale int) {
 	return step, scale
 }
 
+// tileGroups emits one super-block's products for groups (1 or 2) row
+// groups of the ×16 tile on the decoded weights: group g's activations at
+// DI (the second at DI+R14), its block sums at DX and scales at BX (the
+// second's at R15 further), accumulated into Z21+g.
+func (kw kvtWeights) tileGroups(a *asm, groups int) {
+	_, bpScale := kw.bpSteps()
+	for g := 0; g < groups; g++ {
+		act := func(r, v int) string {
+			o := r*256 + 64*v
+			if g == 0 {
+				return fmt.Sprintf("%d(DI)", o)
+			}
+			return fmt.Sprintf("%d(DI)(R14*1)", o)
+		}
+		grp := func(off int, base string, scale int) string {
+			if g == 0 {
+				return fmt.Sprintf("%d(%s)", off, base)
+			}
+			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
+		}
+		kw.group(a, act, func(o int) string { return grp(o, "BX", bpScale) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
+	}
+}
+
 // kvtQ4K is the Q4_K repacked super-block of dotQ4KTx8VNNI and
 // dotQ4KTx16VNNI.
 var kvtQ4K = kvtWeights{
@@ -369,23 +393,8 @@ MOVQ nb+48(FP), CX`)
 		}
 	}
 	kw.decode(a)
-	bpStep, bpScale := kw.bpSteps()
-	for g := 0; g < groups; g++ {
-		act := func(r, v int) string {
-			o := r*256 + 64*v
-			if g == 0 {
-				return fmt.Sprintf("%d(DI)", o)
-			}
-			return fmt.Sprintf("%d(DI)(R14*1)", o)
-		}
-		grp := func(off int, base string, scale int) string {
-			if g == 0 {
-				return fmt.Sprintf("%d(%s)", off, base)
-			}
-			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
-		}
-		kw.group(a, act, func(o int) string { return grp(o, "BX", bpScale) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
-	}
+	bpStep, _ := kw.bpSteps()
+	kw.tileGroups(a, groups)
 	a.l("\tADDQ $%d, SI", kw.sb)
 	a.code(fmt.Sprintf(`
 ADDQ $2048, DI

@@ -246,23 +246,8 @@ VPXORD Z22, Z22, Z22`)
 		a.l("\tPREFETCHT0 %d(SI)(R13*1)", o-kw.prefetch[0])
 	}
 	kw.decode(a)
-	bpStep, bpScale := kw.bpSteps()
-	for g := 0; g < 2; g++ {
-		act := func(r, v int) string {
-			o := r*256 + 64*v
-			if g == 0 {
-				return fmt.Sprintf("%d(DI)", o)
-			}
-			return fmt.Sprintf("%d(DI)(R14*1)", o)
-		}
-		grp := func(off int, base string, scale int) string {
-			if g == 0 {
-				return fmt.Sprintf("%d(%s)", off, base)
-			}
-			return fmt.Sprintf("%d(%s)(R15*%d)", off, base, scale)
-		}
-		kw.group(a, act, func(o int) string { return grp(o, "BX", bpScale) }, grp(0, "DX", 1), fmt.Sprintf("Z%d", 21+g))
-	}
+	bpStep, _ := kw.bpSteps()
+	kw.tileGroups(a, 2)
 	a.l("\tADDQ $%d, SI", kw.sb)
 	a.code(fmt.Sprintf(`
 ADDQ R12, DI
