@@ -3,6 +3,8 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,14 +19,20 @@ type Engine struct {
 	Executor        string `flag:"executor" yaml:"executor" usage:"cpu (run the model), cuda (NVIDIA GPU; only in bin/engine-core-cuda, built with -tags cuda) or sim (simulated accelerator for capacity tests)"`
 	EngineID        string `flag:"engine-id" yaml:"engine_id" usage:"engine identity in READY and outputs (default: hostname-pid)"`
 
-	MaxNumSeqs           int    `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
-	MaxNumBatchedTokens  int    `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"most tokens computed per step (prefill chunks + decodes)"`
-	MaxModelLen          int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
-	BlockSize            int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
-	KVCacheMemory        int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
-	NumKVBlocks          int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
-	KVCacheDType         string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
-	DisablePrefixCaching bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
+	MaxNumSeqs          int `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"most requests running at once"`
+	MaxNumBatchedTokens int `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"most tokens computed per step (prefill chunks + decodes)"`
+	// LongPrefillTokenThreshold caps the prompt tokens one request
+	// computes per step: "auto" or an integer (LongPrefillThreshold
+	// resolves it).
+	LongPrefillTokenThreshold string `flag:"long-prefill-token-threshold" yaml:"long_prefill_token_threshold" usage:"most prompt tokens one request computes per step, so a long prompt delays running streams by one chunk at most; a prompt with more tokens left is long (--max-long-partial-prefills): auto (256 with --executor cpu, 0 with sim and cuda) or a number (0: no cap; with --max-num-partial-prefills > 1, 0 means 4 % of max-model-len, as in vLLM)"`
+	MaxNumPartialPrefills     int    `flag:"max-num-partial-prefills" yaml:"max_num_partial_prefills" usage:"most requests computing prompt tokens in one step, sharing its token budget evenly (1: no limit beyond --max-num-batched-tokens, vLLM's default)"`
+	MaxLongPartialPrefills    int    `flag:"max-long-partial-prefills" yaml:"max_long_partial_prefills" usage:"with --max-num-partial-prefills > 1, most long prompts (see --long-prefill-token-threshold) computing in one step; shorter prompts may start ahead of long ones held back (<= --max-num-partial-prefills)"`
+	MaxModelLen               int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
+	BlockSize                 int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
+	KVCacheMemory             int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
+	NumKVBlocks               int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
+	KVCacheDType              string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
+	DisablePrefixCaching      bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
 	// CPUFutexSleep lets the CPU executor's compute threads sleep on a
 	// futex between ops (cpu.Options.FutexSleep; off by default).
 	CPUFutexSleep         bool `flag:"cpu-futex-sleep" yaml:"cpu_futex_sleep" usage:"CPU executor (Linux): compute threads sleep on a futex between ops, woken by the OS instead of the Go scheduler (experimental: faster steps on an idle machine, slower on a loaded one)"`
@@ -74,23 +82,26 @@ type Engine struct {
 // DefaultEngine returns the defaults of every engine setting.
 func DefaultEngine() Engine {
 	return Engine{
-		Listen:                  "ipc:///tmp/sluice-engine.sock",
-		Executor:                "cpu",
-		MaxNumSeqs:              256,
-		MaxNumBatchedTokens:     2048,
-		BlockSize:               16,
-		KVCacheDType:            "auto",
-		SchedulerIdleWait:       "auto",
-		SimVocabSize:            32000,
-		ShutdownTimeout:         30 * time.Second,
-		ConstraintTimeout:       10 * time.Second,
-		GrammarCacheBytes:       128 << 20,        // guide.DefaultGrammarCacheBytes
-		MaxGrammarBytes:         64 << 20,         // constraint.MaxGrammarBytes
-		FrontendParkGrace:       30 * time.Second, // zmqtransport.DefaultParkGrace
-		FrontendParkBufferBytes: 64 << 20,         // zmqtransport.DefaultParkBufferBytes
-		LogFormat:               "json",
-		LogLevel:                "info",
-		ProfileDuration:         3 * time.Second,
+		Listen:                    "ipc:///tmp/sluice-engine.sock",
+		Executor:                  "cpu",
+		MaxNumSeqs:                256,
+		MaxNumBatchedTokens:       2048,
+		LongPrefillTokenThreshold: "auto",
+		MaxNumPartialPrefills:     1,
+		MaxLongPartialPrefills:    1,
+		BlockSize:                 16,
+		KVCacheDType:              "auto",
+		SchedulerIdleWait:         "auto",
+		SimVocabSize:              32000,
+		ShutdownTimeout:           30 * time.Second,
+		ConstraintTimeout:         10 * time.Second,
+		GrammarCacheBytes:         128 << 20,        // guide.DefaultGrammarCacheBytes
+		MaxGrammarBytes:           64 << 20,         // constraint.MaxGrammarBytes
+		FrontendParkGrace:         30 * time.Second, // zmqtransport.DefaultParkGrace
+		FrontendParkBufferBytes:   64 << 20,         // zmqtransport.DefaultParkBufferBytes
+		LogFormat:                 "json",
+		LogLevel:                  "info",
+		ProfileDuration:           3 * time.Second,
 	}
 }
 
@@ -111,6 +122,15 @@ func (e *Engine) Validate() error {
 	}
 	if e.MaxNumBatchedTokens < 1 {
 		errs = append(errs, Errorf("max-num-batched-tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens))
+	}
+	if _, err := e.LongPrefillThreshold(); err != nil {
+		errs = append(errs, Errorf("long-prefill-token-threshold", "%v", err))
+	}
+	if e.MaxNumPartialPrefills < 1 {
+		errs = append(errs, Errorf("max-num-partial-prefills", "must be >= 1, got %d", e.MaxNumPartialPrefills))
+	}
+	if e.MaxLongPartialPrefills < 1 || e.MaxLongPartialPrefills > max(e.MaxNumPartialPrefills, 1) {
+		errs = append(errs, Errorf("max-long-partial-prefills", "must be in 1..--max-num-partial-prefills (%d), got %d", e.MaxNumPartialPrefills, e.MaxLongPartialPrefills))
 	}
 	if e.MaxModelLen < 0 || e.MaxModelLen == 1 {
 		errs = append(errs, Errorf("max-model-len", "must be 0 (the model's) or >= 2, got %d", e.MaxModelLen))
@@ -220,4 +240,31 @@ func (e *Engine) IdleWait() (time.Duration, error) {
 		return 0, fmt.Errorf("must be between 0 and 1m, got %s", d)
 	}
 	return d, nil
+}
+
+// DefaultCPULongPrefillTokenThreshold is --long-prefill-token-threshold's
+// auto value with the CPU executor. A CPU prefills a 1B model at about
+// 190 tokens per second on two cores, so a 2048-token step holds every
+// running stream's next token for 10 s or more; 256-token chunks hold it
+// about 1.4 s, and the prefill rate is the same from 128- to 2048-token
+// chunks (the batch kernels work in passes of at most 256 rows), so a long
+// prompt's time to first token hardly changes (docs/bench/long-prefill.md).
+const DefaultCPULongPrefillTokenThreshold = 256
+
+// LongPrefillThreshold resolves --long-prefill-token-threshold: auto (or
+// empty) is DefaultCPULongPrefillTokenThreshold with the CPU executor and 0
+// (no cap, vLLM's default) with sim and cuda; otherwise a number >= 0.
+func (e *Engine) LongPrefillThreshold() (int, error) {
+	v := strings.TrimSpace(e.LongPrefillTokenThreshold)
+	if v == "" || v == "auto" {
+		if e.Executor == "cpu" {
+			return DefaultCPULongPrefillTokenThreshold, nil
+		}
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("must be auto or a number >= 0, got %q", v)
+	}
+	return n, nil
 }

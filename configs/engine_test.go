@@ -39,6 +39,11 @@ func TestEngineValidateNamesField(t *testing.T) {
 		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "5" }},
 		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "-1ms" }},
 		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "2m" }},
+		{"--long-prefill-token-threshold", func(e *Engine) { e.LongPrefillTokenThreshold = "-1" }},
+		{"--long-prefill-token-threshold", func(e *Engine) { e.LongPrefillTokenThreshold = "big" }},
+		{"--max-num-partial-prefills", func(e *Engine) { e.MaxNumPartialPrefills = 0 }},
+		{"--max-long-partial-prefills", func(e *Engine) { e.MaxLongPartialPrefills = 0 }},
+		{"--max-long-partial-prefills", func(e *Engine) { e.MaxNumPartialPrefills, e.MaxLongPartialPrefills = 2, 3 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -71,6 +76,29 @@ func TestEngineIdleWait(t *testing.T) {
 		e := DefaultEngine()
 		e.Executor, e.SchedulerIdleWait = c.executor, c.flag
 		if got, err := e.IdleWait(); err != nil || got != c.want {
+			t.Errorf("%s with %q: %v, %v; want %v", c.executor, c.flag, got, err, c.want)
+		}
+	}
+}
+
+// TestEngineLongPrefillThreshold checks how --long-prefill-token-threshold
+// resolves per executor: auto is CPU-sized, a number is taken as given.
+func TestEngineLongPrefillThreshold(t *testing.T) {
+	for _, c := range []struct {
+		executor, flag string
+		want           int
+	}{
+		{"cpu", "auto", DefaultCPULongPrefillTokenThreshold},
+		{"cpu", "", DefaultCPULongPrefillTokenThreshold},
+		{"sim", "auto", 0},
+		{"cuda", "auto", 0},
+		{"cpu", "0", 0},
+		{"cpu", "2048", 2048},
+		{"sim", " 64 ", 64},
+	} {
+		e := DefaultEngine()
+		e.Executor, e.LongPrefillTokenThreshold = c.executor, c.flag
+		if got, err := e.LongPrefillThreshold(); err != nil || got != c.want {
 			t.Errorf("%s with %q: %v, %v; want %v", c.executor, c.flag, got, err, c.want)
 		}
 	}

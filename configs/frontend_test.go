@@ -67,7 +67,10 @@ func TestFrontendEngineArgs(t *testing.T) {
 	}
 	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript, f.KVCacheDType = "sim", 64, 2.5, "s.jsonl", "float16"
 	f.SchedulerIdleWait = "2ms"
-	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16", "--scheduler-idle-wait", "2ms",
+	f.LongPrefillTokenThreshold, f.MaxNumPartialPrefills, f.MaxLongPartialPrefills = "128", 4, 2
+	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16",
+		"--long-prefill-token-threshold", "128", "--max-num-partial-prefills", "4", "--max-long-partial-prefills", "2",
+		"--scheduler-idle-wait", "2ms",
 		"--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
 	if got := f.SpawnArgs(); !slices.Equal(got, want) {
 		t.Fatalf("spawn args %q, want %q", got, want)

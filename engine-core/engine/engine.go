@@ -113,6 +113,9 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		zap.Int("max_model_len", eng.ready.MaxModelLen), zap.Int("vocab_size", eng.ready.VocabSize),
 		zap.Int("kv_blocks", eng.ready.NumKVBlocks), zap.Int("block_size", eng.ready.BlockSize),
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs), zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
+		zap.Int("long_prefill_token_threshold", eng.sched.Config().LongPrefillTokenThreshold),
+		zap.Int("max_num_partial_prefills", eng.sched.Config().MaxNumPartialPrefills),
+		zap.Int("max_long_partial_prefills", eng.sched.Config().MaxLongPartialPrefills),
 		zap.Duration("scheduler_idle_wait", idleWait))
 	if _, err := sdnotify.Notify(sdnotify.Ready); err != nil {
 		log.Warn("sd_notify", zap.Error(err))
@@ -274,17 +277,25 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 			return &guideAdapter{c: guide.NewCompilerWithOptions(gv, guide.Options{CacheSize: 64, CacheBytes: cfg.GrammarCacheBytes, MaxGrammarBytes: cfg.MaxGrammarBytes}), size: gv.Size(), timeout: cfg.ConstraintTimeout}, nil
 		})
 	}
+	longPrefill, err := cfg.LongPrefillThreshold()
+	if err != nil {
+		eng.close()
+		return nil, fmt.Errorf("--long-prefill-token-threshold: %w", err)
+	}
 	pool := kvcache.New(blocks, cfg.BlockSize)
 	eng.sched = sched.New(sched.Config{
-		Guide:                g,
-		MaxNumSeqs:           cfg.MaxNumSeqs,
-		MaxNumBatchedTokens:  cfg.MaxNumBatchedTokens,
-		MaxModelLen:          maxLen,
-		VocabSize:            vocab,
-		EOSTokenIDs:          eos,
-		DisablePrefixCaching: cfg.DisablePrefixCaching,
-		Seed:                 uint64(cfg.Seed),
-		SlidingWindow:        window,
+		Guide:                     g,
+		MaxNumSeqs:                cfg.MaxNumSeqs,
+		MaxNumBatchedTokens:       cfg.MaxNumBatchedTokens,
+		LongPrefillTokenThreshold: longPrefill,
+		MaxNumPartialPrefills:     cfg.MaxNumPartialPrefills,
+		MaxLongPartialPrefills:    cfg.MaxLongPartialPrefills,
+		MaxModelLen:               maxLen,
+		VocabSize:                 vocab,
+		EOSTokenIDs:               eos,
+		DisablePrefixCaching:      cfg.DisablePrefixCaching,
+		Seed:                      uint64(cfg.Seed),
+		SlidingWindow:             window,
 	}, pool)
 	id := cfg.EngineID
 	if id == "" {

@@ -57,6 +57,13 @@ func runRandom(t *testing.T, seed uint64) {
 		cfg.SlidingWindow = 1 + wr.IntN(40)
 		numBlocks += wr.IntN(32)
 	}
+	if pr := rand.New(rand.NewPCG(seed, 9)); pr.IntN(2) == 0 {
+		cfg.LongPrefillTokenThreshold = 1 + pr.IntN(40)
+		if pr.IntN(2) == 0 {
+			cfg.MaxNumPartialPrefills = 2 + pr.IntN(3)
+			cfg.MaxLongPartialPrefills = 1 + pr.IntN(cfg.MaxNumPartialPrefills)
+		}
+	}
 	window := cfg.SlidingWindow
 	pool := kvcache.New(numBlocks, bs)
 	s := New(cfg, pool)
@@ -119,7 +126,14 @@ func runRandom(t *testing.T, seed uint64) {
 			t.Fatalf("step %d over budget: %d tokens, %d seqs, %d running", step, b.NumTokens, len(b.Seqs), s.NumRunning())
 		}
 		results = results[:0]
+		prefills := 0
 		for _, sw := range b.Seqs {
+			if th := s.Config().LongPrefillTokenThreshold; th > 0 && len(sw.Tokens) > th {
+				t.Fatalf("step %d: %s computes %d tokens, threshold %d", step, sw.ReqID, len(sw.Tokens), th)
+			}
+			if sw.StartPos < sw.In.NumPrompt && len(sw.Tokens) > 1 {
+				prefills++
+			}
 			sr := reqs[sw.ReqID]
 			if sr.ended {
 				t.Fatalf("scheduled ended request %s", sw.ReqID)
@@ -156,6 +170,9 @@ func runRandom(t *testing.T, seed uint64) {
 			}
 			results = append(results, sample.Result{Token: tok})
 		}
+		if p := s.Config().MaxNumPartialPrefills; p > 1 && prefills > p {
+			t.Fatalf("step %d: %d prefills, max-num-partial-prefills %d", step, prefills, p)
+		}
 		s.Update(b, results, now, func(o *ipc.Output) {
 			sr := reqs[o.RequestID]
 			if sr.ended {
@@ -181,6 +198,11 @@ func runRandom(t *testing.T, seed uint64) {
 		}
 	}
 	if s.HasWork() {
+		b := s.Schedule(now)
+		t.Logf("cfg %+v blocks %d bs %d: last step %d seqs %d tokens; free %d", s.Config(), numBlocks, bs, len(b.Seqs), b.NumTokens, pool.NumFree())
+		for _, r := range s.running {
+			t.Logf("running %s status %d mark %d step %d tokens %d computed %d blocks %d win %d", r.id, r.status, r.mark, s.step, len(r.tokens), r.numComputed, len(r.blocks), len(r.win))
+		}
 		t.Fatalf("workload did not finish: %d running %d waiting", s.NumRunning(), s.NumWaiting())
 	}
 	for id, sr := range reqs {

@@ -25,7 +25,17 @@
 //     that preempted one.
 //   - Chunked prefill: a prompt is cut to the budget left in the step; its
 //     remaining tokens are computed in later steps. Partial prefills emit
-//     nothing.
+//     nothing. With LongPrefillTokenThreshold > 0 (vLLM's
+//     --long-prefill-token-threshold) no request computes more than that
+//     many tokens in one step, so a long prompt next to running streams
+//     delays each of their tokens by one threshold-sized chunk at most.
+//   - Concurrent partial prefills (vLLM's --max-num-partial-prefills P and
+//     --max-long-partial-prefills L, off at P = 1): at most P requests
+//     compute prompt tokens in one step, each at most MaxNumBatchedTokens
+//     divided by the number of prefills that can run in it, and at most L
+//     of them long (more than LongPrefillTokenThreshold prompt tokens
+//     left); a shorter waiting prompt may then be admitted ahead of a long
+//     one held back by L.
 //   - A request is admitted only when KV blocks for its whole (remaining)
 //     prompt are free (vLLM's scheduler_reserve_full_isl), but blocks are
 //     allocated chunk by chunk.
@@ -100,6 +110,22 @@ type Config struct {
 	// Guide, when set, enforces structured-output constraints; requests
 	// with a Constraint are refused when it is nil.
 	Guide Guide
+	// LongPrefillTokenThreshold, when positive, caps the tokens one
+	// request computes in a step (vLLM's --long-prefill-token-threshold),
+	// and a request with more prompt tokens than that left is long (for
+	// MaxLongPartialPrefills). 0: no cap; with MaxNumPartialPrefills > 1,
+	// 0 becomes 4 % of MaxModelLen, as in vLLM.
+	LongPrefillTokenThreshold int
+	// MaxNumPartialPrefills is the most requests computing prompt tokens
+	// in one step when above 1 (vLLM's --max-num-partial-prefills); the
+	// step's budget is then shared evenly between them. 0 or 1: no limit
+	// beyond the token budget (vLLM's default).
+	MaxNumPartialPrefills int
+	// MaxLongPartialPrefills is the most long requests (see
+	// LongPrefillTokenThreshold) computing prompt tokens in one step when
+	// MaxNumPartialPrefills > 1 (vLLM's --max-long-partial-prefills;
+	// 0 means 1).
+	MaxLongPartialPrefills int
 	// SlidingWindow, when positive, gives each request a second block
 	// table (SeqWork.WindowTable) for the model's sliding-window layers,
 	// which holds only the blocks those layers can still read: the last
@@ -138,6 +164,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sched: MaxModelLen must be >= 2, got %d", c.MaxModelLen)
 	case c.SlidingWindow < 0:
 		return fmt.Errorf("sched: SlidingWindow must be >= 0, got %d", c.SlidingWindow)
+	case c.LongPrefillTokenThreshold < 0:
+		return fmt.Errorf("sched: LongPrefillTokenThreshold must be >= 0, got %d", c.LongPrefillTokenThreshold)
+	case c.MaxNumPartialPrefills < 0 || c.MaxLongPartialPrefills < 0:
+		return fmt.Errorf("sched: MaxNumPartialPrefills and MaxLongPartialPrefills must be >= 0, got %d and %d", c.MaxNumPartialPrefills, c.MaxLongPartialPrefills)
+	case max(c.MaxLongPartialPrefills, 1) > max(c.MaxNumPartialPrefills, 1):
+		return fmt.Errorf("sched: MaxLongPartialPrefills (%d) must be <= MaxNumPartialPrefills (%d)", c.MaxLongPartialPrefills, c.MaxNumPartialPrefills)
 	}
 	return nil
 }
@@ -223,6 +255,11 @@ func New(cfg Config, kv *kvcache.Pool) *Scheduler {
 	if cfg.MaxModelLen <= 1 {
 		cfg.MaxModelLen = def.MaxModelLen
 	}
+	cfg.MaxNumPartialPrefills = max(cfg.MaxNumPartialPrefills, 1)
+	cfg.MaxLongPartialPrefills = max(cfg.MaxLongPartialPrefills, 1)
+	if cfg.MaxNumPartialPrefills > 1 && cfg.LongPrefillTokenThreshold <= 0 {
+		cfg.LongPrefillTokenThreshold = max(cfg.MaxModelLen*4/100, 1) // vLLM's default when P > 1
+	}
 	return &Scheduler{
 		cfg:  cfg,
 		kv:   kv,
@@ -270,7 +307,7 @@ func (s *Scheduler) WaitingFillsStep() bool {
 	}
 	tokens, blocks := 0, 0
 	for _, r := range s.waiting {
-		tokens += len(r.tokens) - r.numComputed
+		tokens += s.capChunk(len(r.tokens) - r.numComputed)
 		blocks += s.kv.BlocksFor(len(r.tokens))
 	}
 	return tokens >= s.cfg.MaxNumBatchedTokens || blocks >= s.kv.NumFree()
@@ -461,7 +498,8 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 	clear(s.work)
 	s.work = s.work[:0]
 	budget := s.cfg.MaxNumBatchedTokens
-	preempted := false
+	preemptions := s.preemptions
+	pp := s.planPrefills()
 
 	// Running requests: decodes first, then prefill chunks.
 	for pass := 0; pass < 2 && budget > 0; pass++ {
@@ -476,9 +514,12 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 			if remaining <= 0 || (remaining == 1) != (pass == 0) {
 				continue
 			}
-			n := min(remaining, budget)
+			n := min(s.capChunk(remaining), budget)
+			if pass == 1 {
+				n = min(n, pp.slot)
+				pp.count(s.isLong(r))
+			}
 			if !s.ensureBlocks(r, r.numComputed+n, now) {
-				preempted = true
 				continue
 			}
 			if r.status != statusRunning {
@@ -488,20 +529,33 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 			budget -= n
 		}
 	}
-	if preempted {
+	// ensureBlocks may have preempted r or other running requests (a
+	// victim can be preempted while r itself gets its blocks).
+	if s.preemptions != preemptions {
 		s.running = slices.DeleteFunc(s.running, func(r *request) bool { return r.status != statusRunning })
 		return b
 	}
 
-	// Waiting requests, in order, while they fit.
-	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-		r := s.waiting[0]
+	// Waiting requests, in order, while they fit. With concurrent partial
+	// prefills on, a long request held back by MaxLongPartialPrefills is
+	// passed over (it keeps its place) and a shorter one behind it may
+	// start.
+	for i := 0; i < len(s.waiting) && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs; {
+		r := s.waiting[i]
+		long := s.isLong(r)
+		if !pp.admits(long) {
+			if pp.full() {
+				break
+			}
+			i++
+			continue
+		}
 		cachedBlocks := 0
 		if !s.cfg.DisablePrefixCaching {
 			cachedBlocks = s.acquirePrefix(r)
 		}
 		cached := cachedBlocks * s.bs
-		n := min(len(r.tokens)-cached, budget)
+		n := min(s.capChunk(len(r.tokens)-cached), budget, pp.slot)
 		// the whole prompt's full blocks, and the most window blocks its
 		// prefill chunks hold at once
 		if s.kv.NumFree() < s.kv.BlocksFor(len(r.tokens))-cachedBlocks+s.windowReserve(r, cached) {
@@ -521,14 +575,95 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 		}
 		r.numComputed = cached
 		r.committed = cachedBlocks
-		s.waiting = slices.Delete(s.waiting, 0, 1)
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		r.status = statusRunning
 		s.running = append(s.running, r)
 		r.events = append(r.events, ipc.Event{Type: ipc.EventScheduled, Timestamp: now})
 		s.schedule(r, n)
+		pp.count(long)
 		budget -= n
 	}
 	return b
+}
+
+// capChunk caps a request's tokens for one step at
+// LongPrefillTokenThreshold (when positive).
+func (s *Scheduler) capChunk(remaining int) int {
+	if t := s.cfg.LongPrefillTokenThreshold; t > 0 && remaining > t {
+		return t
+	}
+	return remaining
+}
+
+// isLong reports whether r has more prompt tokens left than
+// LongPrefillTokenThreshold (vLLM counts the tokens not computed yet,
+// before any prefix-cache hit).
+func (s *Scheduler) isLong(r *request) bool {
+	t := s.cfg.LongPrefillTokenThreshold
+	return t > 0 && len(r.tokens)-r.numComputed > t
+}
+
+// prefillPlan is one step's limits on prefill chunks under concurrent
+// partial prefills (Config.MaxNumPartialPrefills > 1). With the feature
+// off its slot is unbounded and it admits everything.
+type prefillPlan struct {
+	on             bool
+	slot           int // most tokens of one prefill chunk
+	maxN, maxLong  int
+	prefills, long int // prefills (long ones) in the step so far
+}
+
+// planPrefills sets the step's prefill slot as vLLM does: the step's
+// budget divided by the prefills that can run in it, i.e. the running
+// requests still in prefill, then waiting requests in order, up to
+// MaxNumPartialPrefills, skipping long ones past MaxLongPartialPrefills.
+func (s *Scheduler) planPrefills() prefillPlan {
+	p := prefillPlan{slot: s.cfg.MaxNumBatchedTokens, maxN: s.cfg.MaxNumPartialPrefills, maxLong: s.cfg.MaxLongPartialPrefills}
+	if p.maxN <= 1 {
+		return p
+	}
+	p.on = true
+	n, long := 0, 0
+	for _, r := range s.running {
+		if len(r.tokens)-r.numComputed > 1 {
+			n++
+			if s.isLong(r) {
+				long++
+			}
+		}
+	}
+	for _, r := range s.waiting {
+		if n >= p.maxN {
+			break
+		}
+		if s.isLong(r) {
+			if long >= p.maxLong {
+				continue
+			}
+			long++
+		}
+		n++
+	}
+	if n = min(n, p.maxN); n > 0 {
+		p.slot = max(s.cfg.MaxNumBatchedTokens/n, 1)
+	}
+	return p
+}
+
+// count records a prefill (long or not) scheduled in the step.
+func (p *prefillPlan) count(long bool) {
+	p.prefills++
+	if long {
+		p.long++
+	}
+}
+
+// full reports whether no further prefill may start in the step.
+func (p *prefillPlan) full() bool { return p.on && p.prefills >= p.maxN }
+
+// admits reports whether a waiting request (long or not) may start.
+func (p *prefillPlan) admits(long bool) bool {
+	return !p.on || (p.prefills < p.maxN && (!long || p.long < p.maxLong))
 }
 
 // extendHashes hashes the full blocks of r's tokens not hashed yet.
