@@ -27,6 +27,10 @@ type fakeTransport struct {
 	utils   chan *ipc.UtilityResult
 	closed  chan string
 	changed chan struct{}
+	// clock, when set, stamps every output batch (stamps[fe][i] is the
+	// time of outs[fe][i]).
+	clock  func() time.Time
+	stamps map[string][]time.Time
 }
 
 func newFake() *fakeTransport {
@@ -43,6 +47,12 @@ func (f *fakeTransport) Inbound() <-chan zmqtransport.Inbound { return f.in }
 func (f *fakeTransport) SendOutputs(fe string, o *ipc.Outputs) {
 	f.mu.Lock()
 	f.outs[fe] = append(f.outs[fe], o)
+	if f.clock != nil {
+		if f.stamps == nil {
+			f.stamps = map[string][]time.Time{}
+		}
+		f.stamps[fe] = append(f.stamps[fe], f.clock())
+	}
 	f.mu.Unlock()
 	select {
 	case f.changed <- struct{}{}:
