@@ -107,7 +107,7 @@ func TestEngineLongPrefillThreshold(t *testing.T) {
 func TestEngineLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "engine.yaml")
-	if err := os.WriteFile(path, []byte("model: demo\nexecutor: sim\nmax_num_seqs: 8\nkv_cache_memory: 1GiB\nsim_step_ms: 2.5\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("model: demo\nexecutor: sim\nmax_num_seqs: 8\nkv_cache_memory: 1GiB\nsim_step_ms: 2.5\nlong_prefill_token_threshold: 512\nmax_num_partial_prefills: 4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("SLUICE_MAX_NUM_SEQS", "16")
@@ -117,7 +117,8 @@ func TestEngineLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rest) != 0 || e.Model != "demo" || e.Executor != "sim" || e.MaxNumSeqs != 16 || e.KVCacheMemory != 1<<30 ||
-		e.BlockSize != 32 || e.ShutdownTimeout != 5*time.Second || e.SimStep() != 2500*time.Microsecond {
+		e.BlockSize != 32 || e.ShutdownTimeout != 5*time.Second || e.SimStep() != 2500*time.Microsecond ||
+		e.LongPrefillTokenThreshold != "512" || e.MaxNumPartialPrefills != 4 {
 		t.Fatalf("loaded %+v", e)
 	}
 }
