@@ -25,14 +25,17 @@ type Engine struct {
 	// computes per step: "auto" or an integer (LongPrefillThreshold
 	// resolves it).
 	LongPrefillTokenThreshold string `flag:"long-prefill-token-threshold" yaml:"long_prefill_token_threshold" usage:"most prompt tokens one request computes per step, so a long prompt delays running streams by one chunk at most; a prompt with more tokens left is long (--max-long-partial-prefills): auto (256 with --executor cpu, 0 with sim and cuda) or a number (0: no cap; with --max-num-partial-prefills > 1, 0 means 4 % of max-model-len, as in vLLM)"`
-	MaxNumPartialPrefills     int    `flag:"max-num-partial-prefills" yaml:"max_num_partial_prefills" usage:"most requests computing prompt tokens in one step, sharing its token budget evenly (1: no limit beyond --max-num-batched-tokens, vLLM's default)"`
-	MaxLongPartialPrefills    int    `flag:"max-long-partial-prefills" yaml:"max_long_partial_prefills" usage:"with --max-num-partial-prefills > 1, most long prompts (see --long-prefill-token-threshold) computing in one step; shorter prompts may start ahead of long ones held back (<= --max-num-partial-prefills)"`
-	MaxModelLen               int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
-	BlockSize                 int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
-	KVCacheMemory             int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
-	NumKVBlocks               int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
-	KVCacheDType              string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
-	DisablePrefixCaching      bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
+	// PrefillTokensBesideDecodes caps the prompt tokens of a step that
+	// also decodes: "auto" or an integer (PrefillBesideDecodes resolves it).
+	PrefillTokensBesideDecodes string `flag:"prefill-tokens-beside-decodes" yaml:"prefill_tokens_beside_decodes" usage:"most prompt tokens, all requests together, in a step that also decodes running streams, so a burst of prompts delays their next token by that much prefill at most (a step without decodes takes the whole --max-num-batched-tokens; Sluice's, not vLLM's): auto (256 with --executor cpu, 0 with sim and cuda) or a number (0: no cap)"`
+	MaxNumPartialPrefills      int    `flag:"max-num-partial-prefills" yaml:"max_num_partial_prefills" usage:"most requests computing prompt tokens in one step, sharing its token budget evenly (1: no limit beyond --max-num-batched-tokens, vLLM's default)"`
+	MaxLongPartialPrefills     int    `flag:"max-long-partial-prefills" yaml:"max_long_partial_prefills" usage:"with --max-num-partial-prefills > 1, most long prompts (see --long-prefill-token-threshold) computing in one step; shorter prompts may start ahead of long ones held back (<= --max-num-partial-prefills)"`
+	MaxModelLen                int    `flag:"max-model-len" yaml:"max_model_len" usage:"most prompt + output tokens per request (0: the model's)"`
+	BlockSize                  int    `flag:"block-size" yaml:"block_size" usage:"token positions per KV-cache block"`
+	KVCacheMemory              int64  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"bytes of KV cache, e.g. 2GiB (0: --num-kv-blocks, or the default: max-num-seqs × max-model-len capped at half of MemAvailable after the weights)"`
+	NumKVBlocks                int    `flag:"num-kv-blocks" yaml:"num_kv_blocks" usage:"number of KV-cache blocks (overrides --kv-cache-memory)"`
+	KVCacheDType               string `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"KV-cache element type: auto (the model's: float32 for F32 weights, float16 for F16/BF16/quantized), float32, or float16 (CPU executor)"`
+	DisablePrefixCaching       bool   `flag:"disable-prefix-caching" yaml:"disable_prefix_caching" usage:"turn the prefix cache off"`
 	// CPUFutexSleep lets the CPU executor's compute threads sleep on a
 	// futex between ops (cpu.Options.FutexSleep; off by default).
 	CPUFutexSleep         bool `flag:"cpu-futex-sleep" yaml:"cpu_futex_sleep" usage:"CPU executor (Linux): compute threads sleep on a futex between ops, woken by the OS instead of the Go scheduler (experimental: faster steps on an idle machine, slower on a loaded one)"`
@@ -82,26 +85,27 @@ type Engine struct {
 // DefaultEngine returns the defaults of every engine setting.
 func DefaultEngine() Engine {
 	return Engine{
-		Listen:                    "ipc:///tmp/sluice-engine.sock",
-		Executor:                  "cpu",
-		MaxNumSeqs:                256,
-		MaxNumBatchedTokens:       2048,
-		LongPrefillTokenThreshold: "auto",
-		MaxNumPartialPrefills:     1,
-		MaxLongPartialPrefills:    1,
-		BlockSize:                 16,
-		KVCacheDType:              "auto",
-		SchedulerIdleWait:         "auto",
-		SimVocabSize:              32000,
-		ShutdownTimeout:           30 * time.Second,
-		ConstraintTimeout:         10 * time.Second,
-		GrammarCacheBytes:         128 << 20,        // guide.DefaultGrammarCacheBytes
-		MaxGrammarBytes:           64 << 20,         // constraint.MaxGrammarBytes
-		FrontendParkGrace:         30 * time.Second, // zmqtransport.DefaultParkGrace
-		FrontendParkBufferBytes:   64 << 20,         // zmqtransport.DefaultParkBufferBytes
-		LogFormat:                 "json",
-		LogLevel:                  "info",
-		ProfileDuration:           3 * time.Second,
+		Listen:                     "ipc:///tmp/sluice-engine.sock",
+		Executor:                   "cpu",
+		MaxNumSeqs:                 256,
+		MaxNumBatchedTokens:        2048,
+		LongPrefillTokenThreshold:  "auto",
+		PrefillTokensBesideDecodes: "auto",
+		MaxNumPartialPrefills:      1,
+		MaxLongPartialPrefills:     1,
+		BlockSize:                  16,
+		KVCacheDType:               "auto",
+		SchedulerIdleWait:          "auto",
+		SimVocabSize:               32000,
+		ShutdownTimeout:            30 * time.Second,
+		ConstraintTimeout:          10 * time.Second,
+		GrammarCacheBytes:          128 << 20,        // guide.DefaultGrammarCacheBytes
+		MaxGrammarBytes:            64 << 20,         // constraint.MaxGrammarBytes
+		FrontendParkGrace:          30 * time.Second, // zmqtransport.DefaultParkGrace
+		FrontendParkBufferBytes:    64 << 20,         // zmqtransport.DefaultParkBufferBytes
+		LogFormat:                  "json",
+		LogLevel:                   "info",
+		ProfileDuration:            3 * time.Second,
 	}
 }
 
@@ -125,6 +129,9 @@ func (e *Engine) Validate() error {
 	}
 	if _, err := e.LongPrefillThreshold(); err != nil {
 		errs = append(errs, Errorf("long-prefill-token-threshold", "%v", err))
+	}
+	if _, err := e.PrefillBesideDecodes(); err != nil {
+		errs = append(errs, Errorf("prefill-tokens-beside-decodes", "%v", err))
 	}
 	if e.MaxNumPartialPrefills < 1 {
 		errs = append(errs, Errorf("max-num-partial-prefills", "must be >= 1, got %d", e.MaxNumPartialPrefills))
@@ -255,7 +262,21 @@ const DefaultCPULongPrefillTokenThreshold = 256
 // empty) is DefaultCPULongPrefillTokenThreshold with the CPU executor and 0
 // (no cap, vLLM's default) with sim and cuda; otherwise a number >= 0.
 func (e *Engine) LongPrefillThreshold() (int, error) {
-	v := strings.TrimSpace(e.LongPrefillTokenThreshold)
+	return e.cpuTokens(e.LongPrefillTokenThreshold)
+}
+
+// PrefillBesideDecodes resolves --prefill-tokens-beside-decodes as
+// LongPrefillThreshold does --long-prefill-token-threshold (auto: the same
+// CPU value, so a step with decodes holds them one chunk's prefill).
+func (e *Engine) PrefillBesideDecodes() (int, error) {
+	return e.cpuTokens(e.PrefillTokensBesideDecodes)
+}
+
+// cpuTokens resolves a token count that is "auto" (or empty):
+// DefaultCPULongPrefillTokenThreshold with the CPU executor, else 0; or a
+// number >= 0.
+func (e *Engine) cpuTokens(v string) (int, error) {
+	v = strings.TrimSpace(v)
 	if v == "" || v == "auto" {
 		if e.Executor == "cpu" {
 			return DefaultCPULongPrefillTokenThreshold, nil

@@ -41,6 +41,7 @@ func TestEngineValidateNamesField(t *testing.T) {
 		{"--scheduler-idle-wait", func(e *Engine) { e.SchedulerIdleWait = "2m" }},
 		{"--long-prefill-token-threshold", func(e *Engine) { e.LongPrefillTokenThreshold = "-1" }},
 		{"--long-prefill-token-threshold", func(e *Engine) { e.LongPrefillTokenThreshold = "big" }},
+		{"--prefill-tokens-beside-decodes", func(e *Engine) { e.PrefillTokensBesideDecodes = "-3" }},
 		{"--max-num-partial-prefills", func(e *Engine) { e.MaxNumPartialPrefills = 0 }},
 		{"--max-long-partial-prefills", func(e *Engine) { e.MaxLongPartialPrefills = 0 }},
 		{"--max-long-partial-prefills", func(e *Engine) { e.MaxNumPartialPrefills, e.MaxLongPartialPrefills = 2, 3 }},
@@ -82,7 +83,8 @@ func TestEngineIdleWait(t *testing.T) {
 }
 
 // TestEngineLongPrefillThreshold checks how --long-prefill-token-threshold
-// resolves per executor: auto is CPU-sized, a number is taken as given.
+// and --prefill-tokens-beside-decodes resolve per executor: auto is
+// CPU-sized, a number is taken as given.
 func TestEngineLongPrefillThreshold(t *testing.T) {
 	for _, c := range []struct {
 		executor, flag string
@@ -97,9 +99,12 @@ func TestEngineLongPrefillThreshold(t *testing.T) {
 		{"sim", " 64 ", 64},
 	} {
 		e := DefaultEngine()
-		e.Executor, e.LongPrefillTokenThreshold = c.executor, c.flag
+		e.Executor, e.LongPrefillTokenThreshold, e.PrefillTokensBesideDecodes = c.executor, c.flag, c.flag
 		if got, err := e.LongPrefillThreshold(); err != nil || got != c.want {
 			t.Errorf("%s with %q: %v, %v; want %v", c.executor, c.flag, got, err, c.want)
+		}
+		if got, err := e.PrefillBesideDecodes(); err != nil || got != c.want {
+			t.Errorf("beside decodes: %s with %q: %v, %v; want %v", c.executor, c.flag, got, err, c.want)
 		}
 	}
 }

@@ -83,19 +83,20 @@ type Frontend struct {
 	ResponsesKeyFile       string        `flag:"responses-key-file" yaml:"responses_key_file" usage:"32-byte key file sealing reasoning (encrypted_content, thinking signatures); created when missing (default: responses.key beside the store)"`
 
 	// Engine flags passed through to engine-core when spawning.
-	Executor                  string  `flag:"executor" yaml:"executor" usage:"engine executor when spawning: cpu or sim"`
-	MaxNumSeqs                int     `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"engine --max-num-seqs when spawning"`
-	MaxNumBatchedTokens       int     `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"engine --max-num-batched-tokens when spawning"`
-	MaxModelLen               int     `flag:"max-model-len" yaml:"max_model_len" usage:"engine --max-model-len when spawning"`
-	BlockSize                 int     `flag:"block-size" yaml:"block_size" usage:"engine --block-size when spawning"`
-	KVCacheMemory             string  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"engine --kv-cache-memory when spawning"`
-	KVCacheDType              string  `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"engine --kv-cache-dtype when spawning (auto, float32 or float16)"`
-	LongPrefillTokenThreshold string  `flag:"long-prefill-token-threshold" yaml:"long_prefill_token_threshold" usage:"engine --long-prefill-token-threshold when spawning (auto or a number)"`
-	MaxNumPartialPrefills     int     `flag:"max-num-partial-prefills" yaml:"max_num_partial_prefills" usage:"engine --max-num-partial-prefills when spawning"`
-	MaxLongPartialPrefills    int     `flag:"max-long-partial-prefills" yaml:"max_long_partial_prefills" usage:"engine --max-long-partial-prefills when spawning"`
-	SchedulerIdleWait         string  `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"engine --scheduler-idle-wait when spawning (auto or a duration such as 5ms)"`
-	SimStepMS                 float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"engine --sim-step-ms when spawning"`
-	SimScript                 string  `flag:"sim-script" yaml:"sim_script" usage:"engine --sim-script when spawning"`
+	Executor                   string  `flag:"executor" yaml:"executor" usage:"engine executor when spawning: cpu or sim"`
+	MaxNumSeqs                 int     `flag:"max-num-seqs" yaml:"max_num_seqs" usage:"engine --max-num-seqs when spawning"`
+	MaxNumBatchedTokens        int     `flag:"max-num-batched-tokens" yaml:"max_num_batched_tokens" usage:"engine --max-num-batched-tokens when spawning"`
+	MaxModelLen                int     `flag:"max-model-len" yaml:"max_model_len" usage:"engine --max-model-len when spawning"`
+	BlockSize                  int     `flag:"block-size" yaml:"block_size" usage:"engine --block-size when spawning"`
+	KVCacheMemory              string  `flag:"kv-cache-memory" yaml:"kv_cache_memory" usage:"engine --kv-cache-memory when spawning"`
+	KVCacheDType               string  `flag:"kv-cache-dtype" yaml:"kv_cache_dtype" usage:"engine --kv-cache-dtype when spawning (auto, float32 or float16)"`
+	LongPrefillTokenThreshold  string  `flag:"long-prefill-token-threshold" yaml:"long_prefill_token_threshold" usage:"engine --long-prefill-token-threshold when spawning (auto or a number)"`
+	PrefillTokensBesideDecodes string  `flag:"prefill-tokens-beside-decodes" yaml:"prefill_tokens_beside_decodes" usage:"engine --prefill-tokens-beside-decodes when spawning (auto or a number)"`
+	MaxNumPartialPrefills      int     `flag:"max-num-partial-prefills" yaml:"max_num_partial_prefills" usage:"engine --max-num-partial-prefills when spawning"`
+	MaxLongPartialPrefills     int     `flag:"max-long-partial-prefills" yaml:"max_long_partial_prefills" usage:"engine --max-long-partial-prefills when spawning"`
+	SchedulerIdleWait          string  `flag:"scheduler-idle-wait" yaml:"scheduler_idle_wait" usage:"engine --scheduler-idle-wait when spawning (auto or a duration such as 5ms)"`
+	SimStepMS                  float64 `flag:"sim-step-ms" yaml:"sim_step_ms" usage:"engine --sim-step-ms when spawning"`
+	SimScript                  string  `flag:"sim-script" yaml:"sim_script" usage:"engine --sim-script when spawning"`
 }
 
 // DefaultFrontend returns the defaults of every frontend setting.
@@ -253,6 +254,9 @@ func (f *Frontend) SpawnArgs() []string {
 	}
 	if f.LongPrefillTokenThreshold != "" {
 		add("long-prefill-token-threshold", f.LongPrefillTokenThreshold)
+	}
+	if f.PrefillTokensBesideDecodes != "" {
+		add("prefill-tokens-beside-decodes", f.PrefillTokensBesideDecodes)
 	}
 	if f.MaxNumPartialPrefills > 0 {
 		add("max-num-partial-prefills", fmt.Sprint(f.MaxNumPartialPrefills))

@@ -68,8 +68,10 @@ func TestFrontendEngineArgs(t *testing.T) {
 	f.Executor, f.MaxNumSeqs, f.SimStepMS, f.SimScript, f.KVCacheDType = "sim", 64, 2.5, "s.jsonl", "float16"
 	f.SchedulerIdleWait = "2ms"
 	f.LongPrefillTokenThreshold, f.MaxNumPartialPrefills, f.MaxLongPartialPrefills = "128", 4, 2
+	f.PrefillTokensBesideDecodes = "64"
 	want := []string{"--executor", "sim", "--max-num-seqs", "64", "--kv-cache-dtype", "float16",
-		"--long-prefill-token-threshold", "128", "--max-num-partial-prefills", "4", "--max-long-partial-prefills", "2",
+		"--long-prefill-token-threshold", "128", "--prefill-tokens-beside-decodes", "64",
+		"--max-num-partial-prefills", "4", "--max-long-partial-prefills", "2",
 		"--scheduler-idle-wait", "2ms",
 		"--sim-step-ms", "2.5", "--sim-script", "s.jsonl"}
 	if got := f.SpawnArgs(); !slices.Equal(got, want) {

@@ -15,10 +15,15 @@ import (
 
 // virtualClock is the sim executor's clock in TestLongPromptNextToStreams:
 // a step's simulated time passes at once, so the figures do not depend on
-// the host's load.
+// the host's load. Once the clock reaches holdAt, the step sleeping holds
+// (held is closed) until release is closed, so the test can queue requests
+// at a known simulated time.
 type virtualClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	holdAt  time.Time
+	held    chan struct{}
+	release chan struct{}
 }
 
 func (c *virtualClock) Now() time.Time {
@@ -30,7 +35,15 @@ func (c *virtualClock) Now() time.Time {
 func (c *virtualClock) Sleep(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	hold := !c.holdAt.IsZero() && !c.now.Before(c.holdAt)
+	if hold {
+		c.holdAt = time.Time{}
+	}
 	c.mu.Unlock()
+	if hold {
+		close(c.held)
+		<-c.release
+	}
 }
 
 // TestLongPromptNextToStreams runs the engine loop over the sim executor
@@ -41,18 +54,28 @@ func (c *virtualClock) Sleep(d time.Duration) {
 // the gap stays under 300 ms (one 256-token chunk plus the decodes) and the
 // long request's time to first token grows by at most 2 %; without it the
 // whole prompt is one step and the streams wait about 2 s.
+//
+// The same with a burst of eight 200-token prompts instead (1600 tokens):
+// the threshold alone does not cut it (each prompt is under 256 tokens);
+// --prefill-tokens-beside-decodes 256 does.
 func TestLongPromptNextToStreams(t *testing.T) {
+	long, burst := []int{2000}, []int{200, 200, 200, 200, 200, 200, 200, 200}
 	for _, c := range []struct {
-		threshold        int
-		gapMin, gapMax   time.Duration
-		ttftMin, ttftMax time.Duration
+		name              string
+		prompts           []int
+		threshold, beside int
+		gapMin, gapMax    time.Duration
+		ttftMin, ttftMax  time.Duration
 	}{
-		{threshold: 0, gapMin: 1900 * time.Millisecond, gapMax: 2100 * time.Millisecond, ttftMin: 1900 * time.Millisecond, ttftMax: 2100 * time.Millisecond},
-		{threshold: 256, gapMin: 200 * time.Millisecond, gapMax: 300 * time.Millisecond, ttftMin: 1900 * time.Millisecond, ttftMax: 2100 * time.Millisecond},
+		{"long/none", long, 0, 0, 1900 * time.Millisecond, 2100 * time.Millisecond, 1900 * time.Millisecond, 2100 * time.Millisecond},
+		{"long/threshold", long, 256, 0, 200 * time.Millisecond, 300 * time.Millisecond, 1900 * time.Millisecond, 2100 * time.Millisecond},
+		{"long/both", long, 256, 256, 200 * time.Millisecond, 300 * time.Millisecond, 1900 * time.Millisecond, 2100 * time.Millisecond},
+		{"burst/threshold", burst, 256, 0, 1500 * time.Millisecond, 1700 * time.Millisecond, 1500 * time.Millisecond, 1700 * time.Millisecond},
+		{"burst/both", burst, 256, 256, 200 * time.Millisecond, 300 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
 	} {
-		t.Run(fmt.Sprint("threshold=", c.threshold), func(t *testing.T) {
-			gap, ttft := longPromptGap(t, c.threshold)
-			t.Logf("streams' longest gap %v, long prompt's time to first token %v", gap, ttft)
+		t.Run(c.name, func(t *testing.T) {
+			gap, ttft := longPromptGap(t, c.threshold, c.beside, c.prompts)
+			t.Logf("streams' longest gap %v, the new prompts' first time to first token %v", gap, ttft)
 			if gap < c.gapMin || gap > c.gapMax {
 				t.Errorf("longest gap %v, want %v..%v", gap, c.gapMin, c.gapMax)
 			}
@@ -63,15 +86,17 @@ func TestLongPromptNextToStreams(t *testing.T) {
 	}
 }
 
-// longPromptGap runs the scenario of TestLongPromptNextToStreams and
-// returns the streams' longest gap and the long prompt's time to first
-// token (from its arrival at the engine to its first output).
-func longPromptGap(t *testing.T, threshold int) (gap, ttft time.Duration) {
+// longPromptGap runs the scenario of TestLongPromptNextToStreams with new
+// prompts of the given lengths, and returns the streams' longest gap and
+// the earliest time to first token of the new prompts (from their arrival
+// to their first output).
+func longPromptGap(t *testing.T, threshold, beside int, prompts []int) (gap, ttft time.Duration) {
 	t.Helper()
-	clk := &virtualClock{now: time.Unix(1000, 0)}
+	clk := &virtualClock{now: time.Unix(1000, 0), held: make(chan struct{}), release: make(chan struct{})}
+	clk.holdAt = clk.now.Add(100 * time.Millisecond) // the streams prefilled and decoding
 	pool := kvcache.New(1024, 16)
 	s := sched.New(sched.Config{MaxNumSeqs: 16, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, EOSTokenIDs: []int32{2},
-		LongPrefillTokenThreshold: threshold}, pool)
+		LongPrefillTokenThreshold: threshold, PrefillTokensBesideDecodes: beside}, pool)
 	ex, err := simexec.New(simexec.Config{VocabSize: 1000, TokenMin: 10, TokenMax: 999, EOSTokenIDs: []int32{2},
 		StepTime: time.Millisecond, PrefillPerToken: time.Millisecond, DecodePerToken: 100 * time.Microsecond,
 		Now: clk.Now, Sleep: clk.Sleep})
@@ -85,20 +110,27 @@ func longPromptGap(t *testing.T, threshold int) (gap, ttft time.Duration) {
 	for _, id := range streams {
 		st.tr.in <- add("fe", id, 16, 3000)
 	}
-	st.tr.waitFor(t, "the streams to decode", func() bool {
+	select {
+	case <-clk.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not reach the hold")
+	}
+	arrived := clk.Now()
+	isNew := map[string]bool{}
+	for i, n := range prompts {
+		id := fmt.Sprint("new", i)
+		isNew[id] = true
+		st.tr.in <- add("fe", id, n, 2)
+	}
+	close(clk.release) // the step ends and the loop receives them
+	st.tr.waitFor(t, "the new prompts to finish", func() bool {
 		v := st.tr.view("fe")
-		for _, id := range streams {
-			if v[id] == nil || len(v[id].tokens) < 3 {
+		for id := range isNew {
+			if v[id] == nil || v[id].finish == ipc.FinishNone {
 				return false
 			}
 		}
 		return true
-	})
-	arrived := clk.Now()
-	st.tr.in <- add("fe", "long", 2000, 2)
-	st.tr.waitFor(t, "the long prompt to finish", func() bool {
-		v := st.tr.view("fe")["long"]
-		return v != nil && v.finish != ipc.FinishNone
 	})
 	st.tr.in <- zmqtransport.Inbound{Frontend: "fe", Kind: ipc.KindAbort, Abort: &ipc.Abort{RequestIDs: streams}}
 	st.tr.waitFor(t, "the streams to end", func() bool { return st.tr.stats(t).Running == 0 })
@@ -109,7 +141,7 @@ func longPromptGap(t *testing.T, threshold int) (gap, ttft time.Duration) {
 	for i, batch := range tr.outs["fe"] {
 		at := tr.stamps["fe"][i]
 		for _, o := range batch.Outputs {
-			if o.RequestID == "long" {
+			if isNew[o.RequestID] {
 				if ttft == 0 {
 					ttft = at.Sub(arrived)
 				}

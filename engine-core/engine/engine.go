@@ -114,6 +114,7 @@ func Run(cfg *configs.Engine, stderr io.Writer) int {
 		zap.Int("kv_blocks", eng.ready.NumKVBlocks), zap.Int("block_size", eng.ready.BlockSize),
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs), zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
 		zap.Int("long_prefill_token_threshold", eng.sched.Config().LongPrefillTokenThreshold),
+		zap.Int("prefill_tokens_beside_decodes", eng.sched.Config().PrefillTokensBesideDecodes),
 		zap.Int("max_num_partial_prefills", eng.sched.Config().MaxNumPartialPrefills),
 		zap.Int("max_long_partial_prefills", eng.sched.Config().MaxLongPartialPrefills),
 		zap.Duration("scheduler_idle_wait", idleWait))
@@ -282,20 +283,26 @@ func build(cfg *configs.Engine, log *zap.Logger) (*engine, error) {
 		eng.close()
 		return nil, fmt.Errorf("--long-prefill-token-threshold: %w", err)
 	}
+	beside, err := cfg.PrefillBesideDecodes()
+	if err != nil {
+		eng.close()
+		return nil, fmt.Errorf("--prefill-tokens-beside-decodes: %w", err)
+	}
 	pool := kvcache.New(blocks, cfg.BlockSize)
 	eng.sched = sched.New(sched.Config{
-		Guide:                     g,
-		MaxNumSeqs:                cfg.MaxNumSeqs,
-		MaxNumBatchedTokens:       cfg.MaxNumBatchedTokens,
-		LongPrefillTokenThreshold: longPrefill,
-		MaxNumPartialPrefills:     cfg.MaxNumPartialPrefills,
-		MaxLongPartialPrefills:    cfg.MaxLongPartialPrefills,
-		MaxModelLen:               maxLen,
-		VocabSize:                 vocab,
-		EOSTokenIDs:               eos,
-		DisablePrefixCaching:      cfg.DisablePrefixCaching,
-		Seed:                      uint64(cfg.Seed),
-		SlidingWindow:             window,
+		Guide:                      g,
+		MaxNumSeqs:                 cfg.MaxNumSeqs,
+		MaxNumBatchedTokens:        cfg.MaxNumBatchedTokens,
+		LongPrefillTokenThreshold:  longPrefill,
+		PrefillTokensBesideDecodes: beside,
+		MaxNumPartialPrefills:      cfg.MaxNumPartialPrefills,
+		MaxLongPartialPrefills:     cfg.MaxLongPartialPrefills,
+		MaxModelLen:                maxLen,
+		VocabSize:                  vocab,
+		EOSTokenIDs:                eos,
+		DisablePrefixCaching:       cfg.DisablePrefixCaching,
+		Seed:                       uint64(cfg.Seed),
+		SlidingWindow:              window,
 	}, pool)
 	id := cfg.EngineID
 	if id == "" {

@@ -17,6 +17,7 @@ type prefillCase struct {
 	name                     string
 	budget, threshold        int
 	partial, long            int
+	beside                   int      // PrefillTokensBesideDecodes
 	running                  []int    // prompts computed and decoding before the checked step
 	waiting                  []int    // prompts queued before the checked step
 	sharedPrefix             int      // leading tokens of every waiting prompt shared with a computed request
@@ -25,9 +26,11 @@ type prefillCase struct {
 	wantThreshold, wantLimit int      // effective Config (0: not checked)
 }
 
-// TestPrefillLimits checks --long-prefill-token-threshold and
-// --max-num-partial-prefills / --max-long-partial-prefills: decodes go
-// first, a request's chunk is capped at the threshold, concurrent partial
+// TestPrefillLimits checks --long-prefill-token-threshold,
+// --prefill-tokens-beside-decodes and --max-num-partial-prefills /
+// --max-long-partial-prefills: decodes go first, a request's chunk is
+// capped at the threshold, a step with decodes computes at most the
+// beside-decodes cap of prompt tokens in all, concurrent partial
 // prefills share the budget, long prompts beyond the long limit wait while
 // shorter ones pass them, and prefix-cache hits count from the cached
 // prefix. Requests are named r0, r1, … in the order running then waiting.
@@ -57,6 +60,18 @@ func TestPrefillLimits(t *testing.T) {
 		{name: "prefix-cache hit: the chunk counts from the cached prefix",
 			budget: 2048, threshold: 64, running: []int{200}, waiting: []int{232}, sharedPrefix: 192,
 			want: []string{"r0:1", "r1:40"}},
+		{name: "beside decodes: a burst of short prompts next to the decodes is cut to the cap",
+			budget: 2048, threshold: 256, beside: 256, running: []int{8, 8, 8, 8}, waiting: []int{128, 128, 128, 128},
+			want: []string{"r0:1", "r1:1", "r2:1", "r3:1", "r4:128", "r5:128"}},
+		{name: "beside decodes: the cap cuts a chunk too",
+			budget: 2048, beside: 100, running: []int{8, 8}, waiting: []int{128, 128},
+			want: []string{"r0:1", "r1:1", "r2:100"}},
+		{name: "beside decodes: no cap in a step without decodes",
+			budget: 2048, threshold: 256, beside: 256, waiting: []int{128, 128, 128, 128},
+			want: []string{"r0:128", "r1:128", "r2:128", "r3:128"}},
+		{name: "beside decodes: a running prefill continues within the cap",
+			budget: 2048, beside: 100, running: []int{8}, waiting: []int{300}, steps: 1,
+			want: []string{"r0:1", "r1:100"}},
 		{name: "partial prefills off (1): two long prompts both start",
 			budget: 2048, threshold: 256, partial: 1, waiting: []int{1000, 1000},
 			want: []string{"r0:256", "r1:256"}},
@@ -92,7 +107,8 @@ func runPrefillCase(t *testing.T, c prefillCase) ([]string, Config) {
 	t.Helper()
 	pool := kvcache.New(1024, 16)
 	s := New(Config{MaxNumSeqs: 16, MaxNumBatchedTokens: 4096, MaxModelLen: 4096,
-		LongPrefillTokenThreshold: c.threshold, MaxNumPartialPrefills: c.partial, MaxLongPartialPrefills: c.long}, pool)
+		LongPrefillTokenThreshold: c.threshold, MaxNumPartialPrefills: c.partial, MaxLongPartialPrefills: c.long,
+		PrefillTokensBesideDecodes: c.beside}, pool)
 	id := 0
 	add := func(n, shared int) {
 		t.Helper()
@@ -165,13 +181,14 @@ func TestPrefillConfigValidate(t *testing.T) {
 		{Config{LongPrefillTokenThreshold: 256}, false},
 		{Config{MaxNumPartialPrefills: 4, MaxLongPartialPrefills: 2}, false},
 		{Config{LongPrefillTokenThreshold: -1}, true},
+		{Config{PrefillTokensBesideDecodes: -1}, true},
 		{Config{MaxNumPartialPrefills: -1}, true},
 		{Config{MaxNumPartialPrefills: 2, MaxLongPartialPrefills: 3}, true},
 		{Config{MaxLongPartialPrefills: 2}, true}, // partial prefills default to 1
 	} {
 		cfg := DefaultConfig()
-		cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, cfg.MaxLongPartialPrefills =
-			c.cfg.LongPrefillTokenThreshold, c.cfg.MaxNumPartialPrefills, c.cfg.MaxLongPartialPrefills
+		cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, cfg.MaxLongPartialPrefills, cfg.PrefillTokensBesideDecodes =
+			c.cfg.LongPrefillTokenThreshold, c.cfg.MaxNumPartialPrefills, c.cfg.MaxLongPartialPrefills, c.cfg.PrefillTokensBesideDecodes
 		if err := cfg.Validate(); (err != nil) != c.fail {
 			t.Errorf("%+v: error %v, want failure %v", c.cfg, err, c.fail)
 		}

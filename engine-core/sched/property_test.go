@@ -60,6 +60,9 @@ func runRandom(t *testing.T, seed uint64) {
 	if pr := rand.New(rand.NewPCG(seed, 9)); pr.IntN(2) == 0 {
 		cfg.LongPrefillTokenThreshold = 1 + pr.IntN(40)
 		if pr.IntN(2) == 0 {
+			cfg.PrefillTokensBesideDecodes = 1 + pr.IntN(60)
+		}
+		if pr.IntN(2) == 0 {
 			cfg.MaxNumPartialPrefills = 2 + pr.IntN(3)
 			cfg.MaxLongPartialPrefills = 1 + pr.IntN(cfg.MaxNumPartialPrefills)
 		}
@@ -120,6 +123,12 @@ func runRandom(t *testing.T, seed uint64) {
 		if !s.HasWork() && len(ids) == nReq {
 			break
 		}
+		decoding := map[string]bool{} // running with one token to compute: pass 0
+		for _, r := range s.running {
+			if len(r.tokens)-r.numComputed == 1 {
+				decoding[r.id] = true
+			}
+		}
 		b := s.Schedule(now)
 		s.DrainReleased(func(string) {})
 		if b.NumTokens > cfg.MaxNumBatchedTokens || len(b.Seqs) > cfg.MaxNumSeqs || s.NumRunning() > cfg.MaxNumSeqs {
@@ -169,6 +178,19 @@ func runRandom(t *testing.T, seed uint64) {
 				tok = 2
 			}
 			results = append(results, sample.Result{Token: tok})
+		}
+		if c := s.Config().PrefillTokensBesideDecodes; c > 0 {
+			dec, pre := 0, 0
+			for _, sw := range b.Seqs {
+				if decoding[sw.ReqID] {
+					dec++
+				} else {
+					pre += len(sw.Tokens)
+				}
+			}
+			if dec > 0 && pre > c {
+				t.Fatalf("step %d: %d prompt tokens beside %d decodes, cap %d", step, pre, dec, c)
+			}
 		}
 		if p := s.Config().MaxNumPartialPrefills; p > 1 && prefills > p {
 			t.Fatalf("step %d: %d prefills, max-num-partial-prefills %d", step, prefills, p)

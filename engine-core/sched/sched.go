@@ -29,6 +29,12 @@
 //     --long-prefill-token-threshold) no request computes more than that
 //     many tokens in one step, so a long prompt next to running streams
 //     delays each of their tokens by one threshold-sized chunk at most.
+//   - With PrefillTokensBesideDecodes > 0 (Sluice's
+//     --prefill-tokens-beside-decodes; vLLM has no equivalent), a step
+//     that decodes running requests computes at most that many prompt
+//     tokens in all, so a burst of prompts arriving while streams run
+//     delays their tokens by that much prefill at most; a step without
+//     decodes (an idle engine's first) still takes the whole budget.
 //   - Concurrent partial prefills (vLLM's --max-num-partial-prefills P and
 //     --max-long-partial-prefills L, off at P = 1): at most P requests
 //     compute prompt tokens in one step, each at most MaxNumBatchedTokens
@@ -116,6 +122,10 @@ type Config struct {
 	// MaxLongPartialPrefills). 0: no cap; with MaxNumPartialPrefills > 1,
 	// 0 becomes 4 % of MaxModelLen, as in vLLM.
 	LongPrefillTokenThreshold int
+	// PrefillTokensBesideDecodes, when positive, caps the prompt tokens
+	// of a step that also decodes running requests (all requests
+	// together). 0: no cap beyond MaxNumBatchedTokens.
+	PrefillTokensBesideDecodes int
 	// MaxNumPartialPrefills is the most requests computing prompt tokens
 	// in one step when above 1 (vLLM's --max-num-partial-prefills); the
 	// step's budget is then shared evenly between them. 0 or 1: no limit
@@ -164,6 +174,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sched: MaxModelLen must be >= 2, got %d", c.MaxModelLen)
 	case c.SlidingWindow < 0:
 		return fmt.Errorf("sched: SlidingWindow must be >= 0, got %d", c.SlidingWindow)
+	case c.PrefillTokensBesideDecodes < 0:
+		return fmt.Errorf("sched: PrefillTokensBesideDecodes must be >= 0, got %d", c.PrefillTokensBesideDecodes)
 	case c.LongPrefillTokenThreshold < 0:
 		return fmt.Errorf("sched: LongPrefillTokenThreshold must be >= 0, got %d", c.LongPrefillTokenThreshold)
 	case c.MaxNumPartialPrefills < 0 || c.MaxLongPartialPrefills < 0:
@@ -503,6 +515,9 @@ func (s *Scheduler) Schedule(now float64) *Batch {
 
 	// Running requests: decodes first, then prefill chunks.
 	for pass := 0; pass < 2 && budget > 0; pass++ {
+		if pass == 1 && len(b.Seqs) > 0 && s.cfg.PrefillTokensBesideDecodes > 0 {
+			budget = min(budget, s.cfg.PrefillTokensBesideDecodes)
+		}
 		for _, r := range s.running {
 			if budget == 0 {
 				break
