@@ -9,6 +9,7 @@
 #
 # Env: BIN (directory of engine-core and api-frontend; default the tree's
 # bin/, built unless SKIP_BUILD=1), THREADS (2), STREAMS (4), LONG (2000),
+# COUNT (1: new prompts of LONG tokens sent together, e.g. COUNT=8 LONG=200 for a burst),
 # ENGINE_ARGS (extra engine-core flags, e.g. --long-prefill-token-threshold 0).
 # Not part of the test suite.
 source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
@@ -32,6 +33,6 @@ spawn "$out/frontend.log" "$BIN/api-frontend" --model "$model" --engine "$sock" 
 wait_health "http://127.0.0.1:$port/health" 120
 grep -o '"long_prefill_token_threshold"[^,]*\|long_prefill_token_threshold[^ ]*' "$out/engine.log" | head -1 || true
 ticks=$(cpu_ticks "$pid")
-python3 "$(dirname "${BASH_SOURCE[0]}")/long-prompt-gap.py" "http://127.0.0.1:$port" --streams "$streams" --long-prompt "$long" --json "$out/result.json" | tee "$out/summary.txt"
+python3 "$(dirname "${BASH_SOURCE[0]}")/long-prompt-gap.py" "http://127.0.0.1:$port" --streams "$streams" --long-prompt "$long" --count "${COUNT:-1}" --json "$out/result.json" | tee "$out/summary.txt"
 echo "engine CPU $(python3 -c "print(f'{($(cpu_ticks "$pid") - $ticks) / $CLK_TCK:.1f}')") s; load $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/summary.txt"
 stop_all

@@ -2,14 +2,15 @@
 """Running streams' inter-token gaps while a long prompt arrives.
 
 Usage: long-prompt-gap.py BASE_URL [--streams 4] [--stream-prompt 128]
-       [--long-prompt 2000] [--vocab 32000] [--seed 1] [--json OUT]
+       [--long-prompt 2000] [--count 1] [--vocab 32000] [--seed 1] [--json OUT]
 
 Starts --streams streaming /v1/completions requests (random token-id
 prompts, ignore_eos, many tokens), waits until each has 5 tokens, then
-sends one --long-prompt-token prompt (max_tokens 2) and, once its last token
-came, stops the streams. Prints the streams' inter-token gaps from the long
-prompt's arrival until its end (max, p99, p50), the long request's time to
-first token and the prefill rate (long prompt tokens / TTFT). Used by
+sends --count (1) prompts of --long-prompt tokens together (max_tokens 2)
+and, once they ended, stops the streams. Prints the streams' inter-token
+gaps from the new prompts' arrival until their end (max, p99, p50), the
+new requests' first and last time to first token and the prefill rate
+(new prompt tokens / last TTFT). Used by
 scripts/bench-long-prompt.sh; not part of the test suite.
 """
 import argparse, http.client, json, random, sys, threading, time, urllib.parse
@@ -19,6 +20,7 @@ ap.add_argument("base")
 ap.add_argument("--streams", type=int, default=4)
 ap.add_argument("--stream-prompt", type=int, default=128)
 ap.add_argument("--long-prompt", type=int, default=2000)
+ap.add_argument("--count", type=int, default=1, help="new prompts sent together (a burst), each --long-prompt tokens")
 ap.add_argument("--vocab", type=int, default=32000)
 ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--json")
@@ -75,13 +77,16 @@ for s in streams:
 while any(len(s.times) < 5 for s in streams):
     time.sleep(0.05)
 t0 = time.monotonic()
-long = Stream(prompt(a.long_prompt), 2)
-long.start()
-long.join()
+news = [Stream(prompt(a.long_prompt), 2) for _ in range(a.count)]
+for n in news:
+    n.start()
+for n in news:
+    n.join()
 t1 = time.monotonic()
 for s in streams:
     s.stop = True
-ttft = long.times[0] - long.sent if long.times else float("nan")
+ttfts = sorted(n.times[0] - n.sent if n.times else float("nan") for n in news)
+ttft = ttfts[0]
 gaps = []
 for s in streams:
     ts = [t for t in s.times]
@@ -90,10 +95,11 @@ for s in streams:
             gaps.append(y - x)
 gaps.sort()
 pct = lambda p: gaps[min(len(gaps) - 1, int(p / 100 * len(gaps)))] if gaps else float("nan")
-res = {"streams": a.streams, "long_prompt": a.long_prompt, "gap_max_s": gaps[-1] if gaps else float("nan"),
-       "gap_p99_s": pct(99), "gap_p50_s": pct(50), "gaps": len(gaps), "long_ttft_s": ttft,
-       "prefill_tok_s": a.long_prompt / ttft, "window_s": t1 - t0}
+res = {"streams": a.streams, "long_prompt": a.long_prompt, "count": a.count, "gap_max_s": gaps[-1] if gaps else float("nan"),
+       "gap_p99_s": pct(99), "gap_p50_s": pct(50), "gaps": len(gaps), "ttft_first_s": ttft, "ttft_last_s": ttfts[-1],
+       "prefill_tok_s": a.count * a.long_prompt / ttfts[-1], "window_s": t1 - t0}
 print(f"streams {a.streams}: gaps in the window {len(gaps)}, max {res['gap_max_s']:.2f} s, p99 {res['gap_p99_s']:.2f} s, "
-      f"p50 {res['gap_p50_s']:.3f} s; long prompt {a.long_prompt} tokens: TTFT {ttft:.2f} s, prefill {res['prefill_tok_s']:.1f} tok/s; window {t1 - t0:.1f} s")
+      f"p50 {res['gap_p50_s']:.3f} s; {a.count} x {a.long_prompt}-token prompts: TTFT {ttft:.2f} s (last {ttfts[-1]:.2f} s), "
+      f"prefill {res['prefill_tok_s']:.1f} tok/s; window {t1 - t0:.1f} s")
 if a.json:
     json.dump(res, open(a.json, "w"))
