@@ -253,9 +253,10 @@ func (e *Engine) IdleWait() (time.Duration, error) {
 // auto value with the CPU executor. A CPU prefills a 1B model at about
 // 190 tokens per second on two cores, so a 2048-token step holds every
 // running stream's next token for 10 s or more; 256-token chunks hold it
-// about 1.4 s, and the prefill rate is the same from 128- to 2048-token
-// chunks (the batch kernels work in passes of at most 256 rows), so a long
-// prompt's time to first token hardly changes (docs/bench/long-prefill.md).
+// about 1.4 s, and the prefill's CPU per token is the same from 256- to
+// 2048-token chunks (the runner works in passes of at most 256 rows), so a
+// long prompt's time to first token hardly changes
+// (docs/bench/long-prefill.md).
 const DefaultCPULongPrefillTokenThreshold = 256
 
 // LongPrefillThreshold resolves --long-prefill-token-threshold: auto (or
