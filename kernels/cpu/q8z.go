@@ -198,7 +198,10 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 					g := m / 16
 					xt := a.qz[(g*nb+s)*512 : (g+1)*nb*512]
 					xd := a.dz[(g*nb+s)*16 : (g+1)*nb*16]
-					ac := acc[(m-m0)/16*128:]
+					ac := acc[:] // (read and written only in slices)
+					if per < nb {
+						ac = acc[(m-m0)/16*128:]
+					}
 					// the tile stores rows m..m+15, columns o..o+3
 					o16 := out.F[m*oc+o : (m+15)*oc+o+4]
 					if q4 {

@@ -23,6 +23,7 @@ import (
 // 15, against activations ±127).
 func TestQ8Z(t *testing.T) {
 	zLong := []int{16, 17, 24, 31, 32, 48, 64, 97}
+	zWide := []int{144, 256, 264}
 	if !hasVNNI || !hasAVX2 {
 		t.Skip("no AVX512_VNNI on this machine or build")
 	}
@@ -48,10 +49,13 @@ func TestQ8Z(t *testing.T) {
 		{kernels.Q4_0, 4, 160, false, nil}, {kernels.Q4_0, 9, 2880, false, nil}, {kernels.Q4_0, 6, 2880, true, nil},
 		{kernels.Q4_0, 5, 32 * 260, false, zLong}, {kernels.Q4_0, 4, 32 * 448, true, zLong},
 		{kernels.Q4_0, 7, 32 * 513, false, zLong}, {kernels.Q4_0, 4, 32 * 600, true, zLong},
+		// spans of more than zAccGroups groups of 16 rows (prefill)
+		{kernels.Q8_0, 8, 1536, false, zWide}, {kernels.Q4_0, 8, 2880, false, zWide},
+		{kernels.Q8_0, 4, 32 * 600, false, zWide}, {kernels.Q4_0, 4, 32 * 280, false, zWide},
 	} {
 		t.Run(fmt.Sprintf("%v/%dx%d/sat=%v", c.dt, c.out, c.in, c.sat), func(t *testing.T) {
 			data := randBlocks(r, c.dt, c.out, c.in)
-			x := randF(r, maxN*c.in)
+			x := randF(r, 264*c.in)
 			if c.sat {
 				rb := c.dt.RowBytes(c.in)
 				bb := rb / (c.in / 32)
