@@ -18,14 +18,26 @@ import (
 // for bit: the same exact int32 half sums, the same fold per row.
 // kern.q8z (with kern.vnni) selects it; tests force either.
 
-// q8zSlice is the most blocks of 32 that one call of dotQ8_0x4x16TVNNI
-// takes (q8zPrep's scratch for them lives on zBlocks' stack): a longer
-// reduction runs in near-equal slices of whole groups of 4 blocks, the
-// float accumulators carried between them (16384 values in one slice).
-const q8zSlice = 512
+// q8zWhole is the longest reduction, in blocks of 32, that zBlocks runs
+// through dotQ8_0x4x16TVNNI in one call (8192 values: the 1B's and 3B's
+// ffn_down as before slices existed).
+const q8zWhole = 256
 
-// q4zSlice is q8zSlice for dotQ4_0x4x16TVNNI (its q4zPrep scratch, 40 bytes
-// per block and weight row): 8192 values in one slice.
+// q8zSlice is the most blocks per slice of a longer Q8_0 reduction: near-
+// equal slices of whole groups of 4 blocks, the float accumulators carried
+// between them. A slice's 4 weight rows (136 bytes per block) stay in L1
+// from q8zPrep to the tile: at 14336 values (8B's ffn_down, 448 blocks, 61
+// KiB of weights whole) slices of 64 read 2–9 % less CPU than one call at
+// 16 rows in 9 of 9 pairs and level at 128 (BenchmarkQ8ZShapes;
+// docs/BENCHMARKS.md i17tile); q8zPrep's scratch for a slice lives on
+// zBlocks' stack.
+const q8zSlice = 64
+
+// q4zSlice is the most blocks that one call of dotQ4_0x4x16TVNNI takes
+// (its q4zPrep scratch, 40 bytes per block and weight row, lives on
+// zBlocks' stack): 8192 values; longer reductions run in near-equal slices
+// of at most as many (14336 values: two of 224; slices of 64 or 128 read
+// the same: BenchmarkQ8ZShapes, docs/BENCHMARKS.md i17tile).
 const q4zSlice = 256
 
 // zAccGroups is the most groups of 16 activation rows that a span of
@@ -121,10 +133,11 @@ func zOnly(dt kernels.DType, n, k, blk, wr int) bool {
 }
 
 // zSlices returns the blocks per slice of zBlocks for a reduction of nb
-// blocks: nb where one call of the 4×16 tile takes it (up to limit), else
-// near-equal slices of whole groups of 4 blocks (the last one shorter).
-func zSlices(nb, limit int) int {
-	if nb <= limit {
+// blocks: nb where one call of the 4×16 tile takes it (up to whole), else
+// near-equal slices of at most limit blocks, whole groups of 4 (the last
+// one shorter).
+func zSlices(nb, whole, limit int) int {
+	if nb <= whole {
 		return nb
 	}
 	ns := (nb + limit - 1) / limit
@@ -139,7 +152,7 @@ func zSlices(nb, limit int) int {
 // q4zPrep: the nibbles unpacked too) and dotQ8_0x4x16TVNNI or
 // dotQ4_0x4x16TVNNI; the weight rows past the blocks of 4, and a last
 // group of 8 rows, take the transposed tiles of q8vnni.go (rowsQ8TP,
-// rowsQ4T), equal bit for bit. Reductions longer than q8zSlice
+// rowsQ4T), equal bit for bit. Reductions longer than q8zWhole
 // (q4zSlice) blocks run in slices (zSlices), each block of weight rows
 // meeting all its span's groups on one slice before the next, their float
 // accumulators carried in acc from slice to slice in the order of one
@@ -153,16 +166,15 @@ func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 	bb := rb / nb // bytes per block: 34 or 18
 	n16 := n8 &^ 15
 	span = max(16, span&^15, q8zL2/K&^15)
-	limit := q8zSlice
+	per := zSlices(nb, q8zWhole, q8zSlice)
 	if q4 {
-		limit = q4zSlice
+		per = zSlices(nb, q4zSlice, q4zSlice)
 	}
-	per := zSlices(nb, limit)
 	if per < nb {
 		span = min(span, 16*zAccGroups)
 	}
 	h4 := lo + (hi-lo)&^3
-	// q8zPrep's int32 (12 bytes per block and row) or q4zPrep's bytes (40)
+	// q4zPrep's bytes (40 per block and row) or q8zPrep's int32 (12)
 	var scr [4 * q4zSlice * 10]int32
 	var acc [zAccGroups * 128]float32
 	oc := out.C

@@ -17,8 +17,8 @@ import (
 // groups of 16, a last group of 8, padded and leftover rows; 16–97 rows
 // on the long reductions), weight row counts that leave 0–3 rows past the
 // blocks of 4, reductions of 4k blocks and of others (a last 1–3 blocks in
-// the tiles' tail: 1, 2, 3, 5 and gpt-oss's 90), and past one slice
-// (Q4_0's 260 and 8B's 448, Q8_0's 513 and 600: zSlices), random and
+// the tiles' tail: 1, 2, 3, 5 and gpt-oss's 90), and past one call
+// (Q4_0's 260, 448, 513, 600; Q8_0's 257, 258, 448, 513, 600: zSlices), random and
 // saturated blocks (Q8_0 weights all −128 or +127, Q4_0 nibbles all 0 or
 // 15, against activations ±127).
 func TestQ8Z(t *testing.T) {
@@ -44,7 +44,8 @@ func TestQ8Z(t *testing.T) {
 		{kernels.Q8_0, 5, 32, false, nil}, {kernels.Q8_0, 8, 64, true, nil}, {kernels.Q8_0, 7, 96, false, nil},
 		{kernels.Q8_0, 4, 160, false, nil}, {kernels.Q8_0, 9, 2880, false, nil}, {kernels.Q8_0, 6, 2880, true, nil},
 		{kernels.Q8_0, 5, 32 * 448, false, zLong}, {kernels.Q8_0, 4, 32 * 513, true, zLong},
-		{kernels.Q8_0, 7, 32 * 600, false, zLong},
+		{kernels.Q8_0, 7, 32 * 600, false, zLong}, {kernels.Q8_0, 5, 32 * 257, false, zLong},
+		{kernels.Q8_0, 6, 32 * 258, true, zLong},
 		{kernels.Q4_0, 5, 32, false, nil}, {kernels.Q4_0, 8, 64, true, nil}, {kernels.Q4_0, 7, 96, false, nil},
 		{kernels.Q4_0, 4, 160, false, nil}, {kernels.Q4_0, 9, 2880, false, nil}, {kernels.Q4_0, 6, 2880, true, nil},
 		{kernels.Q4_0, 5, 32 * 260, false, zLong}, {kernels.Q4_0, 4, 32 * 448, true, zLong},
@@ -188,7 +189,7 @@ func TestZOnlyLayouts(t *testing.T) {
 		{kernels.Q8_0, 24, 128, 8, false}, {kernels.Q8_0, 8, 128, 8, false}, // a group of 8 left
 		{kernels.Q8_0, 16, 128, 6, false}, {kernels.Q8_0, 16, 128, 0, false}, // rows past blocks of 4; unknown
 		{kernels.Q8_0, 16, 96, 8, true}, {kernels.Q8_0, 32, 2880, 8, true}, // 3 and 90 blocks: the tiles' tail
-		{kernels.Q8_0, 16, 32 * (q8zSlice + 1), 8, true}, // slices
+		{kernels.Q8_0, 16, 32 * (q8zWhole + 1), 8, true}, // slices
 		{kernels.Q4_0, 32, 256, 12, true}, {kernels.Q4_0, 16, 32 * (q4zSlice + 4), 8, true},
 		{kernels.Q4_0, 16, 2880, 4, true}, {kernels.Q4_0, 16, 14336, 8, true},
 		{kernels.Q4_0, 16, 2880, 6, false}, {kernels.Q4_0, 40, 2880, 8, false},
