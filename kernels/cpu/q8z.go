@@ -18,14 +18,32 @@ import (
 // for bit: the same exact int32 half sums, the same fold per row.
 // kern.q8z (with kern.vnni) selects it; tests force either.
 
-// q8zMaxBlocks is the longest reduction, in blocks of 32, that zBlocks (Q8_0)
-// takes (its scratch for q8zPrep lives on the stack): 16384 values.
-const q8zMaxBlocks = 512
+// q8zWhole is the longest reduction, in blocks of 32, that zBlocks runs
+// through dotQ8_0x4x16TVNNI in one call (8192 values: the 1B's and 3B's
+// ffn_down as before slices existed).
+const q8zWhole = 256
 
-// q4zMaxBlocks is the longest reduction, in blocks of 32, that zBlocks (Q4_0)
-// takes (its q4zPrep scratch, 40 bytes per block and weight row, lives on
-// the stack): 8192 values. Longer ones take the transposed ×8 tile.
-const q4zMaxBlocks = 256
+// q8zSlice is the most blocks per slice of a longer Q8_0 reduction: near-
+// equal slices of whole groups of 4 blocks, the float accumulators carried
+// between them. A slice's 4 weight rows (136 bytes per block) stay in L1
+// from q8zPrep to the tile: at 14336 values (8B's ffn_down, 448 blocks, 61
+// KiB of weights whole) slices of 64 read 2–9 % less CPU than one call at
+// 16 rows in 9 of 9 pairs and level at 128 (BenchmarkQ8ZShapes;
+// docs/BENCHMARKS.md i17tile); q8zPrep's scratch for a slice lives on
+// zBlocks' stack.
+const q8zSlice = 64
+
+// q4zSlice is the most blocks that one call of dotQ4_0x4x16TVNNI takes
+// (its q4zPrep scratch, 40 bytes per block and weight row, lives on
+// zBlocks' stack): 8192 values; longer reductions run in near-equal slices
+// of at most as many (14336 values: two of 224; slices of 64 or 128 read
+// the same: BenchmarkQ8ZShapes, docs/BENCHMARKS.md i17tile).
+const q4zSlice = 256
+
+// zAccGroups is the most groups of 16 activation rows that a span of
+// zBlocks holds where it slices the reduction (their accumulators, 512
+// bytes per group, live on its stack).
+const zAccGroups = 8
 
 // q8zL2 is the L2 budget in bytes of the int8 activation rows that a span
 // of zBlocks holds: each span re-runs the weight rows'
@@ -78,25 +96,24 @@ func (a *actQ) transposeQ16(simd bool) {
 }
 
 // takesQ8Z reports whether qTiles runs t's groups of 16 rows on
-// dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI (zBlocks): Q8_0
-// or Q4_0 weights, kern.vnni and kern.q8z, a reduction of whole groups of
-// 4 blocks up to q8zMaxBlocks (q4zMaxBlocks), and the activations
-// transposed for it (quantizeFor makes them), also for the ×8 tiles of
-// zRest unless no rows are left to them (zOnly).
+// dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI (zBlocks): Q8_0 or Q4_0 weights,
+// kern.vnni and kern.q8z, a reduction of whole blocks of 32 (any number:
+// a last 1–3 blocks in the tiles' tail, long ones in slices), and the
+// activations transposed for it (quantizeFor makes them), also for the ×8
+// tiles of zRest unless no rows are left to them (zOnly).
 func (t *qmatTask) takesQ8Z() bool {
 	w, a := t.w, &t.act
 	nb := w.C / 32
 	switch w.DT {
 	case kernels.Q8_0:
 	case kernels.Q4_0:
-		if nb > q4zMaxBlocks || len(a.sz) < t.n/16*nb*16 || len(a.s8) < t.n/8*nb*8 {
+		if len(a.sz) < t.n/16*nb*16 || len(a.s8) < t.n/8*nb*8 {
 			return false
 		}
 	default:
 		return false
 	}
-	return t.k.vnni && t.k.q8z && a.blk == 32 && nb > 0 &&
-		nb%4 == 0 && nb <= q8zMaxBlocks && t.n >= 16 &&
+	return t.k.vnni && t.k.q8z && a.blk == 32 && nb > 0 && t.n >= 16 &&
 		len(a.qz) >= t.n/16*nb*512 && len(a.dz) >= t.n/16*nb*16 &&
 		(len(a.qt) >= t.n/8*nb*256 || zOnly(w.DT, t.n, w.C, a.blk, w.R))
 }
@@ -106,67 +123,105 @@ func (t *qmatTask) takesQ8Z() bool {
 // tiles of zRest, so that the activations need no transposition for them
 // (actQ.qt, transposeQ8): whole groups of 16 rows, weight rows in whole
 // blocks of 4 (the pool's chunks, and MatMulExperts' run ranges, start at
-// multiples of 4), and a reduction the 4×16 tiles take. The kern flags
-// are takesQ8Z's to check.
+// multiples of 4), and at least one block of 32 values (the 4×16 tiles
+// take any number). The kern flags are takesQ8Z's to check.
 func zOnly(dt kernels.DType, n, k, blk, wr int) bool {
-	nb := k / 32
-	limit := q8zMaxBlocks
-	switch dt {
-	case kernels.Q8_0:
-	case kernels.Q4_0:
-		limit = q4zMaxBlocks
-	default:
+	if dt != kernels.Q8_0 && dt != kernels.Q4_0 {
 		return false
 	}
-	return blk == 32 && n >= 16 && n%16 == 0 && wr > 0 && wr%4 == 0 &&
-		nb > 0 && nb%4 == 0 && nb <= limit
+	return blk == 32 && n >= 16 && n%16 == 0 && wr > 0 && wr%4 == 0 && k >= 32
+}
+
+// zSlices returns the blocks per slice of zBlocks for a reduction of nb
+// blocks: nb where one call of the 4×16 tile takes it (up to whole), else
+// near-equal slices of at most limit blocks, whole groups of 4 (the last
+// one shorter).
+func zSlices(nb, whole, limit int) int {
+	if nb <= whole {
+		return nb
+	}
+	ns := (nb + limit - 1) / limit
+	return ((nb+ns-1)/ns + 3) &^ 3
 }
 
 // zBlocks sets the products of weight rows [lo, hi) with activation rows
 // [0, n8) (a multiple of 8; takesQ8Z holds) for Q8_0 or Q4_0 weights:
 // groups of 16 rows in spans of at least span rows, each span meeting
-// every block of 4 weight rows with one preparation per block and span
-// (q8zPrep: the −128·Σw corrections and scales; q4zPrep: the nibbles
-// unpacked too) and dotQ8_0x4x16TVNNI or dotQ4_0x4x16TVNNI; the weight
-// rows past the blocks of 4, and a last group of 8 rows, take the
-// transposed tiles of q8vnni.go (rowsQ8TP, rowsQ4T), equal bit for bit.
+// every block of 4 weight rows with one preparation per block, span and
+// slice of the reduction (q8zPrep: the −128·Σw corrections and scales;
+// q4zPrep: the nibbles unpacked too) and dotQ8_0x4x16TVNNI or
+// dotQ4_0x4x16TVNNI; the weight rows past the blocks of 4, and a last
+// group of 8 rows, take the transposed tiles of q8vnni.go (rowsQ8TP,
+// rowsQ4T), equal bit for bit. Reductions longer than q8zWhole
+// (q4zSlice) blocks run in slices (zSlices), each block of weight rows
+// meeting all its span's groups on one slice before the next, their float
+// accumulators carried in acc from slice to slice in the order of one
+// pass, so the results do not depend on the slicing.
 func (t *qmatTask) zBlocks(lo, hi, n8, span int) {
 	w, a, out := t.w, &t.act, t.out
 	q4 := w.DT == kernels.Q4_0
 	K := w.C
 	nb := K / 32
 	rb := w.DT.RowBytes(K)
+	bb := rb / nb // bytes per block: 34 or 18
 	n16 := n8 &^ 15
 	span = max(16, span&^15, q8zL2/K&^15)
+	per := zSlices(nb, q8zWhole, q8zSlice)
+	if q4 {
+		per = zSlices(nb, q4zSlice, q4zSlice)
+	}
+	if per < nb {
+		span = min(span, 16*zAccGroups)
+	}
 	h4 := lo + (hi-lo)&^3
-	var corr [4 * q8zMaxBlocks * 3]int32
-	var scr [4 * q4zMaxBlocks * 40]byte
+	// q4zPrep's bytes (40 per block and row) or q8zPrep's int32 (12)
+	var scr [4 * q4zSlice * 10]int32
+	var acc [zAccGroups * 128]float32
 	oc := out.C
 	for m0 := 0; m0 < n16; m0 += span {
 		m1 := min(m0+span, n16)
 		for o := lo; o < h4; o += 4 {
-			wr := w.Q[o*rb : (o+4)*rb]
-			if q4 {
-				q4zPrep(&wr[0], rb, nb, &scr[0])
-			} else {
-				q8zPrep(&wr[0], rb, nb, &corr[0])
-			}
-			// the tile prefetches the next block of weight rows (its own
-			// rows at the last block), which the next preparation reads
-			pf := wr
-			if o+4 < h4 {
-				pf = w.Q[(o+4)*rb : (o+8)*rb]
-			}
-			for m := m0; m < m1; m += 16 {
-				xt := a.qz[(m/16)*nb*512 : (m/16+1)*nb*512]
-				xd := a.dz[(m/16)*nb*16 : (m/16+1)*nb*16]
-				// the tile stores rows m..m+15, columns o..o+3
-				o16 := out.F[m*oc+o : (m+15)*oc+o+4]
+			for s := 0; s < nb; s += per {
+				n := min(per, nb-s)
+				wr := w.Q[o*rb+s*bb:]
 				if q4 {
-					sz := a.sz[(m/16)*nb*16 : (m/16+1)*nb*16]
-					dotQ4_0x4x16TVNNI(&scr[0], &pf[0], rb, &xt[0], &xd[0], &sz[0], nb, &o16[0], 4*oc)
+					q4zPrep(&wr[0], rb, n, (*byte)(unsafe.Pointer(&scr[0])))
 				} else {
-					dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &corr[0], nb, &o16[0], 4*oc)
+					q8zPrep(&wr[0], rb, n, &scr[0])
+				}
+				// the tile prefetches the weights the next preparation
+				// reads: the next slice, else the next block of weight
+				// rows (its own at the last block)
+				pf := wr
+				switch {
+				case s+n < nb:
+					pf = w.Q[o*rb+(s+n)*bb:]
+				case o+4 < h4:
+					pf = w.Q[(o+4)*rb:]
+				}
+				mode := 0
+				if s > 0 {
+					mode |= 1 // on from acc
+				}
+				if s+n == nb {
+					mode |= 2 // the results to out
+				}
+				for m := m0; m < m1; m += 16 {
+					g := m / 16
+					xt := a.qz[(g*nb+s)*512 : (g+1)*nb*512]
+					xd := a.dz[(g*nb+s)*16 : (g+1)*nb*16]
+					ac := acc[:] // (read and written only in slices)
+					if per < nb {
+						ac = acc[(m-m0)/16*128:]
+					}
+					// the tile stores rows m..m+15, columns o..o+3
+					o16 := out.F[m*oc+o : (m+15)*oc+o+4]
+					if q4 {
+						sz := a.sz[(g*nb+s)*16 : (g+1)*nb*16]
+						dotQ4_0x4x16TVNNI((*byte)(unsafe.Pointer(&scr[0])), &pf[0], rb, &xt[0], &xd[0], &sz[0], n, &o16[0], 4*oc, &ac[0], mode)
+					} else {
+						dotQ8_0x4x16TVNNI(&wr[0], rb, &pf[0], &xt[0], &xd[0], &scr[0], n, &o16[0], 4*oc, &ac[0], mode)
+					}
 				}
 			}
 		}

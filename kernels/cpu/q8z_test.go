@@ -6,19 +6,24 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/sluice-llm/sluice/kernels"
 )
 
 // TestQ8Z checks MatMul on Q8_0 and Q4_0 weights with the 4×16 VNNI tiles
 // (kern.q8z, q8z.go) against the transposed VNNI tiles (q8z off) and the
-// AVX2 tiles (vnni off), bit for bit, on batches of 1–137 rows (whole groups of 16, a
-// last group of 8, padded and leftover rows), weight row counts that leave
-// 0–3 rows past the blocks of 4, reductions of 4k blocks and of others
-// (which take the old tiles; Q4_0's past q4zMaxBlocks too), random and
+// AVX2 tiles (vnni off), bit for bit, on batches of 1–137 rows (whole
+// groups of 16, a last group of 8, padded and leftover rows; 16–97 rows
+// on the long reductions), weight row counts that leave 0–3 rows past the
+// blocks of 4, reductions of 4k blocks and of others (a last 1–3 blocks in
+// the tiles' tail: 1, 2, 3, 5 and gpt-oss's 90), and past one call
+// (Q4_0's 260, 448, 513, 600; Q8_0's 257, 258, 448, 513, 600: zSlices), random and
 // saturated blocks (Q8_0 weights all −128 or +127, Q4_0 nibbles all 0 or
 // 15, against activations ±127).
 func TestQ8Z(t *testing.T) {
+	zLong := []int{16, 17, 24, 31, 32, 48, 64, 97}
+	zWide := []int{144, 256, 264}
 	if !hasVNNI || !hasAVX2 {
 		t.Skip("no AVX512_VNNI on this machine or build")
 	}
@@ -28,17 +33,30 @@ func TestQ8Z(t *testing.T) {
 		dt      kernels.DType
 		out, in int
 		sat     bool
+		ns      []int // activation rows (nil: 1–maxN)
 	}{
-		{kernels.Q8_0, 4, 128, false}, {kernels.Q8_0, 9, 256, false}, {kernels.Q8_0, 7, 384, false},
-		{kernels.Q8_0, 13, 96, false}, {kernels.Q8_0, 6, 2048, false}, {kernels.Q8_0, 5, 512, true},
-		{kernels.Q8_0, 4, 128, true},
-		{kernels.Q4_0, 4, 128, false}, {kernels.Q4_0, 9, 256, false}, {kernels.Q4_0, 7, 384, false},
-		{kernels.Q4_0, 13, 96, false}, {kernels.Q4_0, 6, 2048, false}, {kernels.Q4_0, 5, 512, true},
-		{kernels.Q4_0, 4, 128, true}, {kernels.Q4_0, 3, 8320, false},
+		{kernels.Q8_0, 4, 128, false, nil}, {kernels.Q8_0, 9, 256, false, nil}, {kernels.Q8_0, 7, 384, false, nil},
+		{kernels.Q8_0, 13, 96, false, nil}, {kernels.Q8_0, 6, 2048, false, nil}, {kernels.Q8_0, 5, 512, true, nil},
+		{kernels.Q8_0, 4, 128, true, nil},
+		{kernels.Q4_0, 4, 128, false, nil}, {kernels.Q4_0, 9, 256, false, nil}, {kernels.Q4_0, 7, 384, false, nil},
+		{kernels.Q4_0, 13, 96, false, nil}, {kernels.Q4_0, 6, 2048, false, nil}, {kernels.Q4_0, 5, 512, true, nil},
+		{kernels.Q4_0, 4, 128, true, nil}, {kernels.Q4_0, 3, 8320, false, nil},
+		{kernels.Q8_0, 5, 32, false, nil}, {kernels.Q8_0, 8, 64, true, nil}, {kernels.Q8_0, 7, 96, false, nil},
+		{kernels.Q8_0, 4, 160, false, nil}, {kernels.Q8_0, 9, 2880, false, nil}, {kernels.Q8_0, 6, 2880, true, nil},
+		{kernels.Q8_0, 5, 32 * 448, false, zLong}, {kernels.Q8_0, 4, 32 * 513, true, zLong},
+		{kernels.Q8_0, 7, 32 * 600, false, zLong}, {kernels.Q8_0, 5, 32 * 257, false, zLong},
+		{kernels.Q8_0, 6, 32 * 258, true, zLong},
+		{kernels.Q4_0, 5, 32, false, nil}, {kernels.Q4_0, 8, 64, true, nil}, {kernels.Q4_0, 7, 96, false, nil},
+		{kernels.Q4_0, 4, 160, false, nil}, {kernels.Q4_0, 9, 2880, false, nil}, {kernels.Q4_0, 6, 2880, true, nil},
+		{kernels.Q4_0, 5, 32 * 260, false, zLong}, {kernels.Q4_0, 4, 32 * 448, true, zLong},
+		{kernels.Q4_0, 7, 32 * 513, false, zLong}, {kernels.Q4_0, 4, 32 * 600, true, zLong},
+		// spans of more than zAccGroups groups of 16 rows (prefill)
+		{kernels.Q8_0, 8, 1536, false, zWide}, {kernels.Q4_0, 8, 2880, false, zWide},
+		{kernels.Q8_0, 4, 32 * 600, false, zWide}, {kernels.Q4_0, 4, 32 * 280, false, zWide},
 	} {
 		t.Run(fmt.Sprintf("%v/%dx%d/sat=%v", c.dt, c.out, c.in, c.sat), func(t *testing.T) {
 			data := randBlocks(r, c.dt, c.out, c.in)
-			x := randF(r, maxN*c.in)
+			x := randF(r, 264*c.in)
 			if c.sat {
 				rb := c.dt.RowBytes(c.in)
 				bb := rb / (c.in / 32)
@@ -83,7 +101,13 @@ func TestQ8Z(t *testing.T) {
 			if !bs[0].k.q8z {
 				t.Skip("q8z off on this machine")
 			}
-			for n := 1; n <= maxN; n++ {
+			ns := c.ns
+			if ns == nil {
+				for n := 1; n <= maxN; n++ {
+					ns = append(ns, n)
+				}
+			}
+			for _, n := range ns {
 				xh := &kernels.Host{R: n, C: c.in, F: x[:n*c.in]}
 				var got [3][]float32
 				for i, b := range bs {
@@ -151,7 +175,7 @@ func TestTransposeQ16(t *testing.T) {
 
 // TestZOnlyLayouts checks that derive skips the ×8 tiles' transposition
 // (actQ.qt) exactly when zOnly leaves no rows to those tiles (whole groups
-// of 16 rows, weight rows in blocks of 4, a reduction the 4×16 tiles take),
+// of 16 rows, weight rows in blocks of 4, any reduction of whole blocks),
 // that takesQ8Z then still holds, and that a later weight needing it gets it.
 func TestZOnlyLayouts(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 16))
@@ -164,9 +188,11 @@ func TestZOnlyLayouts(t *testing.T) {
 		{kernels.Q8_0, 16, 128, 8, true}, {kernels.Q8_0, 48, 256, 4, true},
 		{kernels.Q8_0, 24, 128, 8, false}, {kernels.Q8_0, 8, 128, 8, false}, // a group of 8 left
 		{kernels.Q8_0, 16, 128, 6, false}, {kernels.Q8_0, 16, 128, 0, false}, // rows past blocks of 4; unknown
-		{kernels.Q8_0, 16, 96, 8, false}, // 3 blocks
-		{kernels.Q8_0, 16, 32 * (q8zMaxBlocks + 4), 8, false},
-		{kernels.Q4_0, 32, 256, 12, true}, {kernels.Q4_0, 16, 32 * (q4zMaxBlocks + 4), 8, false},
+		{kernels.Q8_0, 16, 96, 8, true}, {kernels.Q8_0, 32, 2880, 8, true}, // 3 and 90 blocks: the tiles' tail
+		{kernels.Q8_0, 16, 32 * (q8zWhole + 1), 8, true}, // slices
+		{kernels.Q4_0, 32, 256, 12, true}, {kernels.Q4_0, 16, 32 * (q4zSlice + 4), 8, true},
+		{kernels.Q4_0, 16, 2880, 4, true}, {kernels.Q4_0, 16, 14336, 8, true},
+		{kernels.Q4_0, 16, 2880, 6, false}, {kernels.Q4_0, 40, 2880, 8, false},
 		{kernels.Q4_K, 16, 256, 8, false},
 	} {
 		var a actQ
@@ -251,11 +277,14 @@ func TestQ8ZAllocs(t *testing.T) {
 
 // FuzzQ8Z feeds arbitrary Q8_0 and Q4_0 weight bytes (scales included) to
 // the 4×16 tiles and checks their products against the AVX2 tiles' bit for
-// bit (NaN for NaN) on 16 fixed activation rows.
+// bit (NaN for NaN) on 16 fixed activation rows, over reductions of 1–320
+// blocks (nbx: the tiles' tail of 1–3 blocks, and Q4_0's slices past 256).
 func FuzzQ8Z(f *testing.F) {
-	f.Add(false, bytes.Repeat([]byte{0x80}, 4*4*34))
-	f.Add(true, bytes.Repeat([]byte{0xff, 0x3c}, 4*4*9))
-	f.Fuzz(func(t *testing.T, q4 bool, data []byte) {
+	f.Add(false, uint16(3), bytes.Repeat([]byte{0x80}, 4*4*34))
+	f.Add(true, uint16(3), bytes.Repeat([]byte{0xff, 0x3c}, 4*4*9))
+	f.Add(false, uint16(89), bytes.Repeat([]byte{0x7f, 0x01}, 4*34))
+	f.Add(true, uint16(259), bytes.Repeat([]byte{0x11, 0x3b, 0xf0}, 4*9))
+	f.Fuzz(func(t *testing.T, q4 bool, nbx uint16, data []byte) {
 		if !hasVNNI || !hasAVX2 {
 			t.Skip("no AVX512_VNNI on this machine or build")
 		}
@@ -263,7 +292,8 @@ func FuzzQ8Z(f *testing.F) {
 		if q4 {
 			dt = kernels.Q4_0
 		}
-		const out, in, n = 4, 128, 16
+		const out, n = 4, 16
+		in := 32 * (1 + int(nbx)%320)
 		rb := dt.RowBytes(in)
 		w := make([]byte, out*rb)
 		copy(w, data)
@@ -301,4 +331,139 @@ func FuzzQ8Z(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQ8ZTileSlices runs q8zPrep and dotQ8_0x4x16TVNNI (q4zPrep and
+// dotQ4_0x4x16TVNNI) directly on 4 weight rows and 16 activation rows over
+// reductions of 1–600 blocks, whole and in slices of 1, 2, 5, 8 and 64
+// blocks (tails inside the reduction too, accumulators carried in acc),
+// against the ×8 transposed tiles (dotQ8_0x8TVNNI, dotQ4_0x8TVNNI) on the
+// two groups of 8 rows, bit for bit, random and saturated blocks; the
+// output rows are 7 floats apart with the tile's 4 at columns 2–5, and
+// nothing else in them, nor past the scratch the preparation owns, is
+// written.
+func TestQ8ZTileSlices(t *testing.T) {
+	if !hasVNNI || !hasAVX512 {
+		t.Skip("no AVX512_VNNI on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(21, 16))
+	const n, os, col = 16, 7, 2
+	sentinel := math.Float32frombits(0x7fc0dead)
+	for _, q4 := range []bool{false, true} {
+		dt := kernels.Q8_0
+		if q4 {
+			dt = kernels.Q4_0
+		}
+		for _, nb := range []int{1, 2, 3, 4, 5, 6, 7, 9, 13, 90, 91, 448, 513, 600} {
+			for _, sat := range []bool{false, true} {
+				k := 32 * nb
+				rb := dt.RowBytes(k)
+				w := randBlocks(r, dt, 4, k)
+				x := randF(r, n*k)
+				if sat {
+					for o := 0; o < 4; o++ {
+						for b := 0; b < nb; b++ {
+							blk := w[o*rb+b*(rb/nb) : o*rb+(b+1)*(rb/nb)]
+							for j := 2; j < len(blk); j++ {
+								blk[j] = [2][2]byte{{0x80, 0x7f}, {0x00, 0xff}}[b2i(q4)][(o+b)%2]
+							}
+						}
+					}
+					for m := 0; m < n; m++ {
+						for j := range k {
+							x[m*k+j] = float32(1 - 2*((m+j/32)&1))
+						}
+					}
+				}
+				var a actQ
+				a.quantize(kern{avx2: hasAVX2, vnni: true, q8z: true}, x, k, n, k, 32)
+				// reference: the ×8 tiles on each group of 8 rows
+				var want [n][4]float32
+				for g := 0; g < 2; g++ {
+					xt, xd8, s8 := a.qt[g*nb*256:], a.d8[g*nb*16:], a.s8[g*nb*8:]
+					for o := 0; o < 4; o++ {
+						var acc [8]float32
+						if q4 {
+							dotQ4_0x8TVNNI(&w[o*rb], &xt[0], &xd8[0], &s8[0], nb, &acc)
+						} else {
+							dotQ8_0x8TVNNI(&w[o*rb], &xt[0], &xd8[0], nb, &acc)
+						}
+						for i := 0; i < 8; i++ {
+							want[8*g+i][o] = acc[i]
+						}
+					}
+				}
+				for _, sl := range []int{0, 1, 2, 5, 8, 64} {
+					per := nb
+					if sl > 0 {
+						per = sl
+					}
+					out := make([]float32, n*os)
+					for i := range out {
+						out[i] = sentinel
+					}
+					acc := make([]float32, 128+16)
+					for s := 0; s < nb; s += per {
+						c := min(per, nb-s)
+						groups := (c + 3) / 4
+						used := 4 * groups * 12 // words: 48 bytes per group and row
+						if q4 {
+							used = 4 * groups * 40 // 160 bytes
+						}
+						scr := make([]int32, used+16)
+						for i := range scr {
+							scr[i] = -7
+						}
+						mode := 0
+						if s > 0 {
+							mode |= 1
+						}
+						if s+c == nb {
+							mode |= 2
+						}
+						xt, xd := a.qz[s*512:], a.dz[s*16:]
+						if q4 {
+							q4zPrep(&w[s*18], rb, c, (*byte)(unsafe.Pointer(&scr[0])))
+							dotQ4_0x4x16TVNNI((*byte)(unsafe.Pointer(&scr[0])), &w[0], rb, &xt[0], &xd[0], &a.sz[s*16], c, &out[col], 4*os, &acc[0], mode)
+						} else {
+							q8zPrep(&w[s*34], rb, c, &scr[0])
+							dotQ8_0x4x16TVNNI(&w[s*34], rb, &w[0], &xt[0], &xd[0], &scr[0], c, &out[col], 4*os, &acc[0], mode)
+						}
+						for i := used; i < len(scr); i++ {
+							if scr[i] != -7 {
+								t.Fatalf("%v nb=%d slice %d+%d: scratch word %d (of %d used) written", dt, nb, s, c, i, used)
+							}
+						}
+						for i := 128; i < len(acc); i++ {
+							if acc[i] != 0 {
+								t.Fatalf("%v nb=%d: acc[%d] written", dt, nb, i)
+							}
+						}
+					}
+					for i := 0; i < n; i++ {
+						for j := 0; j < os; j++ {
+							got := out[i*os+j]
+							if j < col || j >= col+4 {
+								if math.Float32bits(got) != math.Float32bits(sentinel) {
+									t.Fatalf("%v nb=%d slices %d: row %d col %d written", dt, nb, sl, i, j)
+								}
+								continue
+							}
+							if v := want[i][j-col]; math.Float32bits(got) != math.Float32bits(v) {
+								t.Fatalf("%v nb=%d sat=%v slices %d: row %d weight row %d: tile %v, ×8 %v", dt, nb, sat, sl, i, j-col, got, v)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

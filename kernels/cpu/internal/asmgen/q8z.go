@@ -117,11 +117,13 @@ RET`)
 }
 
 // q8zPrep writes q8zPrep(w *byte, ws int, nb int, corr *int32): for each of
-// 4 weight rows ws bytes apart (nb blocks, a multiple of 4) and each group
-// of 4 blocks, 48 bytes at corr + row·nb·12 + (b/4)·48: the 4 blocks'
-// −128·Σw over values 0–15, then over 16–31 (int32), then their scales d_w
-// as float32. Σ by VPDPBUSD of ones against the weights and two
-// horizontal adds across 4 blocks.
+// 4 weight rows ws bytes apart (nb ≥ 1 blocks) and each group of 4 blocks,
+// 48 bytes at corr + row·g·48 + (b/4)·48 (g = ⌈nb/4⌉ groups per row): the 4
+// blocks' −128·Σw over values 0–15, then over 16–31 (int32), then their
+// scales d_w as float32. Σ by VPDPBUSD of ones against the weights and two
+// horizontal adds across 4 blocks. A last group of 1–3 blocks (nb%4) is
+// laid out as a whole one, its missing blocks' slots 0; no byte past a
+// row's nb blocks is read.
 func (a *asm) q8zPrep() {
 	a.l(`// func q8zPrep(w *byte, ws int, nb int, corr *int32)`)
 	a.l(`TEXT ·q8zPrep(SB), NOSPLIT, $0-32`)
@@ -129,6 +131,10 @@ func (a *asm) q8zPrep() {
 MOVQ w+0(FP), R11
 MOVQ ws+8(FP), R8
 MOVQ corr+24(FP), DI
+MOVQ nb+16(FP), R12
+MOVQ R12, R13
+SHRQ $2, R12
+ANDQ $3, R13
 VPCMPEQB Y15, Y15, Y15
 VPABSB Y15, Y15
 VPXOR Y14, Y14, Y14
@@ -136,7 +142,9 @@ MOVQ $4, R10`)
 	a.l("q8zpreprow:")
 	a.code(`
 MOVQ R11, SI
-MOVQ nb+16(FP), CX`)
+MOVQ R12, CX
+TESTQ CX, CX
+JZ q8zpreptail`)
 	a.l("q8zprepblk:")
 	for k := 0; k < 4; k++ {
 		a.l("\tVMOVDQU %d(SI), Y%d", 2+34*k, k)
@@ -144,12 +152,6 @@ MOVQ nb+16(FP), CX`)
 		a.l("\tVPDPBUSD Y%d, Y15, Y%d", k, 4+k)
 	}
 	a.code(`
-VPHADDD Y5, Y4, Y8
-VPHADDD Y7, Y6, Y9
-VPHADDD Y9, Y8, Y8
-VPSLLD $7, Y8, Y8
-VPSUBD Y8, Y14, Y8
-VMOVDQU Y8, (DI)
 MOVWQZX (SI), AX
 MOVWQZX 34(SI), BX
 SHLQ $16, BX
@@ -159,14 +161,42 @@ SHLQ $32, BX
 ORQ BX, AX
 MOVWQZX 102(SI), BX
 SHLQ $48, BX
-ORQ BX, AX
-VMOVQ AX, X10
-VCVTPH2PS X10, X10
-VMOVUPS X10, 32(DI)
+ORQ BX, AX`)
+	a.q8zPrepStore()
+	a.code(`
 ADDQ $136, SI
-ADDQ $48, DI
-SUBQ $4, CX
-JNZ q8zprepblk
+DECQ CX
+JNZ q8zprepblk`)
+	a.l("q8zpreptail:")
+	// the last 1–3 blocks: the same sums, the missing blocks' 0
+	a.code(`
+TESTQ R13, R13
+JZ q8zprepnext
+VPXOR Y5, Y5, Y5
+VPXOR Y6, Y6, Y6
+VPXOR Y7, Y7, Y7`)
+	for k := 0; k < 3; k++ {
+		if k > 0 {
+			a.l("\tCMPQ R13, $%d", k)
+			a.l("\tJEQ q8zpreptailsum")
+		}
+		a.l("\tVMOVDQU %d(SI), Y%d", 2+34*k, k)
+		if k == 0 {
+			a.l("\tVPXOR Y4, Y4, Y4")
+		}
+		a.l("\tVPDPBUSD Y%d, Y15, Y%d", k, 4+k)
+		if k == 0 {
+			a.l("\tMOVWQZX (SI), AX")
+			continue
+		}
+		a.l("\tMOVWQZX %d(SI), BX", 34*k)
+		a.l("\tSHLQ $%d, BX", 16*k)
+		a.l("\tORQ BX, AX")
+	}
+	a.l("q8zpreptailsum:")
+	a.q8zPrepStore()
+	a.l("q8zprepnext:")
+	a.code(`
 ADDQ R8, R11
 DECQ R10
 JNZ q8zpreprow
@@ -174,21 +204,45 @@ VZEROUPPER
 RET`)
 }
 
+// q8zPrepStore writes one group's 48 bytes of q8zPrep at DI and moves DI
+// on: from the 4 blocks' VPDPBUSD sums of ones and weights in Y4–Y7 the
+// −128·Σw of values 0–15 and 16–31, and the scales d_w from the 4 f16 in
+// AX.
+func (a *asm) q8zPrepStore() {
+	a.code(`
+VPHADDD Y5, Y4, Y8
+VPHADDD Y7, Y6, Y9
+VPHADDD Y9, Y8, Y8
+VPSLLD $7, Y8, Y8
+VPSUBD Y8, Y14, Y8
+VMOVDQU Y8, (DI)
+VMOVQ AX, X10
+VCVTPH2PS X10, X10
+VMOVUPS X10, 32(DI)
+ADDQ $48, DI`)
+}
+
 // q8zTile writes dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8,
-// xd16 *float32, corr *int32, nb int, out *float32, os int): 4 Q8_0 weight
-// rows ws bytes apart against 16 activation rows transposed by 4-byte groups and
-// offset to unsigned (actQ.qt16: per block and group j of 4 values, the 16
-// rows' 4 bytes x+128), their scales xd16 (per block the 16 rows' d_x) and
-// corr from q8zPrep; out[i·os/4+r] = weight row r · activation row i
-// (storeZ4x16: os is the output rows' stride in bytes). nb is a
-// multiple of 4 (the loop runs 4 blocks per pass). While it multiplies, it
-// prefetches the 4 rows at pf (ws apart, as long as w's: the next block of
-// weight rows, which q8zPrep then reads from cache instead of waiting on
-// memory between two tiles), 3 lines per row and pass of 136 bytes.
+// xd16 *float32, corr *int32, nb int, out *float32, os int, acc *float32,
+// mode int): 4 Q8_0 weight rows ws bytes apart against 16 activation rows
+// transposed by 4-byte groups and offset to unsigned (actQ.qz: per block
+// and group j of 4 values, the 16 rows' 4 bytes x+128), their scales xd16
+// (per block the 16 rows' d_x) and corr from q8zPrep, over nb ≥ 1 blocks:
+// 4 per pass of the loop, then a last 1–3 one by one with the same
+// operations. mode bit 0 starts the 8 accumulators (per weight row, the
+// halves of the blocks) from acc (512 bytes) rather than 0; bit 1 adds
+// the halves and stores out[i·os/4+r] = weight row r · activation row i
+// (storeZ4x16: os is the output rows' stride in bytes) rather than the
+// accumulators to acc. Slices of a reduction called in order (the first
+// without bit 0, the last with bit 1) run the fold of one call over all
+// its blocks. While it multiplies, it prefetches the 4 rows at pf (ws
+// apart: the next weights that q8zPrep reads, so that it reads them from
+// cache instead of waiting on memory between two tiles), 3 lines per row
+// and pass of 136 bytes.
 func (a *asm) q8zTile() {
 	a.l(``)
-	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *float32, os int)`)
-	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
+	a.l(`// func dotQ8_0x4x16TVNNI(w *byte, ws int, pf *byte, xt *uint8, xd16 *float32, corr *int32, nb int, out *float32, os int, acc *float32, mode int)`)
+	a.l(`TEXT ·dotQ8_0x4x16TVNNI(SB), NOSPLIT, $0-88`)
 	a.code(`
 MOVQ w+0(FP), SI
 MOVQ ws+8(FP), R8
@@ -198,20 +252,25 @@ MOVQ xt+24(FP), DI
 MOVQ xd16+32(FP), DX
 MOVQ corr+40(FP), BX
 MOVQ nb+48(FP), CX
-LEAQ (CX)(CX*2), R10
-SHLQ $2, R10
+LEAQ 3(CX), R10
+SHRQ $2, R10
+LEAQ (R10)(R10*2), R10
+SHLQ $4, R10
 LEAQ (R10)(R10*2), R12
-SHRQ $2, CX`)
-	for r := 0; r < 8; r++ {
-		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
-	}
+MOVQ CX, R14
+ANDQ $3, R14
+SHRQ $2, CX
+MOVQ acc+72(FP), AX`)
+	a.zAccLoad("q8z4x16", 8)
 	wrow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
 	crow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
 	prow := []string{"(R13)", "(R13)(R8*1)", "(R13)(R8*2)", "(R13)(R9*1)"}
-	a.l("q8z4x16loop:")
-	for k := 0; k < 4; k++ {
-		for _, off := range []int{0, 64, 128} {
-			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+	// block k of the pass at SI, DI, DX, BX
+	block := func(k int, prefetch bool) {
+		if prefetch {
+			for _, off := range []int{0, 64, 128} {
+				a.l("\tPREFETCHT0 %d%s", off, prow[k])
+			}
 		}
 		for r := 0; r < 4; r++ {
 			a.l("\tVPBROADCASTD %d%s, Z%d", 4*k, crow[r], 8+2*r)
@@ -236,22 +295,81 @@ SHRQ $2, CX`)
 		}
 	}
 	a.code(`
+TESTQ CX, CX
+JZ q8z4x16tail`)
+	a.l("q8z4x16loop:")
+	for k := 0; k < 4; k++ {
+		block(k, true)
+	}
+	a.code(`
 ADDQ $136, SI
 ADDQ $136, R13
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $48, BX
 DECQ CX
-JNZ q8z4x16loop
+JNZ q8z4x16loop`)
+	a.l("q8z4x16tail:")
+	a.zTail("q8z4x16", block)
+	a.zAccStore("q8z4x16", 8)
+	a.code(`
 MOVQ out+56(FP), AX
 MOVQ os+64(FP), R8`)
 	for r := 0; r < 4; r++ {
 		a.l("\tVADDPS Z%d, Z%d, Z%d", 2*r+1, 2*r, 2*r)
 	}
 	a.storeZ4x16([4]int{0, 2, 4, 6})
+	a.l("%sdone:", "q8z4x16")
 	a.code(`
 VZEROUPPER
 RET`)
+}
+
+// zAccLoad starts accumulators Z0..Z(n−1) of the 4×16 tiles from the n·64
+// bytes at AX where the tile's mode argument (at mode+80(FP)) has bit 0,
+// else from 0.
+func (a *asm) zAccLoad(lbl string, n int) {
+	a.l("\tTESTQ $1, mode+80(FP)")
+	a.l("\tJZ %szero", lbl)
+	for r := 0; r < n; r++ {
+		a.l("\tVMOVUPS %d(AX), Z%d", 64*r, r)
+	}
+	a.l("\tJMP %sstart", lbl)
+	a.l("%szero:", lbl)
+	for r := 0; r < n; r++ {
+		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
+	}
+	a.l("%sstart:", lbl)
+}
+
+// zTail writes the 4×16 tiles' last 1–3 blocks (R14 of them, the
+// reduction's blocks modulo 4), each by block(k) at the pass's pointers,
+// without prefetches.
+func (a *asm) zTail(lbl string, block func(k int, prefetch bool)) {
+	a.l("\tTESTQ R14, R14")
+	a.l("\tJZ %send", lbl)
+	for k := 0; k < 3; k++ {
+		if k > 0 {
+			a.l("\tCMPQ R14, $%d", k)
+			a.l("\tJEQ %send", lbl)
+		}
+		block(k, false)
+	}
+	a.l("%send:", lbl)
+}
+
+// zAccStore stores accumulators Z0..Z(n−1) to the n·64 bytes at acc (the
+// tile's argument at acc+72(FP)) and returns where the tile's mode has
+// bit 1 clear; else it goes on to the store of the results.
+func (a *asm) zAccStore(lbl string, n int) {
+	a.l("\tTESTQ $2, mode+80(FP)")
+	a.l("\tJNZ %sout", lbl)
+	a.l("\tMOVQ acc+72(FP), AX")
+	for r := 0; r < n; r++ {
+		a.l("\tVMOVUPS Z%d, %d(AX)", r, 64*r)
+	}
+	a.l("\tJMP %sdone", lbl)
+	a.l("%sout:", lbl)
 }
 
 // storeZ4x16 stores a 4×16 tile's results, weight row r's 16 in Z(z[r]),
@@ -282,11 +400,14 @@ func (a *asm) storeZ4x16(z [4]int) {
 }
 
 // q4zPrep writes q4zPrep(w *byte, ws int, nb int, scr *byte): for each of 4
-// Q4_0 weight rows ws bytes apart (nb blocks, a multiple of 4) and each
-// group of 4 blocks, 160 bytes at scr + row·nb·40 + (b/4)·160: the 4
-// blocks' nibbles q (0–15) unpacked in value order (low nibbles, then
-// high, as dotQ4_0x8TVNNI unpacks them), 32 bytes each; their −128·Σq
-// (int32, Σq by VPSADBW and horizontal adds); their scales d_w (float32).
+// Q4_0 weight rows ws bytes apart (nb ≥ 1 blocks) and each group of 4
+// blocks, 160 bytes at scr + row·g·160 + (b/4)·160 (g = ⌈nb/4⌉ groups per
+// row): the 4 blocks' nibbles q (0–15) unpacked in value order (low
+// nibbles, then high, as dotQ4_0x8TVNNI unpacks them), 32 bytes each;
+// their −128·Σq (int32, Σq by VPSADBW and horizontal adds); their scales
+// d_w (float32). A last group of 1–3 blocks (nb%4) is laid out as a
+// whole one, its missing blocks' sums and scales 0 and their nibbles not
+// written; no byte past a row's nb blocks is read.
 func (a *asm) q4zPrep() {
 	a.l(``)
 	a.l(`// func q4zPrep(w *byte, ws int, nb int, scr *byte)`)
@@ -295,15 +416,21 @@ func (a *asm) q4zPrep() {
 MOVQ w+0(FP), R11
 MOVQ ws+8(FP), R8
 MOVQ scr+24(FP), DI
+MOVQ nb+16(FP), R12
+MOVQ R12, R13
+SHRQ $2, R12
+ANDQ $3, R13
 VMOVDQU q4zmask0f<>(SB), Y13
 VPXOR Y14, Y14, Y14
 MOVQ $4, R10`)
 	a.l("q4zpreprow:")
 	a.code(`
 MOVQ R11, SI
-MOVQ nb+16(FP), CX`)
-	a.l("q4zprepblk:")
-	for k := 0; k < 4; k++ {
+MOVQ R12, CX
+TESTQ CX, CX
+JZ q4zpreptail`)
+	// block k's nibbles to scr and their VPSADBW sums in Y(4+k)
+	block := func(k int) {
 		a.l("\tVMOVDQU %d(SI), X9", 2+18*k)
 		a.l("\tVPSRLW $4, X9, X10")
 		a.l("\tVINSERTI128 $1, X10, Y9, Y9")
@@ -311,15 +438,11 @@ MOVQ nb+16(FP), CX`)
 		a.l("\tVMOVDQU Y9, %d(DI)", 32*k)
 		a.l("\tVPSADBW Y14, Y9, Y%d", 4+k)
 	}
+	a.l("q4zprepblk:")
+	for k := 0; k < 4; k++ {
+		block(k)
+	}
 	a.code(`
-VPHADDD Y5, Y4, Y8
-VPHADDD Y7, Y6, Y9
-VPHADDD Y9, Y8, Y8
-VEXTRACTI128 $1, Y8, X9
-VPADDD X9, X8, X8
-VPSLLD $7, X8, X8
-VPSUBD X8, X14, X8
-VMOVDQU X8, 128(DI)
 MOVWQZX (SI), AX
 MOVWQZX 18(SI), BX
 SHLQ $16, BX
@@ -329,14 +452,37 @@ SHLQ $32, BX
 ORQ BX, AX
 MOVWQZX 54(SI), BX
 SHLQ $48, BX
-ORQ BX, AX
-VMOVQ AX, X10
-VCVTPH2PS X10, X10
-VMOVUPS X10, 144(DI)
+ORQ BX, AX`)
+	a.q4zPrepStore()
+	a.code(`
 ADDQ $72, SI
-ADDQ $160, DI
-SUBQ $4, CX
-JNZ q4zprepblk
+DECQ CX
+JNZ q4zprepblk`)
+	a.l("q4zpreptail:")
+	a.code(`
+TESTQ R13, R13
+JZ q4zprepnext
+VPXOR Y5, Y5, Y5
+VPXOR Y6, Y6, Y6
+VPXOR Y7, Y7, Y7`)
+	for k := 0; k < 3; k++ {
+		if k > 0 {
+			a.l("\tCMPQ R13, $%d", k)
+			a.l("\tJEQ q4zpreptailsum")
+		}
+		block(k)
+		if k == 0 {
+			a.l("\tMOVWQZX (SI), AX")
+			continue
+		}
+		a.l("\tMOVWQZX %d(SI), BX", 18*k)
+		a.l("\tSHLQ $%d, BX", 16*k)
+		a.l("\tORQ BX, AX")
+	}
+	a.l("q4zpreptailsum:")
+	a.q4zPrepStore()
+	a.l("q4zprepnext:")
+	a.code(`
 ADDQ R8, R11
 DECQ R10
 JNZ q4zpreprow
@@ -344,22 +490,45 @@ VZEROUPPER
 RET`)
 }
 
+// q4zPrepStore writes one group's −128·Σq and scales of q4zPrep at
+// 128(DI) and moves DI on by the group's 160 bytes: Σq from the 4 blocks'
+// VPSADBW sums in Y4–Y7, the scales d_w from the 4 f16 in AX.
+func (a *asm) q4zPrepStore() {
+	a.code(`
+VPHADDD Y5, Y4, Y8
+VPHADDD Y7, Y6, Y9
+VPHADDD Y9, Y8, Y8
+VEXTRACTI128 $1, Y8, X9
+VPADDD X9, X8, X8
+VPSLLD $7, X8, X8
+VPSUBD X8, X14, X8
+VMOVDQU X8, 128(DI)
+VMOVQ AX, X10
+VCVTPH2PS X10, X10
+VMOVUPS X10, 144(DI)
+ADDQ $160, DI`)
+}
+
 // q4zTile writes dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8,
-// xd16 *float32, s16 *int32, nb int, out *float32, os int): 4 Q4_0 weight
-// rows prepared by q4zPrep (scr) against 16 activation rows in dotQ8_0x4x16TVNNI's layout
-// (xt, xd16) with their 8·Σx per block (s16: per block the 16 rows');
-// out[i·os/4+r] = weight row r · activation row i (storeZ4x16). Per row
-// and block the
-// accumulator starts at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact
-// block sum of dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one
-// conversion and one fused multiply-add with d_w·d_x per block, +0 at the
-// end), so the results equal theirs bit for bit. While it multiplies, it
-// prefetches the 4 Q4_0 rows at pf (ps bytes apart, nb blocks: the next
-// block of weight rows q4zPrep reads), 2 lines per row and pass of 72 bytes.
+// xd16 *float32, s16 *int32, nb int, out *float32, os int, acc *float32,
+// mode int): 4 Q4_0 weight rows prepared by q4zPrep (scr) against 16
+// activation rows in dotQ8_0x4x16TVNNI's layout (xt, xd16) with their
+// 8·Σx per block (s16: per block the 16 rows'), over nb ≥ 1 blocks (4 per
+// pass, then a last 1–3 one by one); out[i·os/4+r] = weight row r ·
+// activation row i (storeZ4x16). Per row and block the accumulator starts
+// at −(128·Σq + 8·Σx) and ends at Σ(q−8)·x, the exact block sum of
+// dotQ4_0x8TVNNI and dotQ4_0x8UAVX2; the fold is theirs (one conversion
+// and one fused multiply-add with d_w·d_x per block, +0 at the end), so
+// the results equal theirs bit for bit. mode is dotQ8_0x4x16TVNNI's (the
+// 4 float accumulators, 256 bytes, from and to acc; +0 added only at the
+// store to out), so slices called in order run the fold of one call.
+// While it multiplies, it prefetches the 4 Q4_0 rows at pf (ps bytes
+// apart: the next weights q4zPrep reads), 2 lines per row and pass of 72
+// bytes.
 func (a *asm) q4zTile() {
 	a.l(``)
-	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *float32, os int)`)
-	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-72`)
+	a.l(`// func dotQ4_0x4x16TVNNI(scr *byte, pf *byte, ps int, xt *uint8, xd16 *float32, s16 *int32, nb int, out *float32, os int, acc *float32, mode int)`)
+	a.l(`TEXT ·dotQ4_0x4x16TVNNI(SB), NOSPLIT, $0-88`)
 	a.code(`
 MOVQ scr+0(FP), BX
 MOVQ pf+8(FP), SI
@@ -369,19 +538,23 @@ MOVQ xt+24(FP), DI
 MOVQ xd16+32(FP), DX
 MOVQ s16+40(FP), R11
 MOVQ nb+48(FP), CX
-LEAQ (CX)(CX*4), R10
-SHLQ $3, R10
+LEAQ 3(CX), R10
+SHRQ $2, R10
+LEAQ (R10)(R10*4), R10
+SHLQ $5, R10
 LEAQ (R10)(R10*2), R12
-SHRQ $2, CX`)
-	for r := 0; r < 4; r++ {
-		a.l("\tVXORPS Z%d, Z%d, Z%d", r, r, r)
-	}
+MOVQ CX, R14
+ANDQ $3, R14
+SHRQ $2, CX
+MOVQ acc+72(FP), AX`)
+	a.zAccLoad("q4z4x16", 4)
 	srow := []string{"(BX)", "(BX)(R10*1)", "(BX)(R10*2)", "(BX)(R12*1)"}
 	prow := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"}
-	a.l("q4z4x16loop:")
-	for k := 0; k < 4; k++ {
-		for _, off := range []int{0, 64} {
-			a.l("\tPREFETCHT0 %d%s", off, prow[k])
+	block := func(k int, prefetch bool) {
+		if prefetch {
+			for _, off := range []int{0, 64} {
+				a.l("\tPREFETCHT0 %d%s", off, prow[k])
+			}
 		}
 		a.l("\tVMOVDQU32 %d(R11), Z20", 64*k)
 		for r := 0; r < 4; r++ {
@@ -405,13 +578,24 @@ SHRQ $2, CX`)
 		}
 	}
 	a.code(`
+TESTQ CX, CX
+JZ q4z4x16tail`)
+	a.l("q4z4x16loop:")
+	for k := 0; k < 4; k++ {
+		block(k, true)
+	}
+	a.code(`
 ADDQ $160, BX
 ADDQ $72, SI
 ADDQ $2048, DI
 ADDQ $256, DX
 ADDQ $256, R11
 DECQ CX
-JNZ q4z4x16loop
+JNZ q4z4x16loop`)
+	a.l("q4z4x16tail:")
+	a.zTail("q4z4x16", block)
+	a.zAccStore("q4z4x16", 4)
+	a.code(`
 MOVQ out+56(FP), AX
 MOVQ os+64(FP), R8
 VXORPS Z30, Z30, Z30`)
@@ -419,6 +603,7 @@ VXORPS Z30, Z30, Z30`)
 		a.l("\tVADDPS Z30, Z%d, Z%d", r, r)
 	}
 	a.storeZ4x16([4]int{0, 1, 2, 3})
+	a.l("%sdone:", "q4z4x16")
 	a.code(`
 VZEROUPPER
 RET`)
