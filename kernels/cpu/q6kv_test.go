@@ -131,6 +131,9 @@ func checkQ6KV(t *testing.T, data []byte, x []float32, n, rows, in int) {
 // TestQ6KVSums6 checks actQ.b6 against the rows' 16-value sums word for
 // word (and that rows past the last group of 8 are left out).
 func TestQ6KVSums6(t *testing.T) {
+	if !hasK4V {
+		t.Skip("no AVX512_VNNI/VBMI kernels on this machine or build")
+	}
 	for _, c := range []struct{ n, kb int }{{8, 1}, {9, 3}, {16, 8}, {23, 2}, {136, 3}} {
 		r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.kb)))
 		in := 256 * c.kb
