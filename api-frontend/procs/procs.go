@@ -1,0 +1,222 @@
+// Package procs sizes a lone frontend's GOMAXPROCS to what it is doing:
+// one P while it streams, all of the process's cores while it takes in a
+// burst of requests at an idle server.
+//
+// Why: a streaming step is a chain of goroutine hand-offs (the engine
+// link's reader, the I/O loop, the output goroutine, the handlers at
+// stream ends). With an idle second P every hand-off wakes that P's thread,
+// which steals the work or spins and sleeps again, and the streams' state
+// moves between the cores' caches: at 256 streams one P spends 0.7–1.8 µs
+// less CPU per streamed token (docs/BENCHMARKS.md, issue 23 item 6). But a
+// burst of requests sent together to an idle engine must reach it inside
+// the engine's arrival window (--scheduler-idle-wait, 10 ms on CPU), and on
+// a contended host one thread parsing and tokenizing them one after the
+// other missed it (2 of 6 runs: the engine then ran a long prefill step for
+// the first part before the rest joined). Those are the only requests whose
+// intake speed decides a step's composition: while anything runs, the
+// engine plans each step with whatever has arrived, without a window.
+//
+// So the controller widens to all cores when a generation request starts
+// at a server with none in flight (the start of a burst at an idle engine;
+// the rest of the burst is then taken in on every core) and narrows to one
+// P once no such start has happened for Hold (1 s by default: far longer
+// than the arrival window, so a burst is never cut, and a change at most
+// twice per idle period, never per step). Nothing runs per request but an
+// atomic add at its start and end, and a timer only while wide.
+//
+// Policy is the pure state machine (tested on its own); Controller applies
+// it to the Go runtime.
+package procs
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultHold is Policy.Hold's default: how long the controller stays
+// wide after the last request that started at an idle server.
+const DefaultHold = time.Second
+
+// Policy is the controller's decision rule, without clock or runtime: the
+// caller reports events with the time they happened and applies the
+// GOMAXPROCS it returns.
+type Policy struct {
+	// Narrow is the GOMAXPROCS while streaming (1).
+	Narrow int
+	// Wide is the GOMAXPROCS while a burst is taken in (the process's
+	// cores).
+	Wide int
+	// Hold is how long to stay wide after the last request that started
+	// at an idle server.
+	Hold time.Duration
+}
+
+// State is where the policy stands. The zero value is narrow.
+type State struct {
+	// Wide tells whether the wide GOMAXPROCS applies.
+	Wide bool
+	// Last is when the last request started at an idle server (or the
+	// controller started).
+	Last time.Time
+}
+
+// Procs is the GOMAXPROCS st stands for.
+func (p Policy) Procs(st State) int {
+	if st.Wide {
+		return p.Wide
+	}
+	return p.Narrow
+}
+
+// StartIdle records a request that started while none was in flight, at
+// now: the policy goes wide (or stays wide, for Hold from now). It reports
+// whether GOMAXPROCS must change.
+func (p Policy) StartIdle(st *State, now time.Time) (changed bool) {
+	st.Last = now
+	changed = !st.Wide && p.Wide != p.Narrow
+	st.Wide = true
+	return changed
+}
+
+// Check is the timer's visit at now: it narrows once Hold has passed since
+// the last idle start. It reports whether GOMAXPROCS must change and, while
+// wide, after how long to check again (0 when narrow: no timer needed).
+func (p Policy) Check(st *State, now time.Time) (changed bool, again time.Duration) {
+	if !st.Wide {
+		return false, 0
+	}
+	if left := st.Last.Add(p.Hold).Sub(now); left > 0 {
+		return false, left
+	}
+	st.Wide = false
+	return p.Wide != p.Narrow, 0
+}
+
+// Controller applies a Policy to the process's GOMAXPROCS. Its methods are
+// safe for concurrent use; a nil *Controller does nothing.
+type Controller struct {
+	policy Policy
+	// set applies a GOMAXPROCS (runtime.GOMAXPROCS; tests record it).
+	set func(int)
+	// now is the clock (time.Now; tests replace it).
+	now func() time.Time
+	// afterFunc arms the narrowing check (time.AfterFunc; tests replace
+	// it).
+	afterFunc func(time.Duration, func()) func() bool
+
+	active atomic.Int64 // requests in flight
+
+	mu    sync.Mutex
+	st    State
+	armed bool        // a check is scheduled
+	stop  func() bool // stops the scheduled check
+	done  bool        // Close was called
+}
+
+// New returns a controller that starts wide (the process is starting up:
+// loading, connecting) and narrows after p.Hold unless a request comes.
+// p.Narrow below 1 is taken as 1 and p.Wide below p.Narrow as p.Narrow;
+// p.Hold of 0 is DefaultHold.
+func New(p Policy) *Controller {
+	return newController(p, func(n int) { runtime.GOMAXPROCS(n) }, time.Now,
+		func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop })
+}
+
+func newController(p Policy, set func(int), now func() time.Time, afterFunc func(time.Duration, func()) func() bool) *Controller {
+	p.Narrow = max(p.Narrow, 1)
+	p.Wide = max(p.Wide, p.Narrow)
+	if p.Hold <= 0 {
+		p.Hold = DefaultHold
+	}
+	c := &Controller{policy: p, set: set, now: now, afterFunc: afterFunc}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.policy.StartIdle(&c.st, now())
+	c.set(p.Wide)
+	c.arm(p.Hold)
+	return c
+}
+
+// Policy returns the controller's policy (after New's adjustments).
+func (c *Controller) Policy() Policy { return c.policy }
+
+// Procs returns the GOMAXPROCS the controller last applied.
+func (c *Controller) Procs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.policy.Procs(c.st)
+}
+
+// Begin records a generation request's start (after its intake, before it
+// is handed to the engine); End must follow when it ends.
+func (c *Controller) Begin() {
+	if c == nil {
+		return
+	}
+	if c.active.Add(1) != 1 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
+	}
+	if c.policy.StartIdle(&c.st, c.now()) {
+		c.set(c.policy.Wide)
+	}
+	if !c.armed {
+		c.arm(c.policy.Hold)
+	}
+}
+
+// End records a generation request's end.
+func (c *Controller) End() {
+	if c == nil {
+		return
+	}
+	c.active.Add(-1)
+}
+
+// Close stops the controller's timer and leaves GOMAXPROCS wide.
+func (c *Controller) Close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	if c.armed {
+		c.stop()
+		c.armed = false
+	}
+	if !c.st.Wide {
+		c.st.Wide = true
+		c.set(c.policy.Wide)
+	}
+}
+
+// arm schedules the narrowing check after d; c.mu is held.
+func (c *Controller) arm(d time.Duration) {
+	c.armed = true
+	c.stop = c.afterFunc(d, c.check)
+}
+
+// check is the timer's visit: narrow when the hold has passed, else check
+// again when it will have.
+func (c *Controller) check() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed = false
+	if c.done {
+		return
+	}
+	changed, again := c.policy.Check(&c.st, c.now())
+	if changed {
+		c.set(c.policy.Narrow)
+	}
+	if again > 0 {
+		c.arm(again)
+	}
+}

@@ -1,0 +1,195 @@
+package procs
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestPolicy walks the state machine through event sequences: widen at a
+// start at an idle server, narrow only once Hold has passed since the last
+// such start, never change on a check before that.
+func TestPolicy(t *testing.T) {
+	p := Policy{Narrow: 1, Wide: 2, Hold: time.Second}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type ev struct {
+		start   bool // StartIdle, else Check
+		ms      int
+		changed bool
+		procs   int
+		again   time.Duration
+	}
+	tests := []struct {
+		name   string
+		policy Policy
+		evs    []ev
+	}{
+		{"narrow stays narrow on checks", p, []ev{
+			{false, 0, false, 1, 0}, {false, 5000, false, 1, 0},
+		}},
+		{"start widens, narrows after hold", p, []ev{
+			{true, 0, true, 2, 0},
+			{false, 400, false, 2, 600 * time.Millisecond},
+			{false, 999, false, 2, time.Millisecond},
+			{false, 1000, true, 1, 0},
+			{false, 3000, false, 1, 0},
+		}},
+		{"a second start extends the hold, once", p, []ev{
+			{true, 0, true, 2, 0},
+			{true, 800, false, 2, 0},
+			{false, 1000, false, 2, 800 * time.Millisecond},
+			{false, 1800, true, 1, 0},
+			{true, 1801, true, 2, 0},
+			{false, 2801, true, 1, 0},
+		}},
+		{"late check narrows at once", p, []ev{
+			{true, 0, true, 2, 0},
+			{false, 60000, true, 1, 0},
+		}},
+		{"one core: never a change", Policy{Narrow: 1, Wide: 1, Hold: time.Second}, []ev{
+			{true, 0, false, 1, 0},
+			{false, 500, false, 1, 500 * time.Millisecond},
+			{false, 1000, false, 1, 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st State
+			for i, e := range tc.evs {
+				var changed bool
+				var again time.Duration
+				if e.start {
+					changed = tc.policy.StartIdle(&st, at(e.ms))
+				} else {
+					changed, again = tc.policy.Check(&st, at(e.ms))
+				}
+				if changed != e.changed || tc.policy.Procs(st) != e.procs || again != e.again {
+					t.Fatalf("event %d (%+v): changed %v procs %d again %v", i, e, changed, tc.policy.Procs(st), again)
+				}
+			}
+		})
+	}
+}
+
+// fakeRuntime records the controller's GOMAXPROCS calls and runs its timer
+// by hand.
+type fakeRuntime struct {
+	now   time.Time
+	sets  []int
+	timer func()
+	due   time.Time
+}
+
+func (f *fakeRuntime) controller(p Policy) *Controller {
+	return newController(p, func(n int) { f.sets = append(f.sets, n) }, func() time.Time { return f.now },
+		func(d time.Duration, fn func()) func() bool {
+			f.timer, f.due = fn, f.now.Add(d)
+			return func() bool { f.timer = nil; return true }
+		})
+}
+
+// advance moves the clock and fires the timer when due.
+func (f *fakeRuntime) advance(d time.Duration) {
+	f.now = f.now.Add(d)
+	for f.timer != nil && !f.now.Before(f.due) {
+		fn := f.timer
+		f.timer = nil
+		fn()
+	}
+}
+
+// TestController: starts wide, narrows after the hold with nothing in
+// flight, widens at a request that starts at an idle server but not at one
+// that joins running ones (a stream of requests keeps it narrow: no change
+// per request or step), and Close leaves it wide with no timer.
+func TestController(t *testing.T) {
+	f := &fakeRuntime{now: time.Unix(5000, 0)}
+	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second})
+	check := func(what string, sets ...int) {
+		t.Helper()
+		if len(f.sets) != len(sets) {
+			t.Fatalf("%s: GOMAXPROCS calls %v, want %v", what, f.sets, sets)
+		}
+		for i := range sets {
+			if f.sets[i] != sets[i] {
+				t.Fatalf("%s: GOMAXPROCS calls %v, want %v", what, f.sets, sets)
+			}
+		}
+	}
+	check("start", 2)
+	f.advance(999 * time.Millisecond)
+	check("before hold", 2)
+	f.advance(time.Millisecond)
+	check("after hold", 2, 1)
+	if c.Procs() != 1 || f.timer != nil {
+		t.Fatalf("narrow: procs %d, timer armed %v", c.Procs(), f.timer != nil)
+	}
+	c.Begin() // at an idle server
+	check("idle start", 2, 1, 2)
+	for range 1000 { // requests joining a running one, over 10 s
+		c.Begin()
+		f.advance(10 * time.Millisecond)
+		c.End()
+	}
+	check("stream of requests", 2, 1, 2, 1)
+	c.End()
+	c.Begin()
+	check("idle start again", 2, 1, 2, 1, 2)
+	c.Close()
+	if f.timer != nil {
+		t.Fatal("timer still armed after Close")
+	}
+	f.advance(time.Hour)
+	c.End()
+	c.Begin()
+	check("after close", 2, 1, 2, 1, 2)
+
+	var nilc *Controller
+	nilc.Begin()
+	nilc.End()
+	nilc.Close()
+}
+
+// TestControllerCloseNarrow: Close restores the wide GOMAXPROCS.
+func TestControllerCloseNarrow(t *testing.T) {
+	f := &fakeRuntime{now: time.Unix(5000, 0)}
+	c := f.controller(Policy{Narrow: 0, Wide: 4})
+	if p := c.Policy(); p.Narrow != 1 || p.Wide != 4 || p.Hold != DefaultHold {
+		t.Fatalf("policy %+v", p)
+	}
+	f.advance(DefaultHold)
+	c.Close()
+	if want := []int{4, 1, 4}; len(f.sets) != 3 || f.sets[2] != 4 {
+		t.Fatalf("GOMAXPROCS calls %v, want %v", f.sets, want)
+	}
+}
+
+// TestControllerRuntime runs the real controller concurrently (for -race)
+// and checks that GOMAXPROCS goes back to wide on Close.
+func TestControllerRuntime(t *testing.T) {
+	wide := runtimeProcs()
+	c := New(Policy{Narrow: 1, Wide: wide, Hold: 5 * time.Millisecond})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				c.Begin()
+				time.Sleep(50 * time.Microsecond)
+				c.End()
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(20 * time.Millisecond)
+	if got := c.Procs(); got != 1 {
+		t.Errorf("after the hold with nothing in flight: procs %d, want 1", got)
+	}
+	c.Close()
+	if got := runtimeProcs(); got != wide {
+		t.Errorf("after Close: GOMAXPROCS %d, want %d", got, wide)
+	}
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
