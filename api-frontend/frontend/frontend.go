@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		FrontendID:           cfg.FrontendID,
 		Version:              b.Version,
 		Commit:               b.Commit,
-	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log, Store: store, Sealer: sealer, Procs: pc})
+	}, server.Deps{Engines: client, Tokenizer: tok, Chat: rendererOrNil(renderer), NewReasoning: reasoningFactory(cfg.ReasoningParser), Metrics: metrics, Log: log, Store: store, Sealer: sealer})
 	client.Start()
 	if cfg.WebUI {
 		mountWebUI(srv, client, metrics, served, cfg)
@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	// No ReadTimeout/WriteTimeout: they would cut long streams.
 	// ConnContext lets streams send on their sockets and keep the
 	// connection alive (sse.Start).
-	hs := newHTTPServer(cfg.HTTPServer, srv.Handler(), log)
+	hs := newHTTPServer(cfg.HTTPServer, pc.Handler(srv.Handler()), log)
 	errc := make(chan error, 1)
 	// rawsock: the server's reads and writes skip the runtime's syscall
 	// hooks (which wake sysmon after every idle gap).

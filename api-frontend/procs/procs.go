@@ -16,19 +16,22 @@
 // intake speed decides a step's composition: while anything runs, the
 // engine plans each step with whatever has arrived, without a window.
 //
-// So the controller widens to all cores when a generation request starts
-// at a server with none in flight (the start of a burst at an idle engine;
-// the rest of the burst is then taken in on every core) and narrows to one
-// P once no such start has happened for Hold (1 s by default: far longer
-// than the arrival window, so a burst is never cut, and a change at most
-// twice per idle period, never per step). Nothing runs per request but an
-// atomic add at its start and end, and a timer only while wide.
+// So the controller widens to all cores when a request starts at a server
+// with none in flight (the start of a burst at an idle engine: widened as
+// soon as the first request's head is read, the rest of the burst is
+// parsed and tokenized on every core) and narrows to one P once no such
+// start has happened for Hold (1 s by default: far longer than the arrival
+// window, so a burst is never cut, and a change at most twice per idle
+// period, never per step). While streams run, new requests join running
+// ones and change nothing. Nothing runs per request but an atomic add at
+// its start and end (Handler), and a timer only while wide.
 //
 // Policy is the pure state machine (tested on its own); Controller applies
 // it to the Go runtime.
 package procs
 
 import (
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -149,8 +152,21 @@ func (c *Controller) Procs() int {
 	return c.policy.Procs(c.st)
 }
 
-// Begin records a generation request's start (after its intake, before it
-// is handed to the engine); End must follow when it ends.
+// Handler returns h with Begin before and End after each request (h itself
+// for a nil controller).
+func (c *Controller) Handler(h http.Handler) http.Handler {
+	if c == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.Begin()
+		defer c.End()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Begin records a request's start (as soon as its head is read, before its
+// body is parsed and its prompt tokenized); End must follow when it ends.
 func (c *Controller) Begin() {
 	if c == nil {
 		return
@@ -171,7 +187,7 @@ func (c *Controller) Begin() {
 	}
 }
 
-// End records a generation request's end.
+// End records a request's end.
 func (c *Controller) End() {
 	if c == nil {
 		return

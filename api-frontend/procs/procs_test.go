@@ -1,6 +1,8 @@
 package procs
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"sync"
 	"testing"
@@ -193,3 +195,37 @@ func TestControllerRuntime(t *testing.T) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// TestHandler: the middleware widens when a request starts with none in
+// flight, before the handler runs (so before the request's body is parsed
+// and its prompt tokenized), not for requests that join running ones, and
+// a nil controller returns the handler itself.
+func TestHandler(t *testing.T) {
+	f := &fakeRuntime{now: time.Unix(5000, 0)}
+	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second})
+	f.advance(time.Second) // narrow
+	var seen []int
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, c.Procs())
+		if r.URL.Path == "/outer" {
+			// A request that arrives while this one runs.
+			c.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { seen = append(seen, c.Procs()) })).
+				ServeHTTP(w, httptest.NewRequest("GET", "/inner", nil))
+		}
+	})
+	h := c.Handler(inner)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/outer", nil))
+	if len(seen) != 2 || seen[0] != 2 || seen[1] != 2 {
+		t.Fatalf("procs seen by the handlers %v, want [2 2]", seen)
+	}
+	if want := []int{2, 1, 2}; len(f.sets) != len(want) || f.sets[2] != 2 {
+		t.Fatalf("GOMAXPROCS calls %v, want %v", f.sets, want)
+	}
+	if c.active.Load() != 0 {
+		t.Fatalf("in flight after both ended: %d", c.active.Load())
+	}
+	var nilc *Controller
+	if got := nilc.Handler(inner); got == nil {
+		t.Fatal("nil controller: no handler")
+	}
+}

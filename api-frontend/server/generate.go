@@ -481,10 +481,6 @@ func (s *Server) run(c *gin.Context, r *stream) {
 	r.remaining = len(r.choices)
 	s.streams.Add(1)
 	defer s.streams.Done()
-	// Before the engine sees it: a request that starts at an idle server
-	// widens GOMAXPROCS for the rest of its burst (package procs).
-	s.deps.Procs.Begin()
-	defer s.deps.Procs.End()
 	s.waiting.Add(int64(len(r.choices)))
 	defer func() {
 		r.mu.Lock()

@@ -40,7 +40,6 @@ import (
 
 	"github.com/sluice-llm/sluice/api-frontend/engineclient"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
-	"github.com/sluice-llm/sluice/api-frontend/procs"
 	"github.com/sluice-llm/sluice/api-frontend/respstore"
 	"github.com/sluice-llm/sluice/api-frontend/seal"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
@@ -133,9 +132,6 @@ type Deps struct {
 	// Sealer seals reasoning for encrypted_content and thinking
 	// signatures (nil: none).
 	Sealer *seal.Sealer
-	// Procs is told when generation requests start and end, to size
-	// GOMAXPROCS (nil: GOMAXPROCS is left alone).
-	Procs *procs.Controller
 }
 
 // Server serves the HTTP API.
