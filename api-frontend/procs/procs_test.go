@@ -11,14 +11,16 @@ import (
 
 // TestPolicy walks the state machine through event sequences: widen at a
 // start at an idle server, narrow only once Hold has passed since the last
-// such start, never change on a check before that.
+// such start and at least Busy requests are in flight, never change on a
+// check before that.
 func TestPolicy(t *testing.T) {
-	p := Policy{Narrow: 1, Wide: 2, Hold: time.Second}
+	p := Policy{Narrow: 1, Wide: 2, Hold: time.Second, Busy: 32}
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	type ev struct {
 		start   bool // StartIdle, else Check
 		ms      int
+		n       int // in flight at a check
 		changed bool
 		procs   int
 		again   time.Duration
@@ -29,31 +31,38 @@ func TestPolicy(t *testing.T) {
 		evs    []ev
 	}{
 		{"narrow stays narrow on checks", p, []ev{
-			{false, 0, false, 1, 0}, {false, 5000, false, 1, 0},
+			{false, 0, 0, false, 1, 0}, {false, 5000, 100, false, 1, 0},
 		}},
-		{"start widens, narrows after hold", p, []ev{
-			{true, 0, true, 2, 0},
-			{false, 400, false, 2, 600 * time.Millisecond},
-			{false, 999, false, 2, time.Millisecond},
-			{false, 1000, true, 1, 0},
-			{false, 3000, false, 1, 0},
+		{"start widens, narrows after hold when busy", p, []ev{
+			{true, 0, 0, true, 2, 0},
+			{false, 400, 256, false, 2, 600 * time.Millisecond},
+			{false, 999, 256, false, 2, time.Millisecond},
+			{false, 1000, 256, true, 1, 0},
+			{false, 3000, 256, false, 1, 0},
+		}},
+		{"few in flight: stays wide, checks once per hold", p, []ev{
+			{true, 0, 0, true, 2, 0},
+			{false, 1000, 16, false, 2, time.Second},
+			{false, 2000, 31, false, 2, time.Second},
+			{false, 3000, 0, false, 2, time.Second},
+			{false, 4000, 32, true, 1, 0},
 		}},
 		{"a second start extends the hold, once", p, []ev{
-			{true, 0, true, 2, 0},
-			{true, 800, false, 2, 0},
-			{false, 1000, false, 2, 800 * time.Millisecond},
-			{false, 1800, true, 1, 0},
-			{true, 1801, true, 2, 0},
-			{false, 2801, true, 1, 0},
+			{true, 0, 0, true, 2, 0},
+			{true, 800, 0, false, 2, 0},
+			{false, 1000, 64, false, 2, 800 * time.Millisecond},
+			{false, 1800, 64, true, 1, 0},
+			{true, 1801, 0, true, 2, 0},
+			{false, 2801, 64, true, 1, 0},
 		}},
 		{"late check narrows at once", p, []ev{
-			{true, 0, true, 2, 0},
-			{false, 60000, true, 1, 0},
+			{true, 0, 0, true, 2, 0},
+			{false, 60000, 40, true, 1, 0},
 		}},
-		{"one core: never a change", Policy{Narrow: 1, Wide: 1, Hold: time.Second}, []ev{
-			{true, 0, false, 1, 0},
-			{false, 500, false, 1, 500 * time.Millisecond},
-			{false, 1000, false, 1, 0},
+		{"one core: never a change", Policy{Narrow: 1, Wide: 1, Hold: time.Second, Busy: 1}, []ev{
+			{true, 0, 0, false, 1, 0},
+			{false, 500, 1, false, 1, 500 * time.Millisecond},
+			{false, 1000, 1, false, 1, 0},
 		}},
 	}
 	for _, tc := range tests {
@@ -65,7 +74,7 @@ func TestPolicy(t *testing.T) {
 				if e.start {
 					changed = tc.policy.StartIdle(&st, at(e.ms))
 				} else {
-					changed, again = tc.policy.Check(&st, at(e.ms))
+					changed, again = tc.policy.Check(&st, at(e.ms), e.n)
 				}
 				if changed != e.changed || tc.policy.Procs(st) != e.procs || again != e.again {
 					t.Fatalf("event %d (%+v): changed %v procs %d again %v", i, e, changed, tc.policy.Procs(st), again)
@@ -102,13 +111,14 @@ func (f *fakeRuntime) advance(d time.Duration) {
 	}
 }
 
-// TestController: starts wide, narrows after the hold with nothing in
-// flight, widens at a request that starts at an idle server but not at one
-// that joins running ones (a stream of requests keeps it narrow: no change
-// per request or step), and Close leaves it wide with no timer.
+// TestController: starts wide, stays wide with few requests in flight,
+// narrows after the hold with Busy in flight, widens at a request that
+// starts at an idle server but not at one that joins running ones (a stream
+// of requests keeps it narrow: no change per request or step), and Close
+// leaves it wide with no timer.
 func TestController(t *testing.T) {
 	f := &fakeRuntime{now: time.Unix(5000, 0)}
-	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second})
+	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second, Busy: 2})
 	check := func(what string, sets ...int) {
 		t.Helper()
 		if len(f.sets) != len(sets) {
@@ -121,24 +131,30 @@ func TestController(t *testing.T) {
 		}
 	}
 	check("start", 2)
+	f.advance(5 * time.Second)
+	check("idle", 2)
+	c.Begin() // at an idle server: already wide
+	f.advance(5 * time.Second)
+	check("one in flight", 2)
+	c.Begin()
 	f.advance(999 * time.Millisecond)
-	check("before hold", 2)
+	check("busy, before the check", 2)
 	f.advance(time.Millisecond)
-	check("after hold", 2, 1)
+	check("busy after hold", 2, 1)
 	if c.Procs() != 1 || f.timer != nil {
 		t.Fatalf("narrow: procs %d, timer armed %v", c.Procs(), f.timer != nil)
 	}
-	c.Begin() // at an idle server
-	check("idle start", 2, 1, 2)
-	for range 1000 { // requests joining a running one, over 10 s
+	for range 1000 { // requests joining running ones, over 10 s
 		c.Begin()
 		f.advance(10 * time.Millisecond)
 		c.End()
 	}
-	check("stream of requests", 2, 1, 2, 1)
+	c.End()
+	f.advance(time.Minute)
+	check("stream of requests, then one left", 2, 1)
 	c.End()
 	c.Begin()
-	check("idle start again", 2, 1, 2, 1, 2)
+	check("idle start", 2, 1, 2)
 	c.Close()
 	if f.timer != nil {
 		t.Fatal("timer still armed after Close")
@@ -146,7 +162,7 @@ func TestController(t *testing.T) {
 	f.advance(time.Hour)
 	c.End()
 	c.Begin()
-	check("after close", 2, 1, 2, 1, 2)
+	check("after close", 2, 1, 2)
 
 	var nilc *Controller
 	nilc.Begin()
@@ -157,10 +173,14 @@ func TestController(t *testing.T) {
 // TestControllerCloseNarrow: Close restores the wide GOMAXPROCS.
 func TestControllerCloseNarrow(t *testing.T) {
 	f := &fakeRuntime{now: time.Unix(5000, 0)}
-	c := f.controller(Policy{Narrow: 0, Wide: 4})
-	if p := c.Policy(); p.Narrow != 1 || p.Wide != 4 || p.Hold != DefaultHold {
+	c := f.controller(Policy{Narrow: 0, Wide: 4, Busy: 1})
+	if p := c.Policy(); p.Narrow != 1 || p.Wide != 4 || p.Hold != DefaultHold || p.Busy != 1 {
 		t.Fatalf("policy %+v", p)
 	}
+	if p := (&fakeRuntime{}).controller(Policy{}).Policy(); p.Busy != DefaultBusy {
+		t.Fatalf("default policy %+v", p)
+	}
+	c.Begin()
 	f.advance(DefaultHold)
 	c.Close()
 	if want := []int{4, 1, 4}; len(f.sets) != 3 || f.sets[2] != 4 {
@@ -172,7 +192,8 @@ func TestControllerCloseNarrow(t *testing.T) {
 // and checks that GOMAXPROCS goes back to wide on Close.
 func TestControllerRuntime(t *testing.T) {
 	wide := runtimeProcs()
-	c := New(Policy{Narrow: 1, Wide: wide, Hold: 5 * time.Millisecond})
+	c := New(Policy{Narrow: 1, Wide: wide, Hold: 5 * time.Millisecond, Busy: 1})
+	c.Begin() // keeps one request in flight
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -186,8 +207,9 @@ func TestControllerRuntime(t *testing.T) {
 	wg.Wait()
 	time.Sleep(20 * time.Millisecond)
 	if got := c.Procs(); got != 1 {
-		t.Errorf("after the hold with nothing in flight: procs %d, want 1", got)
+		t.Errorf("after the hold with one in flight: procs %d, want 1", got)
 	}
+	c.End()
 	c.Close()
 	if got := runtimeProcs(); got != wide {
 		t.Errorf("after Close: GOMAXPROCS %d, want %d", got, wide)
@@ -202,8 +224,10 @@ func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
 // a nil controller returns the handler itself.
 func TestHandler(t *testing.T) {
 	f := &fakeRuntime{now: time.Unix(5000, 0)}
-	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second})
+	c := f.controller(Policy{Narrow: 1, Wide: 2, Hold: time.Second, Busy: 1})
+	c.Begin()
 	f.advance(time.Second) // narrow
+	c.End()
 	var seen []int
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, c.Procs())
