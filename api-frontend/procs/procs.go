@@ -43,8 +43,9 @@ import (
 )
 
 // DefaultBusy is Policy.Busy's default: the requests in flight from which
-// one P pays (at 64 streams one P cost 1.3–2.1 µs less CPU per token than
-// two on 2 cores; at 16 the frontend's CPU is small beside the engine's).
+// one P pays (at 64 streams one P cost 1.4–1.8 µs less CPU per token than
+// two on 2 cores, docs/BENCHMARKS.md "i23tok4"; at 16 the frontend's CPU is
+// small beside the engine's).
 const DefaultBusy = 32
 
 // DefaultHold is Policy.Hold's default: how long the controller stays
@@ -55,7 +56,7 @@ const DefaultHold = time.Second
 // caller reports events with the time they happened and applies the
 // GOMAXPROCS it returns.
 type Policy struct {
-	// Narrow is the GOMAXPROCS while streaming (1).
+	// Narrow is the GOMAXPROCS while busy (1).
 	Narrow int
 	// Wide is the GOMAXPROCS while a burst is taken in (the process's
 	// cores).
