@@ -54,6 +54,12 @@ type Frontend struct {
 	// request allocates a few kB, and with Go's default of 100 the
 	// collections of a small heap cost several µs of CPU per request.
 	GCPercent int `flag:"gc-percent" yaml:"gc_percent" usage:"Go GC target of this process (as GOGC: heap growth between collections, in % of the live heap; -1: off); the GOGC environment variable wins when set"`
+	// Procs picks how a lone frontend sizes its GOMAXPROCS: auto (one P
+	// while many streams run, all cores otherwise and from a request that
+	// starts at an idle server; api-frontend/procs) or all (Go's default:
+	// every core, always). The GOMAXPROCS environment variable wins when
+	// set (as it is for the children of --api-server-count above 1).
+	Procs string `flag:"procs" yaml:"procs" usage:"GOMAXPROCS of a lone frontend: auto (one P once 32 or more requests are in flight and none has started at an idle server for 1 s, which costs less CPU per streamed token; all cores otherwise, so a burst at an idle server is taken in on every core and reaches the engine together) or all (every core, always); the GOMAXPROCS environment variable wins when set"`
 	// HTTPServer picks the HTTP/1.1 connection server: lean (the
 	// default; api-frontend/httpserve: the same answers, less CPU per
 	// request) or net/http (http.Server; the one that also speaks HTTP/2
@@ -124,6 +130,7 @@ func DefaultFrontend() Frontend {
 		ShutdownTimeout:      30 * time.Second,
 		LogFormat:            "text",
 		GCPercent:            400,
+		Procs:                "auto",
 		EngineStartup:        5 * time.Minute,
 		EngineLiveness:       3 * time.Second,
 		SimStepMS:            -1,
@@ -172,6 +179,9 @@ func (f *Frontend) Validate() error {
 	}
 	if f.GCPercent < -1 {
 		errs = append(errs, fmt.Errorf("--gc-percent must be -1 (off) or >= 0, got %d", f.GCPercent))
+	}
+	if f.Procs != "" && f.Procs != "auto" && f.Procs != "all" {
+		errs = append(errs, fmt.Errorf("--procs must be auto or all, got %q", f.Procs))
 	}
 	if f.MaxQueuedRequests < 0 {
 		errs = append(errs, fmt.Errorf("--max-queued-requests must be >= 0, got %d", f.MaxQueuedRequests))

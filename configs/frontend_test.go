@@ -21,6 +21,8 @@ func TestFrontendValidate(t *testing.T) {
 		{"zero interval", func(f *Frontend) { f.StreamInterval = 0 }, "--stream-interval"},
 		{"gc off", func(f *Frontend) { f.GCPercent = -1 }, ""},
 		{"bad gc percent", func(f *Frontend) { f.GCPercent = -2 }, "--gc-percent"},
+		{"procs all", func(f *Frontend) { f.Procs = "all" }, ""},
+		{"bad procs", func(f *Frontend) { f.Procs = "2" }, "--procs"},
 		{"bad reasoning field", func(f *Frontend) { f.ReasoningField = "thoughts" }, "--reasoning-field"},
 		{"lean http server", func(f *Frontend) { f.HTTPServer = "lean" }, ""},
 		{"net/http server", func(f *Frontend) { f.HTTPServer = "net/http" }, ""},

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/sluice-llm/sluice/api-frontend/httpserve"
 	"github.com/sluice-llm/sluice/api-frontend/launcher"
 	"github.com/sluice-llm/sluice/api-frontend/openai"
+	"github.com/sluice-llm/sluice/api-frontend/procs"
 	"github.com/sluice-llm/sluice/api-frontend/rawsock"
 	"github.com/sluice-llm/sluice/api-frontend/server"
 	"github.com/sluice-llm/sluice/api-frontend/sse"
@@ -89,6 +91,8 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(cfg.GCPercent)
 	}
+	pc := procsController(cfg.Procs, os.Getenv("GOMAXPROCS") != "", runtime.GOMAXPROCS(0))
+	defer pc.Close()
 	if cfg.PprofAddr != "" {
 		go func() {
 			// net/http/pprof registers on http.DefaultServeMux.
@@ -191,7 +195,7 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 	// No ReadTimeout/WriteTimeout: they would cut long streams.
 	// ConnContext lets streams send on their sockets and keep the
 	// connection alive (sse.Start).
-	hs := newHTTPServer(cfg.HTTPServer, srv.Handler(), log)
+	hs := newHTTPServer(cfg.HTTPServer, pc.Handler(srv.Handler()), log)
 	errc := make(chan error, 1)
 	// rawsock: the server's reads and writes skip the runtime's syscall
 	// hooks (which wake sysmon after every idle gap).
@@ -224,6 +228,17 @@ func Run(ctx context.Context, cfg *configs.Frontend, args []string, log *zap.Log
 		_ = hs.Close()
 	}
 	return nil
+}
+
+// procsController returns the GOMAXPROCS controller for --procs mode
+// (api-frontend/procs), or nil (GOMAXPROCS left alone) with "all", when the
+// environment sets GOMAXPROCS (envSet; the operator's or the launcher's
+// choice) or with a single core (cores: the process's GOMAXPROCS at start).
+func procsController(mode string, envSet bool, cores int) *procs.Controller {
+	if mode == "all" || envSet || cores < 2 {
+		return nil
+	}
+	return procs.New(procs.Policy{Narrow: 1, Wide: cores})
 }
 
 // httpServer is what Run needs of net/http's server and of httpserve's.

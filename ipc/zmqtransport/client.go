@@ -355,9 +355,7 @@ func (c *EngineConn) ioLoop() {
 		// engine was silent; the engine's frames may still wait in the
 		// pump. Give the engine a fresh liveness period rather than fail
 		// every stream (the engine parks a frozen frontend meanwhile).
-		if !lastWake.IsZero() && t.Sub(lastWake) > c.cfg.LivenessTimeout && t.Sub(lastWake) > housekeepingMax+100*time.Millisecond {
-			lastSeen = t
-		}
+		lastSeen = seenAfterWake(lastSeen, lastWake, t, c.cfg.LivenessTimeout)
 		lastWake = t
 		if !c.up.Load() && t.Sub(lastHello) >= 200*time.Millisecond {
 			lastHello = t
@@ -511,6 +509,32 @@ func (c *EngineConn) ioLoop() {
 // housekeepingMax bounds how long the I/O goroutine sleeps without traffic;
 // it wakes earlier for the next HELLO retry, ping or liveness deadline.
 const housekeepingMax = time.Second
+
+// seenAfterWake is the I/O loop's lastSeen at a wake-up at now, the
+// previous one at lastWake, forgiving the time the loop itself was late:
+// the loop wakes at least every housekeepingMax, so a longer gap means this
+// process did not run (frozen, swapped out, or a one-thread process starved
+// on a loaded host), and the engine's frames of that time may still wait
+// unread. A gap past the liveness timeout gives the engine a fresh period
+// (lastSeen = now); a shorter one moves lastSeen on by the lateness (at most
+// to now), so a starved frontend does not call a live engine down.
+func seenAfterWake(lastSeen, lastWake, now time.Time, liveness time.Duration) time.Time {
+	if lastWake.IsZero() {
+		return lastSeen
+	}
+	gap := now.Sub(lastWake)
+	late := gap - housekeepingMax
+	if late <= 100*time.Millisecond {
+		return lastSeen
+	}
+	if gap > liveness {
+		return now
+	}
+	if s := lastSeen.Add(late); s.Before(now) {
+		return s
+	}
+	return now
+}
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
