@@ -111,7 +111,10 @@ const (
 func (p *pool) worker(w int) {
 	defer p.workers.Done()
 	locked := false
-	for p.await() {
+	for {
+		if !p.await(locked) {
+			break
+		}
 		if on := p.recording(); on != locked {
 			// on its own OS thread while recording, for the thread CPU
 			// clock; back to the shared threads when recording stops
@@ -135,11 +138,26 @@ func (p *pool) worker(w int) {
 // closes. It spins for workerSpin, then sleeps on p.work, and spins again
 // after each wake (the caller may have run the whole op before this thread
 // got a core, and the next op follows within microseconds).
-func (p *pool) await() bool {
+//
+// While recording, with the worker locked to its OS thread (locked), it
+// adds its thread CPU time spent here to the recording's awaitCPU, one
+// spin (and wake) at a time.
+func (p *pool) await(locked bool) bool {
+	s := p.stats()
+	if !locked {
+		s = nil // the thread's clock may be another goroutine's
+	}
 	for {
+		var c0 int64
+		if s != nil {
+			c0 = threadCPU()
+		}
 		var t0 time.Time
 		for i := 0; ; i++ {
 			if c := p.claim.Load(); int(c&0xffff) < int(c>>16&0xffff) {
+				if s != nil {
+					s.awaitCPU.Add(threadCPU() - c0)
+				}
 				return true
 			}
 			if i&255 != 0 {
@@ -151,6 +169,9 @@ func (p *pool) await() bool {
 				break
 			}
 		}
+		if s != nil {
+			s.awaitCPU.Add(threadCPU() - c0)
+		}
 		v := p.work.enter()
 		c := p.claim.Load()
 		switch {
@@ -160,6 +181,9 @@ func (p *pool) await() bool {
 		case p.quit.Load():
 			p.work.leave()
 			return false
+		}
+		if r := p.stats(); r != nil {
+			r.sleeps.Add(1)
 		}
 		p.work.sleep(v)
 		p.work.leave()
@@ -225,7 +249,14 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
 	p.work.wake()
 	if !p.help(0) {
+		var c0 int64
+		if locked {
+			c0 = threadCPU()
+		}
 		p.join(int32(chunks))
+		if locked {
+			p.st.Load().joinCPU += threadCPU() - c0
+		}
 	}
 	if locked {
 		p.st.Load().endOp(chunks)
