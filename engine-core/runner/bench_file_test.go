@@ -147,12 +147,22 @@ type opRecorder interface {
 // the process's CPU time spent in their chunks; the rest is the step's
 // serial part, the pool's hand-offs and spinning, and the Go runtime).
 // Both come from thread CPU times, so they hold on a loaded machine.
+// Where the pool's threads spent the rest: await-% (the workers between
+// their chunks: spinning through the caller's serial code and the op
+// ends, and waking), join-% (the caller waiting for the workers' last
+// chunks), both shares of the process's CPU time, and sleeps/op (how
+// often a worker ran out of spin and had to be woken).
 func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	st := rec.OpStats()
 	rec.RecordOps(false)
 	b.ReportMetric(100*st.Imbalance(), "op-wait-%")
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
+		b.ReportMetric(100*float64(st.AwaitCPU)/float64(d), "await-%")
+		b.ReportMetric(100*float64(st.JoinCPU)/float64(d), "join-%")
+	}
+	if st.Ops > 0 {
+		b.ReportMetric(float64(st.Sleeps)/float64(st.Ops), "sleeps/op")
 	}
 }
 

@@ -368,8 +368,8 @@ func TestExpertUnitRows(t *testing.T) {
 			// the pool's cuts for 2 and 3 threads, and random cuts
 			var cuts [][]int
 			for _, threads := range []int{2, 3} {
-				p := &pool{n: threads, bounds: make([]int, 16*threads+2)}
-				nc := p.cut(total, 4, false)
+				p := &pool{n: threads, bounds: make([]int, maxTail*threads+2)}
+				nc := p.cut(total, 4, 0)
 				cuts = append(cuts, append([]int(nil), p.bounds[:nc+1]...))
 			}
 			for range 20 {

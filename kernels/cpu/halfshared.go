@@ -74,7 +74,7 @@ func (b *Backend) matmulSharedHalf(outs []kernels.Tensor, x *kernels.Host, ws []
 	if n*total*w0.C < 1<<15 {
 		t.run(0, total, 0)
 	} else {
-		b.pool.parallelGuided(total, halfZMaxW1, 0, t)
+		b.pool.parallelGuidedFine(total, halfZMaxW1, 0, t)
 	}
 	for i := range t.parts[:t.np] {
 		p := &t.parts[i]

@@ -27,6 +27,21 @@ type OpStats struct {
 	Makespan time.Duration
 	// Threads is the number of threads the ops were split over.
 	Threads int
+	// AwaitCPU is the thread CPU time the pool's workers spent spinning
+	// for the next op's chunks (through the caller's serial code, the
+	// other threads' last chunks and the runner's code between steps),
+	// counted once a worker is locked to its OS thread, i.e. from its
+	// first chunk after RecordOps(true) (Linux; zero elsewhere). The
+	// sleeps themselves use no CPU; the wake-ups' system calls are not
+	// in it.
+	AwaitCPU time.Duration
+	// JoinCPU is the thread CPU time the caller spent waiting, after its
+	// last chunk of an op, for the workers' last chunks (Linux; zero
+	// elsewhere).
+	JoinCPU time.Duration
+	// Sleeps counts the times a worker ran out of spin and went to sleep
+	// (each one a wake-up, through the runtime or a futex, for the next op).
+	Sleeps uint64
 }
 
 // Imbalance returns Makespan / (ChunkCPU / Threads) − 1: the fraction of
@@ -53,6 +68,11 @@ type opStats struct {
 	ops      uint64
 	chunkCPU int64
 	makespan int64
+	joinCPU  int64 // the caller's, see OpStats.JoinCPU
+
+	// the workers': see OpStats.AwaitCPU and Sleeps
+	awaitCPU atomic.Int64
+	sleeps   atomic.Uint64
 }
 
 // RecordOps turns the recording of OpStats on (resetting it) or off. It
@@ -72,7 +92,9 @@ func (b *Backend) RecordOps(on bool) {
 	}
 	s.on.Store(on)
 	if on {
-		s.ops, s.chunkCPU, s.makespan = 0, 0, 0
+		s.ops, s.chunkCPU, s.makespan, s.joinCPU = 0, 0, 0, 0
+		s.awaitCPU.Store(0)
+		s.sleeps.Store(0)
 	}
 }
 
@@ -82,7 +104,10 @@ func (b *Backend) OpStats() OpStats {
 	if s == nil {
 		return OpStats{Threads: b.pool.n}
 	}
-	return OpStats{Ops: s.ops, ChunkCPU: time.Duration(s.chunkCPU), Makespan: time.Duration(s.makespan), Threads: b.pool.n}
+	return OpStats{
+		Ops: s.ops, ChunkCPU: time.Duration(s.chunkCPU), Makespan: time.Duration(s.makespan), Threads: b.pool.n,
+		AwaitCPU: time.Duration(s.awaitCPU.Load()), JoinCPU: time.Duration(s.joinCPU), Sleeps: s.sleeps.Load(),
+	}
 }
 
 // runChunk runs chunk c of the current op on worker w, timing it on the
@@ -111,8 +136,15 @@ func (p *pool) lockForStats() bool {
 
 // recording reports whether RecordOps is on.
 func (p *pool) recording() bool {
-	s := p.st.Load()
-	return s != nil && s.on.Load()
+	return p.stats() != nil
+}
+
+// stats returns the recording while RecordOps is on, else nil.
+func (p *pool) stats() *opStats {
+	if s := p.st.Load(); s != nil && s.on.Load() {
+		return s
+	}
+	return nil
 }
 
 // endOp adds a completed op of chunks chunks to the statistics.

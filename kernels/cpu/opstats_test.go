@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/sluice-llm/sluice/kernels"
 )
@@ -115,9 +116,48 @@ func TestOpStats(t *testing.T) {
 				t.Errorf("MatMul after recording allocates %v times per op, want 0", a)
 			}
 			be.RecordOps(true)
-			if st := be.OpStats(); st.Ops != 0 || st.ChunkCPU != 0 || st.Makespan != 0 {
+			if st := be.OpStats(); st.Ops != 0 || st.ChunkCPU != 0 || st.Makespan != 0 || st.JoinCPU != 0 {
 				t.Errorf("RecordOps(true) did not reset: %+v", st)
 			}
 		})
 	}
+}
+
+// TestOpStatsWaits checks the pool's waits that recording adds: ops with
+// pauses between them longer than the workers' spin make the worker
+// sleep (Sleeps), its time between chunks is counted (AwaitCPU, Linux),
+// the times are never negative and RecordOps(true) resets them.
+func TestOpStatsWaits(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 6))
+	const n, rows, cols = 16, 4096, 1024 // ≈ 1 ms per op: the worker takes chunks
+	w := &kernels.Host{R: rows, C: cols, F: randF(r, rows*cols)}
+	be := New(Options{Threads: 2})
+	defer be.Close()
+	x := &kernels.Host{R: n, C: cols, F: randF(r, n*cols)}
+	out := be.Alloc(n, rows)
+	be.RecordOps(true)
+	const ops = 8
+	for i := 0; i < ops; i++ {
+		be.MatMul(out, x, w, n)
+		time.Sleep(4 * workerSpin) // the worker spins out and sleeps
+	}
+	st := be.OpStats()
+	be.RecordOps(false)
+	if st.Ops != ops {
+		t.Fatalf("OpStats after %d MatMuls = %+v", ops, st)
+	}
+	if st.Sleeps == 0 || st.Sleeps > 2*ops {
+		t.Errorf("Sleeps = %d after %d ops each followed by a pause of 4 spins, want 1…%d", st.Sleeps, ops, 2*ops)
+	}
+	if st.AwaitCPU < 0 || st.JoinCPU < 0 {
+		t.Errorf("negative wait: %+v", st)
+	}
+	if runtime.GOOS == "linux" && st.AwaitCPU == 0 {
+		t.Errorf("AwaitCPU = 0 after %d ops with the worker spinning between them: %+v", ops, st)
+	}
+	be.RecordOps(true)
+	if st := be.OpStats(); st.AwaitCPU != 0 || st.JoinCPU != 0 || st.Sleeps != 0 {
+		t.Errorf("RecordOps(true) did not reset the waits: %+v", st)
+	}
+	be.RecordOps(false)
 }

@@ -35,8 +35,8 @@ type pool struct {
 	completed atomic.Int32
 
 	// the current op, written before its generation is published: chunk
-	// c covers units [bounds[c], bounds[c+1]) (at most 16 chunks per
-	// thread, see cut; the slice is made once by newPool)
+	// c covers units [bounds[c], bounds[c+1]) (at most maxTail chunks
+	// per thread, see cut; the slice is made once by newPool)
 	t      task
 	bounds []int
 
@@ -71,7 +71,7 @@ func newPoolWith(n int, futex bool) *pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &pool{n: n, bounds: make([]int, 16*n+2)}
+	p := &pool{n: n, bounds: make([]int, maxTail*n+2)}
 	p.work.init(futex)
 	p.fin.init(futex)
 	for w := 1; w < n; w++ {
@@ -111,7 +111,10 @@ const (
 func (p *pool) worker(w int) {
 	defer p.workers.Done()
 	locked := false
-	for p.await() {
+	for {
+		if !p.await(locked) {
+			break
+		}
 		if on := p.recording(); on != locked {
 			// on its own OS thread while recording, for the thread CPU
 			// clock; back to the shared threads when recording stops
@@ -135,11 +138,26 @@ func (p *pool) worker(w int) {
 // closes. It spins for workerSpin, then sleeps on p.work, and spins again
 // after each wake (the caller may have run the whole op before this thread
 // got a core, and the next op follows within microseconds).
-func (p *pool) await() bool {
+//
+// While recording, with the worker locked to its OS thread (locked), it
+// adds its thread CPU time spent here to the recording's awaitCPU, one
+// spin (and wake) at a time.
+func (p *pool) await(locked bool) bool {
+	s := p.stats()
+	if !locked {
+		s = nil // the thread's clock may be another goroutine's
+	}
 	for {
+		var c0 int64
+		if s != nil {
+			c0 = threadCPU()
+		}
 		var t0 time.Time
 		for i := 0; ; i++ {
 			if c := p.claim.Load(); int(c&0xffff) < int(c>>16&0xffff) {
+				if s != nil {
+					s.awaitCPU.Add(threadCPU() - c0)
+				}
 				return true
 			}
 			if i&255 != 0 {
@@ -151,6 +169,9 @@ func (p *pool) await() bool {
 				break
 			}
 		}
+		if s != nil {
+			s.awaitCPU.Add(threadCPU() - c0)
+		}
 		v := p.work.enter()
 		c := p.claim.Load()
 		switch {
@@ -160,6 +181,9 @@ func (p *pool) await() bool {
 		case p.quit.Load():
 			p.work.leave()
 			return false
+		}
+		if r := p.stats(); r != nil {
+			r.sleeps.Add(1)
 		}
 		p.work.sleep(v)
 		p.work.leave()
@@ -192,7 +216,7 @@ func (p *pool) help(w int) bool {
 // align. Work smaller than minPar units runs on the calling goroutine alone.
 // The chunks are of equal size, about four per thread.
 func (p *pool) parallel(total, align, minPar int, t task) {
-	p.run(total, align, minPar, false, t)
+	p.run(total, align, minPar, 0, t)
 }
 
 // parallelGuided is parallel with chunks that shrink as the op runs out of
@@ -205,10 +229,33 @@ func (p *pool) parallel(total, align, minPar int, t task) {
 // batch-1 row loops); tiles that re-read their activations per chunk keep
 // parallel's chunks.
 func (p *pool) parallelGuided(total, align, minPar int, t task) {
-	p.run(total, align, minPar, true, t)
+	p.run(total, align, minPar, guidedTail, t)
 }
 
-func (p *pool) run(total, align, minPar int, guided bool, t task) {
+// parallelGuidedFine is parallelGuided with the smallest chunk at 1/64 of
+// a thread's share (fineTail) instead of 1/16, for ops of many equal,
+// costly units whose chunks cost nothing to start (the F16/BF16 panel
+// kernels at up to 16 rows: the activations are packed once per op): the
+// threads then finish within a quarter of the old smallest chunk of each
+// other. At 16 sequences of the 1B F16 file the old last chunks were
+// 35–550 µs (the LM head's 1000 rows of 2048 values).
+func (p *pool) parallelGuidedFine(total, align, minPar int, t task) {
+	p.run(total, align, minPar, fineTail, t)
+}
+
+// guidedTail and fineTail are how many of its smallest chunks a thread's
+// even share of an op makes under parallelGuided and parallelGuidedFine;
+// maxTail bounds them (p.bounds holds maxTail chunks per thread).
+const (
+	guidedTail = 16
+	fineTail   = 64
+	maxTail    = 64
+)
+
+// run runs t over [0, total) as parallel (tail 0: about four equal chunks
+// per thread) or guided with chunks no smaller than a thread's even share
+// divided by tail.
+func (p *pool) run(total, align, minPar, tail int, t task) {
 	if total <= 0 {
 		return
 	}
@@ -217,7 +264,7 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 		t.run(0, total, 0)
 		return
 	}
-	chunks := p.cut(total, align, guided)
+	chunks := p.cut(total, align, tail)
 	locked := p.lockForStats()
 	p.t = t
 	p.completed.Store(0)
@@ -225,7 +272,14 @@ func (p *pool) run(total, align, minPar int, guided bool, t task) {
 	p.claim.Store(gen<<32 | uint64(chunks)<<16) // publishes the fields above
 	p.work.wake()
 	if !p.help(0) {
+		var c0 int64
+		if locked {
+			c0 = threadCPU()
+		}
 		p.join(int32(chunks))
+		if locked {
+			p.st.Load().joinCPU += threadCPU() - c0
+		}
 	}
 	if locked {
 		p.st.Load().endOp(chunks)
@@ -265,11 +319,14 @@ func (p *pool) join(chunks int32) {
 }
 
 // cut writes the chunk bounds of an op of total units into p.bounds and
-// returns the number of chunks.
-func (p *pool) cut(total, align int, guided bool) int {
+// returns the number of chunks: about four equal chunks per thread (tail
+// 0), or guided chunks, the smallest 1/tail of a thread's share.
+func (p *pool) cut(total, align, tail int) int {
+	guided := tail > 0
 	share := (total + 4*p.n - 1) / (4 * p.n) // about four chunks per thread
 	if guided {
-		share = (total + 16*p.n - 1) / (16 * p.n) // the smallest chunk
+		tail = min(tail, maxTail)
+		share = (total + tail*p.n - 1) / (tail * p.n) // the smallest chunk
 	}
 	share = (share + align - 1) / align * align
 	c, lo := 0, 0
@@ -279,7 +336,7 @@ func (p *pool) cut(total, align int, guided bool) int {
 			g := (total - lo + 2*p.n - 1) / (2 * p.n)
 			size = max(size, (g+align-1)/align*align)
 		}
-		if c == len(p.bounds)-2 { // not reached: at most 16·n chunks
+		if c == len(p.bounds)-2 { // not reached: at most maxTail·n chunks
 			size = total - lo
 		}
 		p.bounds[c] = lo

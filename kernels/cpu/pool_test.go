@@ -14,20 +14,35 @@ type countTask struct{ units atomic.Int64 }
 
 func (c *countTask) run(lo, hi, _ int) { c.units.Add(int64(hi - lo)) }
 
-// TestPoolCovers checks that parallel hands out every unit exactly once,
-// for totals around the chunking boundaries.
+// markTask counts, per unit, the times a chunk covered it.
+type markTask struct{ seen []atomic.Int32 }
+
+func (m *markTask) run(lo, hi, _ int) {
+	for u := lo; u < hi; u++ {
+		m.seen[u].Add(1)
+	}
+}
+
+// TestPoolCovers checks that parallel, parallelGuided and
+// parallelGuidedFine hand out every unit exactly once, for totals around
+// the chunking boundaries, on 1–3 threads.
 // It runs on both sleep paths (futex where there is one, and the
 // portable sync.Cond).
 func TestPoolCovers(t *testing.T) {
 	for _, portable := range []bool{false, true} {
 		for _, threads := range []int{1, 2, 3} {
 			p := newPoolWith(threads, !portable)
-			for _, total := range []int{1, 3, 4, 5, 31, 512, 2048, 32000} {
-				for _, guided := range []bool{false, true} {
-					var c countTask
-					p.run(total, 4, 0, guided, &c)
-					if got := c.units.Load(); got != int64(total) {
-						t.Errorf("portable=%v threads=%d total=%d guided=%v: %d units run", portable, threads, total, guided, got)
+			for _, total := range []int{1, 3, 4, 5, 31, 512, 2048, 3072, 16384, 32000} {
+				for _, tail := range []int{0, guidedTail, fineTail} {
+					for _, align := range []int{1, 4, 16} {
+						m := markTask{seen: make([]atomic.Int32, total)}
+						p.run(total, align, 0, tail, &m)
+						for u := range m.seen {
+							if got := m.seen[u].Load(); got != 1 {
+								t.Errorf("portable=%v threads=%d total=%d tail=%d align=%d: unit %d run %d times", portable, threads, total, tail, align, u, got)
+								break
+							}
+						}
 					}
 				}
 			}
@@ -85,13 +100,13 @@ func TestPoolWakesSleepers(t *testing.T) {
 					t.Fatalf("portable=%v threads=%d: workers never slept", portable, threads)
 				}
 				var c needsWorkerTask
-				p.run(64, 1, 0, false, &c)
+				p.run(64, 1, 0, 0, &c)
 				if c.timeout.Load() || c.units.Load() != 64 {
 					t.Errorf("portable=%v threads=%d op %d: woke a worker %v, %d units run", portable, threads, op, !c.timeout.Load(), c.units.Load())
 				}
 				// the caller sleeps on fin while a worker finishes late
 				var s slowTask
-				p.run(2*threads, 1, 0, false, &s)
+				p.run(2*threads, 1, 0, 0, &s)
 				if s.units.Load() != int64(2*threads) {
 					t.Errorf("portable=%v threads=%d op %d: slow op ran %d units", portable, threads, op, s.units.Load())
 				}
@@ -126,10 +141,10 @@ func TestPoolCloseLeaks(t *testing.T) {
 			switch state {
 			case "spinning":
 				var c countTask
-				p.run(4096, 4, 0, false, &c)
+				p.run(4096, 4, 0, 0, &c)
 			case "sleeping":
 				var c countTask
-				p.run(4096, 4, 0, false, &c)
+				p.run(4096, 4, 0, 0, &c)
 				if !waitSleepers(&p.work, 3) {
 					t.Fatalf("portable=%v: workers never slept", portable)
 				}
@@ -150,32 +165,48 @@ func TestPoolCloseLeaks(t *testing.T) {
 
 // TestPoolCut checks the chunk bounds: they cover [0, total) in order, are
 // multiples of align (but the last), about four equal chunks per thread
-// for parallel, and for parallelGuided sizes that never grow (but the
-// remainder at the end), start at half an even share and end small, at
-// most 16 chunks per thread.
+// for parallel (tail 0), and for the guided cuts (tail 16: parallelGuided,
+// 64: parallelGuidedFine) sizes that never grow (but the remainder at the
+// end), start at half an even share and end small, at most tail chunks
+// per thread.
 func TestPoolCut(t *testing.T) {
 	cases := []struct {
-		threads, total, align int
-		guided                bool
-		first, last, chunks   int // first chunk, most units in the last, chunks; 0: not checked
+		threads, total, align, tail int
+		first, last, chunks         int // first chunk, most units in the last, chunks; 0: not checked
 	}{
-		{2, 2048, 4, false, 256, 256, 8},
-		{2, 32000, 4, false, 4000, 4000, 8},
-		{2, 2048, 4, true, 512, 64, 0},
-		{2, 3072, 4, true, 768, 0, 0},
-		{2, 32000, 4, true, 8000, 0, 0},
-		{2, 8192, 4, true, 2048, 256, 0},
-		{3, 1000, 4, true, 168, 0, 0},
-		{2, 9, 4, true, 4, 1, 3},
-		{2, 5, 1, false, 1, 1, 5},
-		{16, 100000, 16, true, 3136, 0, 0},
+		{2, 2048, 4, 0, 256, 256, 8},
+		{2, 32000, 4, 0, 4000, 4000, 8},
+		{2, 2048, 4, guidedTail, 512, 64, 0},
+		{2, 3072, 4, guidedTail, 768, 0, 0},
+		{2, 32000, 4, guidedTail, 8000, 0, 0},
+		{2, 8192, 4, guidedTail, 2048, 256, 0},
+		{3, 1000, 4, guidedTail, 168, 0, 0},
+		{2, 9, 4, guidedTail, 4, 1, 3},
+		{2, 5, 1, 0, 1, 1, 5},
+		{16, 100000, 16, guidedTail, 3136, 0, 0},
+		// the fine tails: the F16/BF16 panels' ops at 16 sequences of the
+		// 1B shape (q/k/v 3072 rows, Wo and ffn_down 2048, gate/up 16384,
+		// the LM head 32000; groups of 16 rows)
+		{2, 2048, 16, fineTail, 512, 16, 0},
+		{2, 3072, 16, fineTail, 768, 32, 0},
+		{2, 16384, 16, fineTail, 4096, 128, 0},
+		{2, 32000, 16, fineTail, 8000, 256, 0},
+		{2, 9, 4, fineTail, 4, 1, 3},
+		{3, 1000, 4, fineTail, 168, 8, 0},
+		{16, 100000, 16, fineTail, 3136, 0, 0},
+		{1, 100, 1, fineTail, 50, 2, 0},
+		{2, 100000, 1, 1000, 25000, 782, 0}, // tail beyond maxTail: maxTail
 	}
 	for _, c := range cases {
-		p := &pool{n: c.threads, bounds: make([]int, 16*c.threads+2)}
-		n := p.cut(c.total, c.align, c.guided)
+		p := &pool{n: c.threads, bounds: make([]int, maxTail*c.threads+2)}
+		n := p.cut(c.total, c.align, c.tail)
 		b := p.bounds[:n+1]
-		if b[0] != 0 || b[n] != c.total || n > 16*c.threads || (c.chunks > 0 && n != c.chunks) {
-			t.Errorf("%+v: %d chunks, bounds %v", c, n, b)
+		limit := 16 * c.threads
+		if c.tail > 0 {
+			limit = min(c.tail, maxTail) * c.threads
+		}
+		if b[0] != 0 || b[n] != c.total || n > limit || (c.chunks > 0 && n != c.chunks) {
+			t.Errorf("%+v: %d chunks (at most %d), bounds %v", c, n, limit, b)
 			continue
 		}
 		for i := 0; i < n; i++ {
@@ -183,7 +214,7 @@ func TestPoolCut(t *testing.T) {
 			if size <= 0 || (i < n-1 && b[i+1]%c.align != 0) {
 				t.Errorf("%+v: chunk %d is [%d, %d)", c, i, b[i], b[i+1])
 			}
-			if c.guided && i > 0 && i < n-1 && size > b[i]-b[i-1] {
+			if c.tail > 0 && i > 0 && i < n-1 && size > b[i]-b[i-1] {
 				t.Errorf("%+v: chunk %d (%d units) larger than chunk %d", c, i, size, i-1)
 			}
 		}
@@ -246,7 +277,7 @@ func BenchmarkPoolWake(b *testing.B) {
 					b.StartTimer()
 					var c needsWorkerTask
 					t0 := time.Now()
-					p.run(2, 1, 0, false, &c)
+					p.run(2, 1, 0, 0, &c)
 					total += time.Since(t0)
 				}
 				b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/wake")

@@ -677,8 +677,9 @@ func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
 		b.pool.parallelGuided(w.R, 4, 0, t)
 	case t.xpN == t.n && t.n <= 16:
 		// one panel packed once (packPanels): a chunk's cost is its rows'
-		// alone, so the chunks shrink too; whole groups of 16 rows
-		b.pool.parallelGuided(w.R, halfZMaxW1, 0, t)
+		// alone, so the chunks shrink too, to 1/64 of a thread's share
+		// (parallelGuidedFine); whole groups of 16 rows
+		b.pool.parallelGuidedFine(w.R, halfZMaxW1, 0, t)
 	default:
 		b.pool.parallel(w.R, 4, 0, t)
 	}
