@@ -59,7 +59,7 @@ type Frontend struct {
 	// starts at an idle server; api-frontend/procs) or all (Go's default:
 	// every core, always). The GOMAXPROCS environment variable wins when
 	// set (as it is for the children of --api-server-count above 1).
-	Procs string `flag:"procs" yaml:"procs" usage:"GOMAXPROCS of a lone frontend: auto (one P once 32 or more requests are in flight and none has started at an idle server for 1 s, which costs less CPU per streamed token; all cores otherwise, so a burst at an idle server is taken in on every core and reaches the engine together) or all (every core, always); the GOMAXPROCS environment variable wins when set"`
+	Procs string `flag:"procs" yaml:"procs" usage:"GOMAXPROCS of a lone frontend: auto (one P once 32 or more requests are in flight and none has started at an idle server for 1 s, which costs less CPU per streamed token; all cores at start and from each request that starts at an idle server, so a burst there is taken in on every core and reaches the engine together) or all (every core, always); the GOMAXPROCS environment variable wins when set"`
 	// HTTPServer picks the HTTP/1.1 connection server: lean (the
 	// default; api-frontend/httpserve: the same answers, less CPU per
 	// request) or net/http (http.Server; the one that also speaks HTTP/2
