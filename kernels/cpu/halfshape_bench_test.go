@@ -102,3 +102,90 @@ func benchHalfMatMul(b *testing.B, be *Backend, r *rand.Rand, ws []kernels.Tenso
 		b.ReportMetric(float64(n*out*in)*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
 	}
 }
+
+// halfLayer1B is one Llama-3.2-1B layer's matrices [out × in] in the order
+// a decode step runs them: q, k, v, o, gate, up, down (60.8 M weights).
+var halfLayer1B = []struct{ out, in int }{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}}
+
+// halfModelSets are BenchmarkHalfThreadsModel's working sets: "mem" cycles
+// through 10 distinct copies of a 1B layer (1.22 GB in F16/BF16: weights
+// come from memory, as in the model's 2 GB per step), "l3" through 2
+// (243 MB ≈ the host's L3, what BenchmarkHalfThreads cycles) and "l2" one
+// 384×2048 matrix (1.5 MiB: every thread's rows stay in its L2).
+var halfModelSets = []struct {
+	name   string
+	layers int    // copies of halfLayer1B; 0: the one l2 matrix
+	l2     [2]int // the l2 matrix [out × in]
+}{{"mem", 10, [2]int{}}, {"l3", 2, [2]int{}}, {"l2", 0, [2]int{384, 2048}}}
+
+// BenchmarkHalfThreadsModel times MatMul of 16 rows on F16/BF16 weights of
+// the 1B layer's shapes with one and two threads, the weights cycled
+// through distinct matrices of more than 1 GiB ("mem"), of the host's L3
+// ("l3") or of one thread's L2 ("l2"): GMAC per CPU-second of all threads.
+// A loss with two threads in "mem" only is the weight streams' contention;
+// a loss in "l2" as well is the cores' clock (or the pool).
+func BenchmarkHalfThreadsModel(b *testing.B) {
+	r := rand.New(rand.NewPCG(29, 31))
+	for _, dt := range halfTypes {
+		for _, set := range halfModelSets {
+			b.Run(fmt.Sprintf("%v/%s", dt, set.name), func(b *testing.B) {
+				shapes := halfLayer1B
+				if set.layers == 0 {
+					shapes = []struct{ out, in int }{{set.l2[0], set.l2[1]}}
+				}
+				proto := make([][]byte, len(shapes))
+				for i, s := range shapes {
+					proto[i] = randBlocks(r, dt, s.out, s.in)
+					sanitizeHalves(dt, proto[i])
+				}
+				var ws []kernels.Tensor
+				var macs []int
+				for l := 0; l < max(1, set.layers); l++ {
+					for i, s := range shapes {
+						w, err := kernels.NewHostWeight(dt, s.out, s.in, append([]byte(nil), proto[i]...))
+						if err != nil {
+							b.Fatal(err)
+						}
+						ws = append(ws, w)
+						macs = append(macs, 16*s.out*s.in)
+					}
+				}
+				xs := map[int]*kernels.Host{}
+				outs := map[int]kernels.Tensor{}
+				for _, th := range []int{1, 2} {
+					b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
+						be := New(Options{Threads: th})
+						defer be.Close()
+						for _, s := range shapes {
+							if xs[s.in] == nil {
+								xs[s.in] = &kernels.Host{R: 16, C: s.in, F: randF(r, 16*s.in)}
+							}
+						}
+						clear(outs)
+						for _, s := range shapes {
+							if outs[s.out] == nil {
+								outs[s.out] = be.Alloc(16, s.out)
+							}
+						}
+						for _, w := range ws { // warm: every matrix once
+							be.MatMul(outs[w.Rows()], xs[w.Cols()], w, 16)
+						}
+						b.ResetTimer()
+						var mac float64
+						c0 := processCPU()
+						for i := 0; i < b.N; i++ {
+							for j, w := range ws {
+								be.MatMul(outs[w.Rows()], xs[w.Cols()], w, 16)
+								mac += float64(macs[j])
+							}
+						}
+						if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+							b.ReportMetric(mac/cpuSec/1e9, "GMAC/cpu-s")
+							b.ReportMetric(cpuSec*1e3/float64(b.N), "cpu-ms/pass")
+						}
+					})
+				}
+			})
+		}
+	}
+}

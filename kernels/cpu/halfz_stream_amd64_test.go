@@ -1,0 +1,138 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/sluice-llm/sluice/kernels"
+)
+
+// halfZKernel is one 16-row widening kernel (halfPanelZ16{F16,BF16}*).
+type halfZKernel func(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
+
+// halfZStreamVariants are the 16-row widening kernels BenchmarkHalfZStream
+// compares, per encoding: main's kernel and the prefetching variants.
+func halfZStreamVariants(bf bool) []halfZVariant {
+	if bf {
+		return []halfZVariant{{"base", halfPanelZ16BF16AVX512, 16}, {"w8", halfPanelZ8BF16AVX512, 8}, {"t0-256", halfPanelZ16BF16PfT0256LAVX512, 16}, {"t0-512", halfPanelZ16BF16PfT0512LAVX512, 16}, {"t0-1024", halfPanelZ16BF16PfT01024LAVX512, 16}, {"t0-2048", halfPanelZ16BF16PfT02048LAVX512, 16}, {"t1-1024", halfPanelZ16BF16PfT11024LAVX512, 16}, {"t2-2048", halfPanelZ16BF16PfT22048LAVX512, 16}, {"nta-1024", halfPanelZ16BF16PfNTA1024LAVX512, 16}}
+	}
+	return []halfZVariant{{"base", halfPanelZ16F16AVX512, 16}, {"w8", halfPanelZ8F16AVX512, 8}, {"t0-256", halfPanelZ16F16PfT0256LAVX512, 16}, {"t0-512", halfPanelZ16F16PfT0512LAVX512, 16}, {"t0-1024", halfPanelZ16F16PfT01024LAVX512, 16}, {"t0-2048", halfPanelZ16F16PfT02048LAVX512, 16}, {"t1-1024", halfPanelZ16F16PfT11024LAVX512, 16}, {"t2-2048", halfPanelZ16F16PfT22048LAVX512, 16}, {"nta-1024", halfPanelZ16F16PfNTA1024LAVX512, 16}}
+}
+
+// halfZVariant is one kernel of BenchmarkHalfZStream and its width (weight
+// rows per call).
+type halfZVariant struct {
+	name string
+	f    halfZKernel
+	w    int
+}
+
+// halfZRun runs kernel f over weight rows [lo, hi) (a multiple of 16) of w
+// (K values per row, rb bytes apart) as halfPanelRows' one-panel path
+// does: each group of 16 rows through K in chunks of halfPanelKc, the
+// chunks' sums in two alternating accumulator sets.
+func halfZRun(f halfZKernel, W int, w []byte, rb, K, lo, hi int, xp, acc, buf []float32) {
+	for o := lo; o < hi; o += W {
+		for kb, ci := 0, 0; kb < K; kb, ci = kb+halfPanelKc, ci+1 {
+			kn := min(halfPanelKc, K-kb)
+			f(&xp[16*kb], &w[o*rb+2*kb], rb, kn, &acc[(ci&1)*256], &buf[0])
+		}
+	}
+}
+
+// BenchmarkHalfZStream times the 16-row widening kernels directly (no
+// pool) on one or two locked threads, each on a contiguous half of every
+// matrix's rows as MatMul's guided chunks nearly are, over the 1B layer's
+// shapes cycled through "mem" (10 layers, 1.22 GB) or each thread's own
+// 384×2048 matrix repeated ("l2"): GMAC per CPU-second of all threads.
+func BenchmarkHalfZStream(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(29, 37))
+	for _, dt := range halfTypes {
+		bf := dt == kernels.BF16
+		for _, set := range []string{"mem", "l2"} {
+			b.Run(fmt.Sprintf("%v/%s", dt, set), func(b *testing.B) {
+				type mat struct {
+					q    []byte
+					r, k int
+				}
+				var mats []mat
+				reps := 1
+				if set == "mem" {
+					proto := make([][]byte, len(halfLayer1B))
+					for i, s := range halfLayer1B {
+						proto[i] = randBlocks(r, dt, s.out, s.in)
+						sanitizeHalves(dt, proto[i])
+					}
+					for l := 0; l < 10; l++ {
+						for i, s := range halfLayer1B {
+							mats = append(mats, mat{append([]byte(nil), proto[i]...), s.out, s.in})
+						}
+					}
+				} else {
+					q := randBlocks(r, dt, 768, 2048)
+					sanitizeHalves(dt, q)
+					mats = []mat{{q, 768, 2048}}
+					reps = 400
+				}
+				xp := randF(r, 16*8192)
+				for _, th := range []int{1, 2} {
+					for _, v := range halfZStreamVariants(bf) {
+						b.Run(fmt.Sprintf("t%d/%s", th, v.name), func(b *testing.B) {
+							run := func(t int) {
+								acc := make([]float32, 512)
+								buf := make([]float32, 256)
+								for _, m := range mats {
+									rows := m.r
+									lo, hi := 0, rows
+									if set == "l2" { // each thread its own 384 rows
+										lo, hi = 384*t, 384*t+384
+									} else if th == 2 {
+										half := (rows / 2) &^ 15
+										lo, hi = []int{0, half}[t], []int{half, rows}[t]
+									}
+									for i := 0; i < reps; i++ {
+										halfZRun(v.f, v.w, m.q, 2*m.k, m.k, lo, hi, xp, acc, buf)
+									}
+								}
+							}
+							var mac float64
+							for _, m := range mats {
+								rows := m.r
+								if set == "l2" {
+									rows = 384 * th
+								}
+								mac += float64(16*rows*m.k) * float64(reps)
+							}
+							b.ResetTimer()
+							c0 := processCPU()
+							for i := 0; i < b.N; i++ {
+								var wg sync.WaitGroup
+								for t := 0; t < th; t++ {
+									wg.Add(1)
+									go func() {
+										defer wg.Done()
+										runtime.LockOSThread()
+										defer runtime.UnlockOSThread()
+										run(t)
+									}()
+								}
+								wg.Wait()
+							}
+							if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+								b.ReportMetric(mac*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
+							}
+						})
+					}
+				}
+			})
+		}
+	}
+}
