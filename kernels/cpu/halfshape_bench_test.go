@@ -111,17 +111,29 @@ var halfLayer1B = []struct{ out, in int }{{2048, 2048}, {512, 2048}, {512, 2048}
 // through 10 distinct copies of a 1B layer (1.22 GB in F16/BF16: weights
 // come from memory, as in the model's 2 GB per step), "l3" through 2
 // (243 MB ≈ the host's L3, what BenchmarkHalfThreads cycles) and "l2" one
-// 384×2048 matrix (1.5 MiB: every thread's rows stay in its L2).
+// matrix of 384 rows of 2048 per thread (1.5 MiB: every thread's rows stay
+// in its L2), 200 times per pass.
 var halfModelSets = []struct {
 	name   string
-	layers int    // copies of halfLayer1B; 0: the one l2 matrix
-	l2     [2]int // the l2 matrix [out × in]
-}{{"mem", 10, [2]int{}}, {"l3", 2, [2]int{}}, {"l2", 0, [2]int{384, 2048}}}
+	layers int // copies of halfLayer1B; 0: the l2 matrix
+}{{"mem", 10}, {"l3", 2}, {"l2", 0}}
+
+// hugeCopy returns a copy of q in arena's huge pages, as the loader's
+// copyHuge places F16/BF16 weights, or on the Go heap where the arena has
+// none.
+func hugeCopy(arena *hugeArena, q []byte) []byte {
+	if c := arena.alloc(len(q)); c != nil {
+		copy(c, q)
+		return c
+	}
+	return append([]byte(nil), q...)
+}
 
 // BenchmarkHalfThreadsModel times MatMul of 16 rows on F16/BF16 weights of
 // the 1B layer's shapes with one and two threads, the weights cycled
 // through distinct matrices of more than 1 GiB ("mem"), of the host's L3
-// ("l3") or of one thread's L2 ("l2"): GMAC per CPU-second of all threads.
+// ("l3") or of one thread's L2 ("l2"), in 2 MiB pages as the loader places
+// them (copyHuge): GMAC per CPU-second of all threads.
 // A loss with two threads in "mem" only is the weight streams' contention;
 // a loss in "l2" as well is the cores' clock (or the pool).
 func BenchmarkHalfThreadsModel(b *testing.B) {
@@ -130,8 +142,10 @@ func BenchmarkHalfThreadsModel(b *testing.B) {
 		for _, set := range halfModelSets {
 			b.Run(fmt.Sprintf("%v/%s", dt, set.name), func(b *testing.B) {
 				shapes := halfLayer1B
+				reps := 1
 				if set.layers == 0 {
-					shapes = []struct{ out, in int }{{set.l2[0], set.l2[1]}}
+					shapes = []struct{ out, in int }{{384, 2048}, {768, 2048}}
+					reps = 200
 				}
 				proto := make([][]byte, len(shapes))
 				for i, s := range shapes {
@@ -140,9 +154,11 @@ func BenchmarkHalfThreadsModel(b *testing.B) {
 				}
 				var ws []kernels.Tensor
 				var macs []int
+				var arena hugeArena
+				defer arena.free()
 				for l := 0; l < max(1, set.layers); l++ {
 					for i, s := range shapes {
-						w, err := kernels.NewHostWeight(dt, s.out, s.in, append([]byte(nil), proto[i]...))
+						w, err := kernels.NewHostWeight(dt, s.out, s.in, hugeCopy(&arena, proto[i]))
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -170,13 +186,19 @@ func BenchmarkHalfThreadsModel(b *testing.B) {
 						for _, w := range ws { // warm: every matrix once
 							be.MatMul(outs[w.Rows()], xs[w.Cols()], w, 16)
 						}
+						ws, macs := ws, macs
+						if set.layers == 0 { // the l2 matrix of th·384 rows
+							ws, macs = ws[th-1:th], macs[th-1:th]
+						}
 						b.ResetTimer()
 						var mac float64
 						c0 := processCPU()
 						for i := 0; i < b.N; i++ {
 							for j, w := range ws {
-								be.MatMul(outs[w.Rows()], xs[w.Cols()], w, 16)
-								mac += float64(macs[j])
+								for range reps {
+									be.MatMul(outs[w.Rows()], xs[w.Cols()], w, 16)
+									mac += float64(macs[j])
+								}
 							}
 						}
 						if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {

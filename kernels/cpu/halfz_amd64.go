@@ -340,48 +340,6 @@ func halfPanelZWidenAVX512(bf16 bool, wn int, xp *float32, w *byte, ws int, k in
 	}
 }
 
-//go:noescape
-func halfPanelZ16F16PfT0256LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfT0512LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfT01024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfT02048LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfT11024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfT22048LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16F16PfNTA1024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT0256LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT0512LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT01024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT02048LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT11024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfT22048LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
-//go:noescape
-func halfPanelZ16BF16PfNTA1024LAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)
-
 // halfPanelSumsAVX512 sets out[j·oc+i] = a0[16·i+j] + a1[16·i+j] for
 // j < 16 and i < r (r a positive multiple of 16): one panel's two
 // accumulator sets added and turned into 16 output rows, 16 weight rows

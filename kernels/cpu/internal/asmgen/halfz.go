@@ -40,13 +40,7 @@ func halfZFile() string {
 	for _, f := range halfZFormats {
 		for W := 1; W <= halfZMaxW[1]; W++ {
 			a.l(``)
-			a.halfPanelZWiden(f.name, f.widen, W, halfZPf{})
-		}
-	}
-	for _, f := range halfZFormats {
-		for _, pf := range halfZPfVariants {
-			a.l(``)
-			a.halfPanelZWiden(f.name, f.widen, 16, pf)
+			a.halfPanelZWiden(f.name, f.widen, W)
 		}
 	}
 	a.l(``)
@@ -110,11 +104,6 @@ func halfPanelZWidenAVX512(bf16 bool, wn int, xp *float32, w *byte, ws int, k in
 		}
 	}
 	b.WriteString("\tdefault:\n\t\tpanic(\"cpu: no halfPanelZ kernel of this width\")\n\t}\n}\n")
-	for _, f := range halfZFormats {
-		for _, pf := range halfZPfVariants {
-			fmt.Fprintf(&b, "\n//go:noescape\nfunc halfPanelZ16%s%sAVX512(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)\n", f.name, pf.suffix())
-		}
-	}
 	b.WriteString(`
 // halfPanelSumsAVX512 sets out[j·oc+i] = a0[16·i+j] + a1[16·i+j] for
 // j < 16 and i < r (r a positive multiple of 16): one panel's two
@@ -313,9 +302,9 @@ var halfZFormats = []struct {
 // multiple of 8. Each 16 values of every row (a last 8 in a ymm) are
 // widened and stored to buf, then their 16 steps broadcast the weights
 // from there; every row streams through k in order.
-func (a *asm) halfPanelZWiden(f string, widen func(mem string, y int, z bool) string, W int, pf halfZPf) {
-	name := fmt.Sprintf("halfPanelZ%d%s%sAVX512", W, f, pf.suffix())
-	lbl := strings.ToLower(fmt.Sprintf("hzw%d%s%s", W, f, pf.suffix()))
+func (a *asm) halfPanelZWiden(f string, widen func(mem string, y int, z bool) string, W int) {
+	name := fmt.Sprintf("halfPanelZ%d%sAVX512", W, f)
+	lbl := strings.ToLower(fmt.Sprintf("hzw%d%s", W, f))
 	a.l(`// func %s(xp *float32, w *byte, ws int, k int, acc *float32, buf *float32)`, name)
 	a.l(`TEXT ·%s(SB), NOSPLIT, $0-48`, name)
 	a.code(`
@@ -338,13 +327,10 @@ MOVQ buf+40(FP), BX`)
 		a.l("\tVMOVUPS %d(DX), Z%d", 64*c, c)
 	}
 	// steps of 16 values, then a last 8
-	body := func(n int, pfOn bool) {
+	body := func(n int) {
 		z := n == 16
 		for c := 0; c < W; c++ {
 			a.code(widen(waddr(c), 29, z))
-			if z && pf.dist > 0 && pfOn {
-				a.l("\t%s %d%s", pf.op, pf.dist, waddr(c))
-			}
 			if z {
 				a.l("\tVMOVUPS Z29, %d(BX)", 64*c)
 			} else {
@@ -364,26 +350,11 @@ MOVQ buf+40(FP), BX`)
 		}
 		a.l("\tADDQ $%d, DI", 64*n)
 	}
-	if pf.every == 2 {
-		// 32 values per iteration, the prefetch (one per 64-byte line of
-		// each row) in the first 16
-		a.code(fmt.Sprintf(`
-CMPQ CX, $32
-JLT %smid`, lbl))
-		a.l("%sloop2:", lbl)
-		body(16, true)
-		body(16, false)
-		a.code(fmt.Sprintf(`
-SUBQ $32, CX
-CMPQ CX, $32
-JGE %sloop2
-%smid:`, lbl, lbl))
-	}
 	a.code(fmt.Sprintf(`
 CMPQ CX, $16
 JLT %stail`, lbl))
 	a.l("%sloop:", lbl)
-	body(16, pf.every != 2)
+	body(16)
 	a.code(fmt.Sprintf(`
 SUBQ $16, CX
 CMPQ CX, $16
@@ -391,7 +362,7 @@ JGE %sloop
 %stail:
 TESTQ CX, CX
 JZ %sdone`, lbl, lbl, lbl))
-	body(8, false)
+	body(8)
 	a.l("%sdone:", lbl)
 	for c := 0; c < W; c++ {
 		a.l("\tVMOVUPS Z%d, %d(DX)", c, 64*c)
@@ -399,31 +370,4 @@ JZ %sdone`, lbl, lbl, lbl))
 	a.code(`
 VZEROUPPER
 RET`)
-}
-
-// halfZPf is a software prefetch in the widening kernels: op (PREFETCHT0,
-// PREFETCHT1 or PREFETCHNTA) dist bytes ahead of each row's 16 values.
-type halfZPf struct {
-	op    string
-	dist  int
-	every int
-}
-
-// suffix names a kernel with prefetch pf ("" for none).
-func (pf halfZPf) suffix() string {
-	if pf.dist == 0 {
-		return ""
-	}
-	e := ""
-	if pf.every == 2 {
-		e = "L"
-	}
-	return fmt.Sprintf("Pf%s%d%s", strings.TrimPrefix(pf.op, "PREFETCH"), pf.dist, e)
-}
-
-// halfZPfVariants are the W = 16 widening kernels with prefetch
-// generated for the measurements of BenchmarkHalfZStream.
-var halfZPfVariants = []halfZPf{
-	{"PREFETCHT0", 256, 2}, {"PREFETCHT0", 512, 2}, {"PREFETCHT0", 1024, 2}, {"PREFETCHT0", 2048, 2},
-	{"PREFETCHT1", 1024, 2}, {"PREFETCHT2", 2048, 2}, {"PREFETCHNTA", 1024, 2},
 }
