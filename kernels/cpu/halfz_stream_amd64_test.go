@@ -48,6 +48,85 @@ func halfZRun(f halfZKernel, W int, w []byte, rb, K, lo, hi int, xp, acc, buf []
 	}
 }
 
+// halfZStreamTask runs halfZRun on whole groups of 16 rows of one matrix,
+// each worker with its own accumulators and buffer (a pool task).
+type halfZStreamTask struct {
+	f        halfZKernel
+	q        []byte
+	k, units int // K; 16-row groups per unit
+	xp       []float32
+	acc, buf [2][]float32
+}
+
+func (t *halfZStreamTask) run(lo, hi, w int) {
+	halfZRun(t.f, 16, t.q, 2*t.k, t.k, 16*t.units*lo, 16*t.units*hi, t.xp, t.acc[w], t.buf[w])
+}
+
+// BenchmarkHalfZStreamPool is BenchmarkHalfZStream's "mem" case on two
+// threads through the backend's pool, one op per matrix: "halves" (two
+// chunks, one per thread) against "guided" (parallelGuidedFine over the
+// 16-row groups, as MatMul's one-panel ops run): what the op's barrier and
+// the guided chunks cost the kernel, against the direct halves (no pool,
+// no barrier) of BenchmarkHalfZStream.
+func BenchmarkHalfZStreamPool(b *testing.B) {
+	if !hasAVX512 {
+		b.Skip("no AVX-512 kernels on this machine or build")
+	}
+	r := rand.New(rand.NewPCG(29, 41))
+	for _, dt := range halfTypes {
+		b.Run(dt.String(), func(b *testing.B) {
+			var arena hugeArena
+			defer arena.free()
+			type mat struct {
+				q    []byte
+				r, k int
+			}
+			var mats []mat
+			var mac float64
+			for _, s := range halfLayer1B {
+				q := randBlocks(r, dt, s.out, s.in)
+				sanitizeHalves(dt, q)
+				for l := 0; l < 10; l++ {
+					mats = append(mats, mat{hugeCopy(&arena, q), s.out, s.in})
+					mac += float64(16 * s.out * s.in)
+				}
+			}
+			f := halfZStreamVariants(dt == kernels.BF16)[0].f
+			xp := randF(r, 16*8192)
+			for _, split := range []string{"halves", "guided"} {
+				b.Run(split, func(b *testing.B) {
+					p := newPool(2, true)
+					defer p.close()
+					t := &halfZStreamTask{f: f, xp: xp}
+					for w := range 2 {
+						t.acc[w], t.buf[w] = make([]float32, 512), make([]float32, 256)
+					}
+					b.ResetTimer()
+					c0 := processCPU()
+					for i := 0; i < b.N; i++ {
+						for l := 0; l < 10; l++ { // layer by layer, as the model steps
+							for j := range halfLayer1B {
+								m := mats[j*10+l]
+								t.q, t.k = m.q, m.k
+								if split == "halves" {
+									t.units = m.r / 32
+									p.parallel(2, 1, 0, t)
+								} else {
+									t.units = 1
+									p.parallelGuidedFine(m.r/16, 1, 0, t)
+								}
+							}
+						}
+					}
+					if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
+						b.ReportMetric(mac*float64(b.N)/cpuSec/1e9, "GMAC/cpu-s")
+					}
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkHalfZStream times the 16-row widening kernels directly (no
 // pool) on one or two locked threads, each on a contiguous half of every
 // matrix's rows as MatMul's guided chunks nearly are, over the 1B layer's
