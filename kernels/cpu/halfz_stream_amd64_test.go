@@ -65,9 +65,11 @@ func (t *halfZStreamTask) run(lo, hi, w int) {
 // BenchmarkHalfZStreamPool is BenchmarkHalfZStream's "mem" case on two
 // threads through the backend's pool, one op per matrix: "halves" (two
 // chunks, one per thread) against "guided" (parallelGuidedFine over the
-// 16-row groups, as MatMul's one-panel ops run): what the op's barrier and
-// the guided chunks cost the kernel, against the direct halves (no pool,
-// no barrier) of BenchmarkHalfZStream.
+// 16-row groups, as MatMul's one-panel ops run) and "guided-pack" (the
+// same with the caller writing the activation panel before each op, as
+// packPanels does): what the op's barrier, the guided chunks and the
+// panel written on the other core cost the kernel, against the direct
+// halves (no pool, no barrier) of BenchmarkHalfZStream.
 func BenchmarkHalfZStreamPool(b *testing.B) {
 	if !hasAVX512 {
 		b.Skip("no AVX-512 kernels on this machine or build")
@@ -93,7 +95,8 @@ func BenchmarkHalfZStreamPool(b *testing.B) {
 			}
 			f := halfZStreamVariants(dt == kernels.BF16)[0].f
 			xp := randF(r, 16*8192)
-			for _, split := range []string{"halves", "guided"} {
+			src := randF(r, 16*8192)
+			for _, split := range []string{"halves", "guided", "guided-pack"} {
 				b.Run(split, func(b *testing.B) {
 					p := newPool(2, true)
 					defer p.close()
@@ -108,6 +111,9 @@ func BenchmarkHalfZStreamPool(b *testing.B) {
 							for j := range halfLayer1B {
 								m := mats[j*10+l]
 								t.q, t.k = m.q, m.k
+								if split == "guided-pack" { // the caller writes the panel, as packPanels does
+									copy(xp[:16*m.k], src)
+								}
 								if split == "halves" {
 									t.units = m.r / 32
 									p.parallel(2, 1, 0, t)
