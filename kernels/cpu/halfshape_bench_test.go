@@ -134,8 +134,11 @@ func hugeCopy(arena *hugeArena, q []byte) []byte {
 // through distinct matrices of more than 1 GiB ("mem"), of the host's L3
 // ("l3") or of one thread's L2 ("l2"), in 2 MiB pages as the loader places
 // them (copyHuge): GMAC per CPU-second of all threads.
-// A loss with two threads in "mem" only is the weight streams' contention;
-// a loss in "l2" as well is the cores' clock (or the pool).
+// "mem" is the case whose rates match the model's decode profiles. In
+// "l2" the pool's guided chunks give a 16-row group to whichever thread
+// claims it, so with two threads rows move between the cores' L2s from one
+// call to the next: compare BenchmarkHalfZStream's "l2" (fixed halves) for
+// the kernel's in-L2 rate.
 func BenchmarkHalfThreadsModel(b *testing.B) {
 	r := rand.New(rand.NewPCG(29, 31))
 	for _, dt := range halfTypes {
