@@ -54,7 +54,13 @@ import (
 // each of 256 loopback connections): floor-cpu-us/send; and, where
 // io_uring works, the same rounds as one io_uring_enter each (its uring
 // mode, the frontend's default way to send a step's chunks):
-// floor-uring-cpu-us/send.
+// floor-uring-cpu-us/send. The frontend's own batched sends are counted
+// in the same rounds (sluice_frontend_send_batch_cpu_seconds_total, the
+// sending thread's CPU clock around each step's io_uring_enter):
+// send-cpu-us/token is the long phase's send CPU per token and
+// rest-cpu-us/token the per-token figure less it (everything but the
+// kernel's send); long-cpu-us/token is the long phase's own CPU per token
+// (its requests' intake included).
 //
 // Profiles of the first long phase (the per-token path), for reading, not
 // for figures (profiling costs CPU of its own): SLUICE_BENCH_PPROF=ADDR
@@ -262,6 +268,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 			b.Fatal(err)
 		}
 		m0 := scrape(b, base, "go_memstats_mallocs_total")
+		sc0 := scrape(b, base, "sluice_frontend_send_batch_cpu_seconds_total")
 		if name == "long" && !profiled {
 			profiled = true
 			profileLong(pid, interval, window)
@@ -282,7 +289,8 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 		u1, s1, _ := procCPUSplit(pid)
 		st1, fi1, g1 := started.Load(), finished.Load(), generated()
 		m1 := scrape(b, base, "go_memstats_mallocs_total")
-		return splitPhase{name: name, maxTokens: maxTokens, cpu: c1 - c0, user: u1 - u0, sys: s1 - s0, tokens: g1 - g0,
+		sc1 := scrape(b, base, "sluice_frontend_send_batch_cpu_seconds_total")
+		return splitPhase{sendCPU: (sc1 - sc0) * 1e6, name: name, maxTokens: maxTokens, cpu: c1 - c0, user: u1 - u0, sys: s1 - s0, tokens: g1 - g0,
 			requests: float64(st1-st0+fi1-fi0) / 2, elapsed: time.Since(t0), mallocs: m1 - m0}
 	}
 	// Settling: a short phase waits for the long requests before it to end
@@ -291,7 +299,7 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	stepD := time.Duration(stepMS) * time.Millisecond
 	settleShort := time.Duration(long+4)*stepD + 300*time.Millisecond
 	settleLong := time.Duration(short+4)*stepD + 300*time.Millisecond
-	var perReq, perTok, userReq, sysReq, userTok, sysTok, allIn, rate, allocReq, allocTok []float64
+	var perReq, perTok, userReq, sysReq, userTok, sysTok, allIn, rate, allocReq, allocTok, sendTok, restTok, longTok []float64
 	for r := 0; r < rounds; r++ {
 		settle := settleShort
 		if r == 0 {
@@ -312,6 +320,13 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 		userReq, sysReq, userTok, sysTok = append(userReq, ua), append(sysReq, sa), append(userTok, ut), append(sysTok, st)
 		ma, mt := solveSplitF(sp, lp, func(p splitPhase) float64 { return p.mallocs })
 		allocReq, allocTok = append(allocReq, ma), append(allocTok, mt)
+		// The batched sends are per token: the long phase's send CPU per
+		// token, and what the frontend spends per token besides.
+		longTok = append(longTok, float64(lp.cpu.Nanoseconds())/1e3/float64(lp.tokens))
+		if lp.sendCPU > 0 {
+			st := lp.sendCPU / float64(lp.tokens)
+			sendTok, restTok = append(sendTok, st), append(restTok, t-st)
+		}
 		allIn = append(allIn, float64(sp.cpu.Nanoseconds())/1e3/sp.requests)
 		rate = append(rate, sp.requests/sp.elapsed.Seconds())
 		b.Logf("round %d: short %.0f requests, %d tokens, CPU %s; long %.0f requests, %d tokens, CPU %s → %.1f µs/request + %.2f µs/token",
@@ -331,6 +346,11 @@ func benchmarkAlt(b *testing.B, streams, interval, stepMS, rounds int, window ti
 	b.ReportMetric(lo, "min-cpu-us/request")
 	b.ReportMetric(hi, "max-cpu-us/request")
 	b.ReportMetric(median(perTok), "cpu-us/token")
+	b.ReportMetric(median(longTok), "long-cpu-us/token")
+	if len(sendTok) > 0 {
+		b.ReportMetric(median(sendTok), "send-cpu-us/token")
+		b.ReportMetric(median(restTok), "rest-cpu-us/token")
+	}
 	b.ReportMetric(median(userReq), "user-us/request")
 	b.ReportMetric(median(sysReq), "sys-us/request")
 	b.ReportMetric(median(userTok), "user-us/token")

@@ -32,6 +32,10 @@ type splitPhase struct {
 	elapsed   time.Duration
 	mallocs   float64 // heap allocations of the frontend over the window (go_memstats_mallocs_total)
 	gcs       float64 // garbage collections of the frontend over the window
+	// sendCPU is the frontend's CPU in its batched sends over the window
+	// (sluice_frontend_send_batch_cpu_seconds_total, µs; 0 on a build
+	// without the counter).
+	sendCPU float64
 }
 
 // solveSplit solves cpu = a·requests + b·tokens for the per-request cost a

@@ -24,11 +24,15 @@ type Metrics struct {
 	prefixQueries, prefixHits *prometheus.CounterVec
 	preemptions               *prometheus.CounterVec
 
-	StreamsOpen     prometheus.Gauge
-	Chunks          prometheus.Counter
-	Bytes           prometheus.Counter
-	CoalescedTokens prometheus.Counter
-	Rejected        *prometheus.CounterVec
+	StreamsOpen prometheus.Gauge
+	Chunks      prometheus.Counter
+	Bytes       prometheus.Counter
+	// SendCPU and BatchSends: the output goroutines' CPU in the batched
+	// sends of streamed chunks (sse.Batch.SendCPU) and how many sends
+	// that was, so that /metrics shows the kernel's share of a token.
+	SendCPU, BatchSends prometheus.Counter
+	CoalescedTokens     prometheus.Counter
+	Rejected            *prometheus.CounterVec
 	// APIRequests counts generation requests by API surface.
 	APIRequests *prometheus.CounterVec
 	engineUp    *prometheus.GaugeVec
@@ -71,12 +75,15 @@ func NewMetrics(model string) *Metrics {
 	m.StreamsOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_frontend_streams_open", Help: "SSE streams open now."})
 	m.Chunks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_sse_chunks_total", Help: "SSE data events written."})
 	m.Bytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_sse_bytes_total", Help: "SSE bytes written."})
+	m.SendCPU = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_send_batch_cpu_seconds_total",
+		Help: "CPU time of the batched sends of streamed chunks (one io_uring_enter per engine step, or send(2) each), from the sending thread's clock."})
+	m.BatchSends = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_send_batch_sends_total", Help: "Streamed chunks sent through the batched sends."})
 	m.CoalescedTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_frontend_coalesced_tokens_total", Help: "Tokens that shared an SSE chunk with an earlier token (stream interval or backpressure)."})
 	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_frontend_requests_rejected_total", Help: "Requests refused before generation, by reason."}, []string{"reason"})
 	m.APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_frontend_api_requests_total", Help: "Generation requests accepted for validation, by API surface (completions, chat, responses, messages)."}, []string{"api"})
 	m.engineUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_frontend_engine_up", Help: "1 while the engine connection is ready."}, []string{"engine"})
 	for _, c := range []prometheus.Collector{m.running, m.waiting, m.kvUsage, ttft, itl, e2e, queue, m.promptTokens, m.genTokens, m.success,
-		m.prefixQueries, m.prefixHits, m.preemptions, m.StreamsOpen, m.Chunks, m.Bytes, m.CoalescedTokens, m.Rejected, m.APIRequests, m.engineUp} {
+		m.prefixQueries, m.prefixHits, m.preemptions, m.StreamsOpen, m.Chunks, m.Bytes, m.SendCPU, m.BatchSends, m.CoalescedTokens, m.Rejected, m.APIRequests, m.engineUp} {
 		f(c)
 	}
 	m.successBy, m.apiBy = make(map[string]prometheus.Counter), make(map[string]prometheus.Counter)

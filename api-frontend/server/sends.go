@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,7 @@ type engineSends struct {
 	b     *sse.Batch    // nil until a stream first queues, and where no batch can be made
 	tried bool          // newBatch was called (once)
 	pend  []pendingSend // the queued sends' streams, in the batch's order
+	cpu   time.Duration // b.SendCPU() already added to the metrics
 	sent  atomic.Int64  // chunks sent through the batch (tests)
 	short atomic.Int64  // of which the socket did not take all (tests)
 	_     [32]byte      // two engines' goroutines do not share a line
@@ -95,6 +97,10 @@ func (s *Server) flushSends(engine int) {
 	}
 	ferr := es.b.Flush()
 	es.sent.Add(int64(len(es.pend)))
+	cpu := es.b.SendCPU()
+	s.metrics.SendCPU.Add((cpu - es.cpu).Seconds())
+	s.metrics.BatchSends.Add(float64(len(es.pend)))
+	es.cpu = cpu
 	for i := range es.pend {
 		p := &es.pend[i]
 		r := p.r

@@ -197,3 +197,31 @@ func TestBatchRingFails(t *testing.T) {
 		b.Reset()
 	}
 }
+
+// TestBatchSendCPU checks that Flush counts its sends' CPU time: it grows
+// with every flush that sends, and not with an empty one.
+func TestBatchSendCPU(t *testing.T) {
+	for name, b := range batchKinds(t, 4) {
+		t.Run(name, func(t *testing.T) {
+			fd, peer := sockPair(t)
+			msg := []byte("data: z\n\n")
+			last := b.SendCPU()
+			for round := range 3 {
+				b.Add(fd, msg)
+				if err := b.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				b.Reset()
+				if got := b.SendCPU(); got <= last {
+					t.Fatalf("round %d: SendCPU %v after %v", round, got, last)
+				}
+				last = b.SendCPU()
+				got := make([]byte, 64)
+				_, _ = io.ReadAtLeast(peer, got, len(msg))
+			}
+			if err := b.Flush(); err != nil || b.SendCPU() != last {
+				t.Fatalf("empty Flush: %v, SendCPU %v → %v", err, last, b.SendCPU())
+			}
+		})
+	}
+}
