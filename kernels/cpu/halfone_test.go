@@ -11,15 +11,15 @@ import (
 	"github.com/sluice-llm/sluice/kernels"
 )
 
-// TestHalfPanelOneSums checks the one-panel path (halfPanelOne: each
-// group's chunk sums in two small accumulator sets, added into out when
-// the group is done) bit for bit against the sums it must equal: every
+// TestHalfPanelOneSums checks the one-panel path (halfPanelRows for 8–16
+// activation rows) bit for bit against the sums it must equal: every
 // weight row alone through the one-row widening kernel over K in chunks
-// of halfPanelKc, even chunks into one set and odd ones into the other,
-// added at the end, then the K tail in Go. Batches of 8–16 rows, weight
-// ranges with ragged ends (1–97 rows, past whole groups of 16 and the old
-// 384-row ranges), K with tails, the AVX-512 and AVX2 kernels, packed once
-// per MatMul or per range; nothing outside the range is written.
+// of halfPanelKc, even chunks into one accumulator set and odd ones into
+// the other, added at the end, then the K tail in Go. Ranges with ragged
+// ends (1–97 rows, past whole groups of 16 and 384-row ranges), K with
+// tails, the AVX-512 and AVX2 kernels, packed once per MatMul or per
+// range; nothing outside the range is written. (Session 18 checked a
+// per-group variant of the sums with it, docs/bench/f16-bf16.md.)
 func TestHalfPanelOneSums(t *testing.T) {
 	if !hasAVX512 {
 		t.Skip("no AVX-512 kernels on this machine or build")

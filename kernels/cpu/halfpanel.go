@@ -97,10 +97,6 @@ func halfGrow(s []float32, n int) []float32 {
 // halfPanels computes weight rows [lo, hi) of an F16/BF16 MatMul against
 // all t.n activation rows (t.n ≥ halfPanelMinRows) on the panel kernels.
 func (t *qmatTask) halfPanels(lo, hi int, s *halfScratch) {
-	if t.n <= 16 {
-		t.halfPanelOne(lo, hi, s)
-		return
-	}
 	for r := lo; r < hi; r += halfPanelRange {
 		t.halfPanelRows(r, min(r+halfPanelRange, hi), s)
 	}
@@ -116,14 +112,43 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 	n := t.n
 	G := (n + 15) / 16 // panels of 16 activation rows
 	R := hi - lo
-	z := t.k.simd // AVX-512 kernels (halfz.go)
-	if G == 1 {
-		t.halfPanelOne(lo, hi, s)
-		return
-	}
 	s.acc = halfGrow(s.acc, 2*G*R*16)
 	clear(s.acc)
 	set := G * R * 16
+	z := t.k.simd // AVX-512 kernels (halfz.go)
+	if G == 1 {
+		// one panel: all of K packed at once (16·K floats; by packPanels
+		// once per MatMul, or here for other tasks), then each group of
+		// weight rows runs through K, so that its rows stream from memory
+		// one after another
+		xp := t.xp
+		if t.xpN != n {
+			s.xp = halfGrow(s.xp, 16*K8)
+			for kb := 0; kb < K8; kb += halfPanelKc {
+				packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
+			}
+			xp = s.xp
+		}
+		_ = xp[16*K8-1]
+		maxW := halfPanelMaxW
+		if z {
+			maxW = halfZMaxW1
+		}
+		for o := lo; o < hi; {
+			W := min(maxW, hi-o)
+			_ = w.Q[(o+W-1)*rb+2*K8-1]
+			for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
+				kn := min(halfPanelKc, K8-kb)
+				a := s.acc[(ci&1)*set+(o-lo)*16 : (ci&1)*set+(o-lo+W)*16]
+				if z {
+					halfPanelZWidenAVX512(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.bufZ[0])
+				} else {
+					halfPanelWidenAVX2(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
+				}
+			}
+			o += W
+		}
+	}
 	// two panels or more: a block of weight rows is widened once into wf
 	// for all of them (halfPanelAVX2 on wf gives the sums of
 	// halfPanelWidenAVX2 bit for bit)
@@ -209,82 +234,6 @@ func (t *qmatTask) halfPanelRows(lo, hi int, s *halfScratch) {
 		for i := i0; i < len(or); i++ {
 			or[i] = a0[base+i*16+j] + a1[base+i*16+j]
 		}
-	}
-	if K8 < K {
-		for m := 0; m < n; m++ {
-			or := out.F[m*out.C+lo : m*out.C+hi]
-			xr := x.F[m*x.C+K8 : m*x.C+K]
-			for i := range or {
-				o := lo + i
-				or[i] += dotHalfGo(w.DT, w.Q[o*rb+2*K8:(o+1)*rb], xr)
-			}
-		}
-	}
-}
-
-// halfPanelOne is halfPanelRows on one panel (n ≤ 16): all of K packed
-// at once (16·K floats; by packPanels once per MatMul, or here for other
-// tasks), then each group of weight rows runs through K, so that its rows
-// stream from memory one after another, its chunks' sums in two small
-// accumulator sets (even and odd chunks, 16·maxW floats each) that stay
-// in L1 and are added into out as soon as the group is done (a 16 × 16
-// transpose in registers for whole groups of 16 rows at 16 activation
-// rows, halfPanelSumsAVX512): no accumulators for the whole range to clear
-// first and read back after. The additions are the same, in the same
-// order, as the range-wide sets' (the same bits).
-func (t *qmatTask) halfPanelOne(lo, hi int, s *halfScratch) {
-	w, x, out := t.w, t.x, t.out
-	K := w.C
-	K8 := K &^ 7
-	rb := w.DT.RowBytes(K)
-	bf := w.DT == kernels.BF16
-	n := t.n
-	z := t.k.simd // AVX-512 kernels (halfz.go)
-	xp := t.xp
-	if t.xpN != n {
-		s.xp = halfGrow(s.xp, 16*K8)
-		for kb := 0; kb < K8; kb += halfPanelKc {
-			packRowPanels(s.xp[16*kb:], x.F, x.C, n, kb, min(halfPanelKc, K8-kb))
-		}
-		xp = s.xp
-	}
-	_ = xp[16*K8-1]
-	maxW := halfPanelMaxW
-	if z {
-		maxW = halfZMaxW1
-	}
-	set := 16 * maxW
-	s.acc = halfGrow(s.acc, 2*set)
-	for o := lo; o < hi; {
-		W := min(maxW, hi-o)
-		a0, a1 := s.acc[:W*16], s.acc[set:set+W*16]
-		clear(a0)
-		clear(a1)
-		_ = w.Q[(o+W-1)*rb+2*K8-1]
-		for kb, ci := 0, 0; kb < K8; kb, ci = kb+halfPanelKc, ci+1 {
-			kn := min(halfPanelKc, K8-kb)
-			a := a0
-			if ci&1 != 0 {
-				a = a1
-			}
-			if z {
-				halfPanelZWidenAVX512(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.bufZ[0])
-			} else {
-				halfPanelWidenAVX2(bf, W, &xp[16*kb], &w.Q[o*rb+2*kb], rb, kn, &a[0], &s.buf[0])
-			}
-		}
-		if z && n == 16 && W == 16 {
-			_ = out.F[15*out.C+o+15]
-			halfPanelSumsAVX512(&out.F[o], out.C, &a0[0], &a1[0], 16)
-		} else {
-			for m := 0; m < n; m++ {
-				or := out.F[m*out.C+o : m*out.C+o+W]
-				for i := range or {
-					or[i] = a0[i*16+m] + a1[i*16+m]
-				}
-			}
-		}
-		o += W
 	}
 	if K8 < K {
 		for m := 0; m < n; m++ {
