@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/sluice-llm/sluice/kernels"
@@ -193,6 +194,10 @@ func BenchmarkHalfThreadsModel(b *testing.B) {
 						if set.layers == 0 { // the l2 matrix of th·384 rows
 							ws, macs = ws[th-1:th], macs[th-1:th]
 						}
+						stats := th > 1 && os.Getenv("SLUICE_BENCH_OPSTATS") != ""
+						if stats {
+							be.RecordOps(true)
+						}
 						b.ResetTimer()
 						var mac float64
 						c0 := processCPU()
@@ -207,6 +212,14 @@ func BenchmarkHalfThreadsModel(b *testing.B) {
 						if cpuSec := (processCPU() - c0).Seconds(); cpuSec > 0 {
 							b.ReportMetric(mac/cpuSec/1e9, "GMAC/cpu-s")
 							b.ReportMetric(cpuSec*1e3/float64(b.N), "cpu-ms/pass")
+							if stats {
+								st := be.OpStats()
+								be.RecordOps(false)
+								b.ReportMetric(100*st.AwaitCPU.Seconds()/cpuSec, "await-%")
+								b.ReportMetric(100*st.JoinCPU.Seconds()/cpuSec, "join-%")
+								b.ReportMetric(100*st.ChunkCPU.Seconds()/cpuSec, "chunk-%")
+								b.ReportMetric(100*st.Imbalance(), "imb-%")
+							}
 						}
 					})
 				}
