@@ -4,7 +4,8 @@ import (
 	"errors"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Batch collects non-blocking sends to many sockets and issues them
@@ -151,10 +152,12 @@ func (b *Batch) Result(i int) (int, error) {
 func (b *Batch) SendCPU() time.Duration { return b.cpu }
 
 // threadCPU is the calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID;
-// 0 where the call fails). Flush reads it twice per batch.
+// 0 where the call fails). Flush reads it twice per batch; a goroutine that
+// moved threads in between can make the difference wrong (a negative one is
+// dropped), so SendCPU is an estimate over many batches.
 func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
 		return 0
 	}
 	return time.Duration(ts.Nano())
