@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -155,9 +156,17 @@ func (b *Batch) SendCPU() time.Duration { return b.cpu }
 // 0 where the call fails). Flush reads it twice per batch; a goroutine that
 // moved threads in between can make the difference wrong (a negative one is
 // dropped), so SendCPU is an estimate over many batches.
+//
+// It is a raw system call (no entersyscall), like the sends it brackets:
+// Flush is the first system call of most engine steps, and an
+// entersyscall after the frontend's idle gap between steps wakes the
+// runtime's sysmon thread from its deep sleep into 20 µs polling for a
+// millisecond or more (see rawsock). unix.ClockGettime does that; it
+// cost ≈ 0.5 µs of CPU per streamed token at 256 streams
+// (docs/bench/frontend.md, session 19). The call cannot block.
 func threadCPU() time.Duration {
 	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
 		return 0
 	}
 	return time.Duration(ts.Nano())
