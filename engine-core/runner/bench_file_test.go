@@ -140,13 +140,22 @@ func opStatsOn(r *Runner) opRecorder {
 	}
 	rec, _ := r.m.Backend().(opRecorder)
 	if rec != nil {
-		// the caller's serial gaps count only on one OS thread
-		// (cpu.OpStats.SerialCPU); reportOps unlocks it
-		runtime.LockOSThread()
+		if serialOn() {
+			// the caller's serial gaps count only on one OS thread
+			// (cpu.OpStats.SerialCPU); reportOps unlocks it
+			runtime.LockOSThread()
+		}
 		rec.RecordOps(true)
 	}
 	return rec
 }
+
+// serialOn reports whether $SLUICE_BENCH_SERIAL asks for the caller's
+// serial gaps (with $SLUICE_BENCH_OPSTATS): the benchmark's goroutine is
+// then locked to its OS thread for the whole run, which the pool's
+// wake-ups see (a woken worker can no longer run on the caller's thread),
+// so it is off for the figures compared across sessions.
+func serialOn() bool { return os.Getenv("SLUICE_BENCH_SERIAL") != "" }
 
 // opRecorder is the cpu backend's recording of its parallel ops.
 type opRecorder interface {
@@ -168,29 +177,37 @@ type opRecorder interface {
 // chunks), both shares of the process's CPU time, and sleeps/op (how
 // often a worker ran out of spin and had to be woken).
 //
-// serial-% is the caller's thread CPU between parallel ops (its serial
-// code, cpu.OpStats.SerialCPU) as a share of the process's CPU time, and
+// With $SLUICE_BENCH_SERIAL set (serialOn), serial-% is the caller's
+// thread CPU between parallel ops (its serial code,
+// cpu.OpStats.SerialCPU) as a share of the process's CPU time, and
 // serial-ms/step the wall time of those gaps per step (with the time the
-// caller's thread waited for a core). With $SLUICE_BENCH_SERIAL_SITES set
+// caller's thread waited for a core); with $SLUICE_BENCH_SERIAL_SITES too
 // the gaps are also logged per call site of the op that ended them, in
 // µs per step (steps: the benchmark's b.N).
 func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	st := rec.OpStats()
 	sites := rec.SerialSites()
 	rec.RecordOps(false)
-	runtime.UnlockOSThread()
+	serial := serialOn()
+	if serial {
+		runtime.UnlockOSThread()
+	}
 	b.ReportMetric(100*st.Imbalance(), "op-wait-%")
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
 		b.ReportMetric(100*float64(st.AwaitCPU)/float64(d), "await-%")
 		b.ReportMetric(100*float64(st.JoinCPU)/float64(d), "join-%")
-		b.ReportMetric(100*float64(st.SerialCPU)/float64(d), "serial-%")
+		if serial {
+			b.ReportMetric(100*float64(st.SerialCPU)/float64(d), "serial-%")
+		}
 	}
-	b.ReportMetric(st.SerialWall.Seconds()*1e3/float64(b.N), "serial-ms/step")
+	if serial {
+		b.ReportMetric(st.SerialWall.Seconds()*1e3/float64(b.N), "serial-ms/step")
+	}
 	if st.Ops > 0 {
 		b.ReportMetric(float64(st.Sleeps)/float64(st.Ops), "sleeps/op")
 	}
-	if os.Getenv("SLUICE_BENCH_SERIAL_SITES") != "" {
+	if serial && os.Getenv("SLUICE_BENCH_SERIAL_SITES") != "" {
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "serial gaps per step (µs CPU, µs wall, gaps) before the ops issued at:\n")
 		for _, s := range sites {
