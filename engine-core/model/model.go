@@ -282,10 +282,6 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 	an, _ := be.(kernels.AddNormer)
 	normed := false
 
-	// SwiGLU's product and the down projection without serial work
-	// between them where the backend can
-	sm, _ := be.(kernels.SiLUMulMatMuler)
-
 	// token embeddings
 	be.Embed(s.x, m.Embed, tokens)
 	for l := range m.Layers {
@@ -347,12 +343,8 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 			be.MatMul(s.gate, s.xb, L.Gate, n)
 			be.MatMul(s.up, s.xb, L.Up, n)
 		}
-		if sm != nil {
-			sm.SiLUMulMatMul(s.xb, s.gate, s.up, L.Down, n)
-		} else {
-			be.SiLUMul(s.gate, s.gate, s.up, n)
-			be.MatMul(s.xb, s.gate, L.Down, n)
-		}
+		be.SiLUMul(s.gate, s.gate, s.up, n)
+		be.MatMul(s.xb, s.gate, L.Down, n)
 		if an != nil && l+1 < len(m.Layers) {
 			// the residual and the next layer's attention norm
 			an.AddRMSNorm(s.xb, s.x, s.xb, m.Layers[l+1].AttnNorm, n, c.NormEps)

@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-llm/sluice/engine-core/model"
 	"github.com/sluice-llm/sluice/engine-core/sample"
 	"github.com/sluice-llm/sluice/engine-core/sched"
-	"github.com/sluice-llm/sluice/kernels"
 	"github.com/sluice-llm/sluice/kernels/cpu"
 )
 
@@ -49,9 +47,6 @@ func BenchmarkModelFile(b *testing.B) {
 				batch := &sched.Batch{}
 				ss := benchBatch(r, nseq, prompt, maxLen)
 				step(b, r, ss, batch, out) // prefill
-				if os.Getenv("SLUICE_BENCH_KV_WARM") != "" {
-					warmKV(r.kv)
-				}
 				disp, _ := r.m.Backend().(interface{ Dispatches() uint64 })
 				var d0 uint64
 				if disp != nil {
@@ -268,23 +263,4 @@ func minorFaults() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Minflt
-}
-
-// warmKV writes every page of the KV cache once (each value back in its
-// place), as a server's cache is after its first requests: the decode
-// steps then pay no first-touch page faults for the positions they write
-// ($SLUICE_BENCH_KV_WARM; without it a benchmark's steps write fresh
-// pages, minflt/step).
-func warmKV(kv *model.KVCache) {
-	for _, ts := range [][]kernels.Tensor{kv.K, kv.V} {
-		for _, t := range ts {
-			h := t.(*kernels.Host)
-			for i := 0; i < len(h.H); i += 1024 {
-				copy(h.H[i:i+1], h.H[i:i+1])
-			}
-			for i := 0; i < len(h.F); i += 512 {
-				copy(h.F[i:i+1], h.F[i:i+1])
-			}
-		}
-	}
 }

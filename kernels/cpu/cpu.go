@@ -120,18 +120,17 @@ type Backend struct {
 	padOut  []float32
 	padHost kernels.Host
 
-	mm    matmulTask
-	qm    qmatTask
-	sh    sharedTask
-	shh   halfSharedTask // MatMulShared's F16/BF16 one-panel op (halfshared.go)
-	ex    expertsTask
-	mxe   mxfp4ExactTask
-	pt    panelTask
-	att   attnTask
-	norm  normTask
-	silu  siluTask
-	silup siluPackTask // SiLUMulMatMul's product and panel (silumm.go)
-	rope  ropeTask
+	mm   matmulTask
+	qm   qmatTask
+	sh   sharedTask
+	shh  halfSharedTask // MatMulShared's F16/BF16 one-panel op (halfshared.go)
+	ex   expertsTask
+	mxe  mxfp4ExactTask
+	pt   panelTask
+	att  attnTask
+	norm normTask
+	silu siluTask
+	rope ropeTask
 }
 
 var (

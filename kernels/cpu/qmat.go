@@ -641,19 +641,6 @@ func (t *qmatTask) run(lo, hi, wk int) {
 // matmulStored sets out[:n] = x[:n] · wᵀ for a weight in its stored
 // encoding (see the numeric contract above).
 func (b *Backend) matmulStored(out, x, w *kernels.Host, n int) {
-	b.matmulStoredX(out, x, w, n, false)
-}
-
-// matmulStoredPacked is matmulStored for an F16/BF16 batch of 2–16 rows
-// on the panel path whose activations the caller has already packed into
-// b.qm.xp as packPanels would (SiLUMulMatMul).
-func (b *Backend) matmulStoredPacked(out, x, w *kernels.Host, n int) {
-	b.matmulStoredX(out, x, w, n, true)
-}
-
-// matmulStoredX is matmulStored; packed says b.qm.xp already holds x's
-// panel (matmulStoredPacked).
-func (b *Backend) matmulStoredX(out, x, w *kernels.Host, n int, packed bool) {
 	if w.DT == kernels.MXFP4 && !b.mm.q8act {
 		b.matmulMXFP4Exact(out, x, w, n)
 		return
@@ -680,11 +667,7 @@ func (b *Backend) matmulStoredX(out, x, w *kernels.Host, n int, packed bool) {
 		t.act.permuteK()
 	}
 	t.prepareHalf(b.pool.n)
-	if packed {
-		t.xpN = n
-	} else {
-		t.packPanels()
-	}
+	t.packPanels()
 	switch {
 	case n*w.R*w.C < 1<<15:
 		t.run(0, w.R, 0)
