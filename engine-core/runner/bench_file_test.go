@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +55,7 @@ func BenchmarkModelFile(b *testing.B) {
 				rec := opStatsOn(r)
 				stopProf := decodeProfile(b)
 				b.ResetTimer()
-				cpu0 := cpuTime()
+				cpu0, flt0 := cpuTime(), minorFaults()
 				for i := 0; i < b.N; i++ {
 					if len(ss[0].toks) >= maxLen {
 						b.StopTimer()
@@ -65,6 +68,9 @@ func BenchmarkModelFile(b *testing.B) {
 				}
 				stopProf()
 				report(b, b.N*nseq, cpu0)
+				// first touches of the KV cache's pages (each step writes
+				// new positions) and of other fresh memory
+				b.ReportMetric(float64(minorFaults()-flt0)/float64(b.N), "minflt/step")
 				reportWeights(b, r.m.TokenReadBytes(), b.N, cpu0)
 				if rec != nil {
 					reportOps(b, rec, cpu0)
@@ -129,15 +135,28 @@ func opStatsOn(r *Runner) opRecorder {
 	}
 	rec, _ := r.m.Backend().(opRecorder)
 	if rec != nil {
+		if serialOn() {
+			// the caller's serial gaps count only on one OS thread
+			// (cpu.OpStats.SerialCPU); reportOps unlocks it
+			runtime.LockOSThread()
+		}
 		rec.RecordOps(true)
 	}
 	return rec
 }
 
+// serialOn reports whether $SLUICE_BENCH_SERIAL asks for the caller's
+// serial gaps (with $SLUICE_BENCH_OPSTATS): the benchmark's goroutine is
+// then locked to its OS thread for the whole run, which the pool's
+// wake-ups see (a woken worker can no longer run on the caller's thread),
+// so it is off for the figures compared across sessions.
+func serialOn() bool { return os.Getenv("SLUICE_BENCH_SERIAL") != "" }
+
 // opRecorder is the cpu backend's recording of its parallel ops.
 type opRecorder interface {
 	RecordOps(on bool)
 	OpStats() cpu.OpStats
+	SerialSites() []cpu.SerialSite
 }
 
 // reportOps adds, from the ops recorded since cpu0 (rec.RecordOps(true)
@@ -152,17 +171,45 @@ type opRecorder interface {
 // ends, and waking), join-% (the caller waiting for the workers' last
 // chunks), both shares of the process's CPU time, and sleeps/op (how
 // often a worker ran out of spin and had to be woken).
+//
+// With $SLUICE_BENCH_SERIAL set (serialOn), serial-% is the caller's
+// thread CPU between parallel ops (its serial code,
+// cpu.OpStats.SerialCPU) as a share of the process's CPU time, and
+// serial-ms/step the wall time of those gaps per step (with the time the
+// caller's thread waited for a core); with $SLUICE_BENCH_SERIAL_SITES too
+// the gaps are also logged per call site of the op that ended them, in
+// µs per step (steps: the benchmark's b.N).
 func reportOps(b *testing.B, rec opRecorder, cpu0 time.Duration) {
 	st := rec.OpStats()
+	sites := rec.SerialSites()
 	rec.RecordOps(false)
+	serial := serialOn()
+	if serial {
+		runtime.UnlockOSThread()
+	}
 	b.ReportMetric(100*st.Imbalance(), "op-wait-%")
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(100*float64(st.ChunkCPU)/float64(d), "ops-cpu-%")
 		b.ReportMetric(100*float64(st.AwaitCPU)/float64(d), "await-%")
 		b.ReportMetric(100*float64(st.JoinCPU)/float64(d), "join-%")
+		if serial {
+			b.ReportMetric(100*float64(st.SerialCPU)/float64(d), "serial-%")
+		}
+	}
+	if serial {
+		b.ReportMetric(st.SerialWall.Seconds()*1e3/float64(b.N), "serial-ms/step")
 	}
 	if st.Ops > 0 {
 		b.ReportMetric(float64(st.Sleeps)/float64(st.Ops), "sleeps/op")
+	}
+	if serial && os.Getenv("SLUICE_BENCH_SERIAL_SITES") != "" {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "serial gaps per step (µs CPU, µs wall, gaps) before the ops issued at:\n")
+		for _, s := range sites {
+			fmt.Fprintf(&sb, "%9.1f %9.1f %6.1f  %s\n", s.CPU.Seconds()*1e6/float64(b.N), s.Wall.Seconds()*1e6/float64(b.N), float64(s.Count)/float64(b.N), s.Site)
+		}
+		fmt.Fprintf(&sb, "%9.1f %9.1f %6.1f  total\n", st.SerialCPU.Seconds()*1e6/float64(b.N), st.SerialWall.Seconds()*1e6/float64(b.N), float64(st.SerialGaps)/float64(b.N))
+		b.Log(sb.String())
 	}
 }
 
@@ -209,4 +256,11 @@ func benchSeqs(b *testing.B) []int {
 		seqs = append(seqs, n)
 	}
 	return seqs
+}
+
+// minorFaults returns the process's minor page faults so far (getrusage).
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Minflt
 }

@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -42,6 +45,28 @@ type OpStats struct {
 	// Sleeps counts the times a worker ran out of spin and went to sleep
 	// (each one a wake-up, through the runtime or a futex, for the next op).
 	Sleeps uint64
+	// SerialCPU is the thread CPU time the caller spent between the end of
+	// one parallel op and the start of the next (its serial code: ops too
+	// small for the pool, an op's own preparation such as activation
+	// quantization or packing, the model's and the runner's code between
+	// ops and steps), and SerialWall the wall time of the same gaps (which
+	// adds the time the caller's thread waited for a core). Only gaps the
+	// caller spent on one OS thread count (Linux; zero elsewhere): the
+	// issuing goroutine should be locked to its thread while recording
+	// (runtime.LockOSThread), as the runner's benchmarks do. SerialGaps
+	// counts the gaps measured; SerialSites splits them by call site.
+	SerialCPU, SerialWall time.Duration
+	SerialGaps            uint64
+}
+
+// SerialSite is the serial time before the parallel ops issued from one
+// call site (see OpStats.SerialCPU): Site names the first function outside
+// this package on the op's call stack, with its line, and the Backend
+// method it called.
+type SerialSite struct {
+	Site      string
+	CPU, Wall time.Duration
+	Count     uint64
 }
 
 // Imbalance returns Makespan / (ChunkCPU / Threads) − 1: the fraction of
@@ -73,6 +98,25 @@ type opStats struct {
 	// the workers': see OpStats.AwaitCPU and Sleeps
 	awaitCPU atomic.Int64
 	sleeps   atomic.Uint64
+
+	// the caller's serial gaps (OpStats.SerialCPU): its thread, thread CPU
+	// clock and wall clock at the end of the last op (tid 0: none yet), the
+	// totals, and per call stack of the op that ended a gap
+	lastTid               int
+	lastCPU               int64
+	lastWall              time.Time
+	serialCPU, serialWall int64
+	gaps                  uint64
+	sites                 map[[serialDepth]uintptr]*serialAcc
+}
+
+// serialDepth is how many return addresses identify an op's call site.
+const serialDepth = 8
+
+// serialAcc accumulates one call site's serial gaps.
+type serialAcc struct {
+	cpu, wall int64
+	n         uint64
 }
 
 // RecordOps turns the recording of OpStats on (resetting it) or off. It
@@ -95,7 +139,92 @@ func (b *Backend) RecordOps(on bool) {
 		s.ops, s.chunkCPU, s.makespan, s.joinCPU = 0, 0, 0, 0
 		s.awaitCPU.Store(0)
 		s.sleeps.Store(0)
+		s.lastTid, s.serialCPU, s.serialWall, s.gaps = 0, 0, 0, 0
+		s.sites = make(map[[serialDepth]uintptr]*serialAcc)
 	}
+}
+
+// SerialSites returns the serial gaps recorded since RecordOps was last
+// turned on, by the call site of the op that ended each gap, the largest
+// CPU first.
+func (b *Backend) SerialSites() []SerialSite {
+	s := b.pool.st.Load()
+	if s == nil {
+		return nil
+	}
+	byName := map[string]*SerialSite{}
+	for pcs, a := range s.sites {
+		name := siteName(pcs[:])
+		e := byName[name]
+		if e == nil {
+			e = &SerialSite{Site: name}
+			byName[name] = e
+		}
+		e.CPU += time.Duration(a.cpu)
+		e.Wall += time.Duration(a.wall)
+		e.Count += a.n
+	}
+	out := make([]SerialSite, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, *e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CPU > out[j].CPU })
+	return out
+}
+
+// siteName names a call stack by its first frame outside this package
+// (function and line) and the last frame inside it that is a Backend
+// method (the op called).
+func siteName(pcs []uintptr) string {
+	const pkg = "github.com/sluice-llm/sluice/kernels/cpu."
+	fr := runtime.CallersFrames(pcs)
+	op := "?"
+	for {
+		f, more := fr.Next()
+		if f.Function == "" {
+			break
+		}
+		if !strings.HasPrefix(f.Function, pkg) {
+			i := strings.LastIndex(f.Function, "/")
+			return fmt.Sprintf("%s:%d %s", f.Function[i+1:], f.Line, op)
+		}
+		if m, ok := strings.CutPrefix(f.Function, pkg+"(*Backend)."); ok {
+			op = m
+		}
+		if !more {
+			break
+		}
+	}
+	return "? " + op
+}
+
+// beginOp ends the caller's serial gap that the op about to start closes
+// (see OpStats.SerialCPU); skip is the number of frames above the caller
+// of beginOp that belong to the pool.
+func (s *opStats) beginOp(skip int) {
+	tid, c, w := gettid(), threadCPU(), time.Now()
+	if s.lastTid == 0 || tid != s.lastTid {
+		return
+	}
+	var pcs [serialDepth]uintptr
+	runtime.Callers(skip+2, pcs[:])
+	a := s.sites[pcs]
+	if a == nil {
+		a = &serialAcc{}
+		s.sites[pcs] = a
+	}
+	dc, dw := c-s.lastCPU, int64(w.Sub(s.lastWall))
+	a.cpu += dc
+	a.wall += dw
+	a.n++
+	s.serialCPU += dc
+	s.serialWall += dw
+	s.gaps++
+}
+
+// endOpClock marks the end of an op on the caller: its serial gap starts.
+func (s *opStats) endOpClock() {
+	s.lastTid, s.lastCPU, s.lastWall = gettid(), threadCPU(), time.Now()
 }
 
 // OpStats returns what RecordOps recorded since it was last turned on.
@@ -107,6 +236,7 @@ func (b *Backend) OpStats() OpStats {
 	return OpStats{
 		Ops: s.ops, ChunkCPU: time.Duration(s.chunkCPU), Makespan: time.Duration(s.makespan), Threads: b.pool.n,
 		AwaitCPU: time.Duration(s.awaitCPU.Load()), JoinCPU: time.Duration(s.joinCPU), Sleeps: s.sleeps.Load(),
+		SerialCPU: time.Duration(s.serialCPU), SerialWall: time.Duration(s.serialWall), SerialGaps: s.gaps,
 	}
 }
 

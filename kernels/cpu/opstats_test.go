@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +159,50 @@ func TestOpStatsWaits(t *testing.T) {
 	be.RecordOps(true)
 	if st := be.OpStats(); st.AwaitCPU != 0 || st.JoinCPU != 0 || st.Sleeps != 0 {
 		t.Errorf("RecordOps(true) did not reset the waits: %+v", st)
+	}
+	be.RecordOps(false)
+}
+
+// TestOpStatsSerial checks the caller's serial gaps: with the caller
+// locked to its thread, a busy loop between two parallel ops counts as
+// one gap (at least the loop's CPU on Linux), attributed to the op that
+// ended it, and RecordOps(true) resets it.
+func TestOpStatsSerial(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := rand.New(rand.NewPCG(7, 9))
+	const n, cols = 16, 2048
+	be := New(Options{Threads: 2})
+	defer be.Close()
+	x := &kernels.Host{R: n, C: cols, F: randF(r, n*cols)}
+	w := &kernels.Host{R: 1, C: cols, F: randF(r, cols)}
+	out := be.Alloc(n, cols)
+	be.RecordOps(true)
+	be.RMSNorm(out, x, w, n, 1e-5) // the first op: no gap before it
+	spin := 2 * time.Millisecond
+	c0 := threadCPU()
+	for t0 := time.Now(); time.Since(t0) < spin; {
+	}
+	busy := time.Duration(threadCPU() - c0)
+	be.RMSNorm(out, x, w, n, 1e-5)
+	st, sites := be.OpStats(), be.SerialSites()
+	be.RecordOps(false)
+	if st.SerialGaps != 1 || len(sites) != 1 || sites[0].Count != 1 {
+		t.Fatalf("after two ops: %d gaps, sites %+v; want 1 gap at one site", st.SerialGaps, sites)
+	}
+	// (this test is in the package, so the site is its caller's)
+	if !strings.HasSuffix(sites[0].Site, " RMSNorm") {
+		t.Errorf("site %q, want the caller of RMSNorm", sites[0].Site)
+	}
+	if st.SerialWall < spin {
+		t.Errorf("SerialWall %v < the %v between the ops", st.SerialWall, spin)
+	}
+	if runtime.GOOS == "linux" && (st.SerialCPU < busy || st.SerialCPU > st.SerialWall+time.Millisecond) {
+		t.Errorf("SerialCPU %v, want between the loop's CPU %v and SerialWall %v (+1 ms: two clocks)", st.SerialCPU, busy, st.SerialWall)
+	}
+	be.RecordOps(true)
+	if st := be.OpStats(); st.SerialGaps != 0 || st.SerialCPU != 0 || len(be.SerialSites()) != 0 {
+		t.Errorf("RecordOps(true) did not reset the gaps: %+v", st)
 	}
 	be.RecordOps(false)
 }

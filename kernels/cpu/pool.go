@@ -266,6 +266,9 @@ func (p *pool) run(total, align, minPar, tail int, t task) {
 	}
 	chunks := p.cut(total, align, tail)
 	locked := p.lockForStats()
+	if locked {
+		p.st.Load().beginOp(1)
+	}
 	p.t = t
 	p.completed.Store(0)
 	gen := p.claim.Load()>>32 + 1
@@ -282,7 +285,9 @@ func (p *pool) run(total, align, minPar, tail int, t task) {
 		}
 	}
 	if locked {
-		p.st.Load().endOp(chunks)
+		st := p.st.Load()
+		st.endOp(chunks)
+		st.endOpClock()
 		runtime.UnlockOSThread()
 	}
 	p.t = nil

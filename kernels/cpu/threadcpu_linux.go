@@ -11,3 +11,7 @@ func threadCPU() int64 {
 	}
 	return ts.Nano()
 }
+
+// gettid returns the calling OS thread's id (OpStats' serial gaps count
+// only while the caller stays on one thread).
+func gettid() int { return unix.Gettid() }
