@@ -347,3 +347,48 @@ func TestAttentionGQAAllocs(t *testing.T) {
 		be.Close()
 	}
 }
+
+// TestGroupKernelsAVX512 checks the AVX-512 grouped kernels bit for bit
+// against the AVX2 ones they replace (the sums accumulate positions in
+// the same order per column): groups of 2 and 4, head sizes that take
+// them (multiples of 64) and that do not, 1–97 rows, onto a nonzero out.
+func TestGroupKernelsAVX512(t *testing.T) {
+	if !hasAVX512 || !hasAVX2 {
+		t.Skip("no AVX-512: the AVX-512 grouped kernels do not run here")
+	}
+	r := rand.New(rand.NewPCG(35, 36))
+	k2, kz := kern{avx2: true}, kern{avx2: true, simd: true}
+	for _, g := range []int{2, 4} {
+		for _, hd := range []int{32, 64, 96, 128, 192, 256} {
+			for _, n := range []int{1, 2, 3, 5, 8, 16, 17, 31, 64, 97} {
+				stride := 2*hd + 16
+				vc := randF(r, (n-1)*stride+hd)
+				vh := make([]uint16, len(vc))
+				for i, x := range vc {
+					vh[i] = quant.F32ToF16(x)
+				}
+				ws := n + 5
+				w := randF(r, g*ws)
+				out0 := randF(r, g*hd)
+				for _, half := range []bool{false, true} {
+					var vf []float32
+					var vv []uint16
+					if half {
+						vv = vh
+					} else {
+						vf = vc
+					}
+					want := append([]float32(nil), out0...)
+					got := append([]float32(nil), out0...)
+					k2.wsumGroup(w, ws, g, vf, vv, stride, n, hd, want)
+					kz.wsumGroup(w, ws, g, vf, vv, stride, n, hd, got)
+					for j := range want {
+						if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+							t.Fatalf("g=%d hd=%d n=%d half=%v: sum %d = %v, AVX2 kernel %v", g, hd, n, half, j, got[j], want[j])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -92,6 +92,10 @@ type Options struct {
 	// lets the caller's own thread run a woken worker; a futex waits for
 	// the OS to give the worker's thread a core).
 	FutexSleep bool
+	// HeapKV makes AllocKV take the KV cache from the Go heap (4 KiB
+	// pages) instead of the huge-page arena (for tests and the paired
+	// benchmark; see AllocKV).
+	HeapKV bool
 }
 
 // Backend is the CPU implementation of kernels.Backend. Its methods must be
@@ -112,6 +116,8 @@ type Backend struct {
 	// noHuge makes the weight copies come from the Go heap (tests and the
 	// paired benchmark)
 	noHuge bool
+	// heapKV keeps AllocKV's cache tensors on the Go heap (Options.HeapKV)
+	heapKV bool
 	// padMin overrides padMinRows (tests and benchmarks: 0 keeps it, a
 	// negative value pads nothing; see padTo)
 	padMin int
@@ -148,6 +154,7 @@ func New(o Options) *Backend {
 	b.mm.q8act = o.QuantizeActivations
 	b.mxgOff = !o.GroupMXFP4
 	b.kvF16 = o.KVF16
+	b.heapKV = o.HeapKV
 	b.pool = newPool(o.Threads, o.FutexSleep)
 	n := b.pool.n
 	b.mm.scratch = make([][]float32, n)
@@ -171,8 +178,8 @@ func (b *Backend) SIMD() bool { return b.k.simd }
 func (b *Backend) Name() string { return "cpu" }
 
 // Close stops the workers and unmaps the weight copies PrepareMatMul
-// made in huge pages: weights prepared by this backend must not be used
-// after it.
+// and the KV-cache tensors AllocKV made in huge pages: neither may be
+// used after it.
 func (b *Backend) Close() {
 	b.pool.close()
 	b.huge.free()
