@@ -151,7 +151,7 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 // memory.
 func (t *attnTask) group(i, kvh, next, wk int) {
 	s, a := t.s, t.a
-	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
+	hd, w, bs := s.HeadDim, t.w, a.BlockSize
 	g := s.Heads / s.KVHeads
 	h0 := kvh * g
 	sq := int(t.rowSeq[i])
@@ -188,25 +188,24 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 	} else {
 		kf, vf = t.kc.F, t.vc.F
 	}
-	// Blocks lie anywhere in the cache and a head's keys are kvDim apart,
-	// which defeats the hardware prefetcher: each block's rows are
-	// prefetched attnAhead blocks before use. Positions are walked in runs
+	// Blocks lie anywhere in the cache (and a head's keys are t.w apart,
+	// kvAt): each block's rows are prefetched attnAhead blocks before use. Positions are walked in runs
 	// that stay inside one block: [p, end).
 	nextBlock := func(p int) int { return (p/bs + 1) * bs }
 	pf := func(c *kernels.Host, p int) {
 		if p < ctx {
 			end := min(ctx, nextBlock(p))
-			at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+			at := t.at(table, p, off)
 			if half {
-				t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
+				t.k.prefetchRowsH(c.H, at, w, end-p, hd)
 			} else {
-				t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
+				t.k.prefetchRows(c.F, at, w, end-p, hd)
 			}
 		}
 	}
 	// rows returns the cache rows from position p's slot at this KV head.
 	rows := func(f []float32, h []uint16, p int) ([]float32, []uint16) {
-		at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+		at := t.at(table, p, off)
 		if half {
 			return nil, h[at:]
 		}
@@ -221,7 +220,7 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 		rf, rh := rows(kf, kh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
-			t.k.scoresGroup(qg[c*hd:], gc, rf, rh, kvDim, end-p, hd, sc[c*n+p-first:], n)
+			t.k.scoresGroup(qg[c*hd:], gc, rf, rh, w, end-p, hd, sc[c*n+p-first:], n)
 			c += gc
 		}
 	}
@@ -255,7 +254,7 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 		rf, rh := rows(vf, vh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
-			t.k.wsumGroup(sc[c*n+p-first:], n, gc, rf, rh, kvDim, end-p, hd, oh[c*hd:])
+			t.k.wsumGroup(sc[c*n+p-first:], n, gc, rf, rh, w, end-p, hd, oh[c*hd:])
 			c += gc
 		}
 	}
@@ -274,17 +273,17 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 func (t *attnTask) prefetchUnit(u int) {
 	s, a := t.s, t.a
 	i, kvh := u/s.KVHeads, u%s.KVHeads
-	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
+	hd, bs := s.HeadDim, a.BlockSize
 	sq := int(t.rowSeq[i])
 	ctx := int(a.CtxLen[sq]) - (int(a.QStart[sq+1]) - i) + 1
 	table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
 	for d, p := 0, s.AttnFirst(ctx-1); d < attnAhead && p < ctx; d, p = d+1, (p/bs+1)*bs {
 		end := min(ctx, (p/bs+1)*bs)
-		at := (int(table[p/bs])*bs+p%bs)*kvDim + kvh*hd
+		at := t.at(table, p, kvh*hd)
 		if t.kc.DT == kernels.F16 {
-			t.k.prefetchRowsH(t.kc.H, at, kvDim, end-p, hd)
+			t.k.prefetchRowsH(t.kc.H, at, t.w, end-p, hd)
 		} else {
-			t.k.prefetchRows(t.kc.F, at, kvDim, end-p, hd)
+			t.k.prefetchRows(t.kc.F, at, t.w, end-p, hd)
 		}
 	}
 }

@@ -180,20 +180,29 @@ func (g *gqaBatch) reference() []float64 {
 	return out
 }
 
-// run returns the CPU backend's attention output for the batch.
-func (g *gqaBatch) run(t testing.TB, be *Backend, half bool) []float32 {
+// run returns the CPU backend's attention output for the batch, the
+// cache laid out per KV head (AttnBatch.KVHeadDim = HeadDim, kvAt) when
+// heads, else slot by slot.
+func (g *gqaBatch) run(t testing.TB, be *Backend, half, heads bool) []float32 {
 	kvDim := g.sh.KVHeads * g.sh.HeadDim
+	w := kvDim
+	if heads {
+		w = g.sh.HeadDim
+		g.a.KVHeadDim = w
+		defer func() { g.a.KVHeadDim = 0 }()
+	}
 	mk := func(src []float32) kernels.Tensor {
 		tt := be.AllocKV(g.slots, kvDim).(*kernels.Host)
 		if half != (tt.DT == kernels.F16) {
 			t.Fatalf("AllocKV gave %v (half %v)", tt.DT, half)
 		}
-		if half {
-			for i, x := range src {
-				tt.H[i] = quant.F32ToF16(x)
+		for i, x := range src {
+			at := kvAt(i/kvDim, g.a.BlockSize, kvDim, w, i%kvDim)
+			if half {
+				tt.H[at] = quant.F32ToF16(x)
+			} else {
+				tt.F[at] = x
 			}
-		} else {
-			copy(tt.F, src)
 		}
 		return tt
 	}
@@ -236,16 +245,18 @@ func TestAttentionGQA(t *testing.T) {
 		g := newGQABatch(r, c, 3, 300)
 		want := g.reference()
 		for _, plain := range []bool{false, true} {
-			be := New(Options{Threads: 2, Plain: plain, KVF16: c.half})
-			got := g.run(t, be, c.half)
-			be.Close()
-			tol := 1e-4
-			if c.half {
-				tol = 1e-3
-			}
-			for i, w := range want {
-				if d := math.Abs(float64(got[i]) - w); d > tol*(1+math.Abs(w)) {
-					t.Fatalf("%+v plain=%v: [%d] got %v want %v", c, plain, i, got[i], w)
+			for _, heads := range []bool{false, true} {
+				be := New(Options{Threads: 2, Plain: plain, KVF16: c.half})
+				got := g.run(t, be, c.half, heads)
+				be.Close()
+				tol := 1e-4
+				if c.half {
+					tol = 1e-3
+				}
+				for i, w := range want {
+					if d := math.Abs(float64(got[i]) - w); d > tol*(1+math.Abs(w)) {
+						t.Fatalf("%+v plain=%v heads=%v: [%d] got %v want %v", c, plain, heads, i, got[i], w)
+					}
 				}
 			}
 		}
@@ -336,7 +347,8 @@ func TestAttentionGQAAllocs(t *testing.T) {
 		c := gqaCase{kv: 8, group: 4, hd: 64, bs: 16, window: 50, sinks: true, half: half}
 		g := newGQABatch(r, c, 4, 200)
 		be := New(Options{Threads: 2, KVF16: half})
-		g.run(t, be, half)
+		g.run(t, be, half, true)
+		g.a.KVHeadDim = c.hd
 		kvDim := c.kv * c.hd
 		kc, vc := be.AllocKV(g.slots, kvDim), be.AllocKV(g.slots, kvDim)
 		q, o := be.Alloc(g.n, g.sh.Heads*c.hd), be.Alloc(g.n, g.sh.Heads*c.hd)
@@ -388,6 +400,62 @@ func TestGroupKernelsAVX512(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestWriteKVLayout checks where WriteKV puts each key and value: slot by
+// slot with AttnBatch.KVHeadDim 0, per block and KV head (kvAt) with the
+// head size, for F32 and F16 caches and blocks of 1–16 slots, and that it
+// allocates nothing.
+func TestWriteKVLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	const kvHeads, hd, slots, rows = 3, 32, 64, 7
+	kvDim := kvHeads * hd
+	for _, half := range []bool{false, true} {
+		for _, bs := range []int{1, 4, 16} {
+			for _, khd := range []int{0, hd} {
+				be := New(Options{Threads: 2, KVF16: half})
+				kc, vc := be.AllocKV(slots, kvDim).(*kernels.Host), be.AllocKV(slots, kvDim).(*kernels.Host)
+				k, v := be.Alloc(rows, kvDim), be.Alloc(rows, kvDim)
+				copy(be.ToHost(k, rows), randF(r, rows*kvDim))
+				copy(be.ToHost(v, rows), randF(r, rows*kvDim))
+				a := &kernels.AttnBatch{BlockSize: bs, KVHeadDim: khd}
+				for _, s := range r.Perm(slots)[:rows] {
+					a.Slots = append(a.Slots, int32(s))
+				}
+				be.WriteKV(kc, vc, k, v, a)
+				w := kvDim
+				if khd > 0 {
+					w = khd
+				}
+				for i, s := range a.Slots {
+					for c := 0; c < kvDim; c++ {
+						at := kvAt(int(s), bs, kvDim, w, c)
+						if khd == 0 && at != int(s)*kvDim+c {
+							t.Fatalf("kvAt(%d, %d, %d, %d, %d) = %d, want the slot-major %d", s, bs, kvDim, w, c, at, int(s)*kvDim+c)
+						}
+						for _, p := range []struct {
+							c   *kernels.Host
+							src []float32
+						}{{kc, be.ToHost(k, rows)}, {vc, be.ToHost(v, rows)}} {
+							want, got := p.src[i*kvDim+c], float32(0)
+							if half {
+								want, got = quant.F16ToF32(quant.F32ToF16(want)), quant.F16ToF32(p.c.H[at])
+							} else {
+								got = p.c.F[at]
+							}
+							if got != want {
+								t.Fatalf("half=%v bs=%d KVHeadDim=%d: row %d col %d at %d = %v, want %v", half, bs, khd, i, c, at, got, want)
+							}
+						}
+					}
+				}
+				if n := testing.AllocsPerRun(10, func() { be.WriteKV(kc, vc, k, v, a) }); n != 0 {
+					t.Errorf("WriteKV: %v allocations, want 0", n)
+				}
+				be.Close()
 			}
 		}
 	}
