@@ -28,7 +28,8 @@ func benchAttention1B(b *testing.B, seqs, ctx int) {
 	be := New(Options{KVF16: true})
 	defer be.Close()
 	nb := ctx / bs
-	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
+	// the cache laid out per KV head, as the model lays it out
+	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs, KVHeadDim: hd}
 	perm := r.Perm(2 * seqs * nb)
 	for s := 0; s < seqs; s++ {
 		for _, p := range perm[s*nb : (s+1)*nb] {

@@ -143,5 +143,5 @@ func (k kern) prefetchRowsH(c []uint16, at, stride, n, hd int) {
 		return
 	}
 	_ = c[at+(n-1)*stride+hd-1]
-	prefetchRowsAVX512(uintptr(unsafe.Pointer(&c[at])), stride*2, n, hd*2)
+	prefetchRowsL2AVX512(uintptr(unsafe.Pointer(&c[at])), stride*2, n, hd*2)
 }
