@@ -596,8 +596,11 @@ func kvWidth(a *kernels.AttnBatch, kvDim int) int {
 // blocks of bs slots: block by block, and in each block chunk by chunk
 // ([block][chunk][offset][w]), so that with w the head size one KV
 // head's keys (or values) of a block are bs·w contiguous elements, rows
-// w apart. With w = kvDim it is slot·kvDim + col.
+// w apart. With w = kvDim it is slot·kvDim + col (whatever bs, even 0).
 func kvAt(slot, bs, kvDim, w, col int) int {
+	if w == kvDim {
+		return slot*kvDim + col
+	}
 	blk, o := slot/bs, slot%bs
 	return blk*bs*kvDim + (col/w)*bs*w + o*w + col%w
 }
