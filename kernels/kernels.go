@@ -138,6 +138,14 @@ type AttnBatch struct {
 	// Slots is, per row, the cache slot (block*BlockSize + offset) that
 	// receives the row's key and value.
 	Slots []int32
+	// KVHeadDim, when positive, lets a backend keep each block's KV heads
+	// of KVHeadDim values apart in its cache tensors (the CPU backend:
+	// [block][KV head][offset][KVHeadDim], so that one KV head's rows of
+	// a block are contiguous); 0 keeps [slot][KV heads·head size]. Other
+	// backends ignore it. A cache must be written (WriteKV) and read
+	// (Attention) with the same value; it must be 0 or the AttnShape's
+	// HeadDim.
+	KVHeadDim int
 }
 
 // NumSeqs returns the number of sequences in the batch.

@@ -317,6 +317,9 @@ func (m *Model) forwardRows(s *Scratch, kv *KVCache, tokens, pos []int32, attn0,
 		if m.windowLayer(kv, l) {
 			attn = win
 		}
+		// every write and read of the cache takes the head size as its
+		// layout (kernels.AttnBatch.KVHeadDim)
+		attn.KVHeadDim = c.HeadDim
 		be.WriteKV(kv.K[l], kv.V[l], s.k, s.v, attn)
 		be.Attention(s.att, s.q, kv.K[l], kv.V[l], attn, m.attnShape(shape, l))
 

@@ -77,12 +77,13 @@ func reduce32(s *[32]float32) float32 {
 // (lanes×len(out) floats) and reduced as dotF16Order does. Position pos
 // lives in cache slot table[pos/bs]·bs + pos%bs.
 func wsumF16Order(p []float32, v []uint16, table []int32, bs, stride, off int, out, part []float32, batched bool) {
-	wsumF16OrderFrom(p, v, table, bs, stride, off, 0, out, part, batched)
+	wsumF16OrderFrom(p, v, table, bs, stride, stride, off, 0, out, part, batched)
 }
 
 // wsumF16OrderFrom is wsumF16Order over the positions [first,
-// first+len(p)): p[i] weighs position first+i (a sliding window).
-func wsumF16OrderFrom(p []float32, v []uint16, table []int32, bs, stride, off, first int, out, part []float32, batched bool) {
+// first+len(p)): p[i] weighs position first+i (a sliding window), in a
+// cache of stride columns laid out in chunks of cw (kvAt).
+func wsumF16OrderFrom(p []float32, v []uint16, table []int32, bs, stride, cw, off, first int, out, part []float32, batched bool) {
 	hd := len(out)
 	lanes := 32
 	if batched {
@@ -92,7 +93,7 @@ func wsumF16OrderFrom(p []float32, v []uint16, table []int32, bs, stride, off, f
 	clear(part)
 	for i, w := range p {
 		pos := first + i
-		row := v[(int(table[pos/bs])*bs+pos%bs)*stride+off:][:hd]
+		row := v[kvAt(int(table[pos/bs])*bs+pos%bs, bs, stride, cw, off):][:hd]
 		acc := part[(i%lanes)*hd:][:hd]
 		for d, h := range row {
 			acc[d] += w * quant.F16ToF32(h)

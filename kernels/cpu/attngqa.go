@@ -84,7 +84,10 @@ func (k kern) scoresGroup(q []float32, g int, kc []float32, kh []uint16, stride,
 
 // wsumGroup adds Σ_p w[h·ws+p]·value p to out[h·hd : (h+1)·hd] for the g
 // heads (1, 2 or 4) and p < n (values stride elements apart in vc, or vh
-// for a float16 cache).
+// for a float16 cache). With AVX-512 and hd a multiple of 64 the groups
+// take the 64-column kernels (wsumG{2,4}[F16]AVX512: one pass over the
+// rows per 64 columns instead of per 16 or 32, half the FMAs and
+// conversions per value), whose sums are bit-equal to the AVX2 kernels'.
 func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, stride, n, hd int, out []float32) {
 	if n == 0 {
 		return
@@ -97,8 +100,17 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 		k.wsumGroup(w[ws:], ws, 1, vc, vh, stride, n, hd, out[hd:])
 		return
 	}
+	z := k.simd && hd%64 == 0
 	if vh != nil {
 		_ = vh[(n-1)*stride+hd-1]
+		switch {
+		case z && g == 4:
+			wsumG4F16AVX512(&w[0], ws, &vh[0], stride, n, hd, &out[0])
+			return
+		case z && g == 2:
+			wsumG2F16AVX512(&w[0], ws, &vh[0], stride, n, hd, &out[0])
+			return
+		}
 		switch g {
 		case 4:
 			wsumG4F16AVX2(&w[0], ws, &vh[0], stride, n, hd, &out[0])
@@ -110,6 +122,14 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 		return
 	}
 	_ = vc[(n-1)*stride+hd-1]
+	switch {
+	case z && g == 4:
+		wsumG4AVX512(&w[0], ws, &vc[0], stride, n, hd, &out[0])
+		return
+	case z && g == 2:
+		wsumG2AVX512(&w[0], ws, &vc[0], stride, n, hd, &out[0])
+		return
+	}
 	switch g {
 	case 4:
 		wsumG4AVX2(&w[0], ws, &vc[0], stride, n, hd, &out[0])
@@ -131,7 +151,7 @@ func (k kern) wsumGroup(w []float32, ws, g int, vc []float32, vh []uint16, strid
 // memory.
 func (t *attnTask) group(i, kvh, next, wk int) {
 	s, a := t.s, t.a
-	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
+	hd, w, bs := s.HeadDim, t.w, a.BlockSize
 	g := s.Heads / s.KVHeads
 	h0 := kvh * g
 	sq := int(t.rowSeq[i])
@@ -168,25 +188,24 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 	} else {
 		kf, vf = t.kc.F, t.vc.F
 	}
-	// Blocks lie anywhere in the cache and a head's keys are kvDim apart,
-	// which defeats the hardware prefetcher: each block's rows are
-	// prefetched attnAhead blocks before use. Positions are walked in runs
+	// Blocks lie anywhere in the cache (and a head's keys are t.w apart,
+	// kvAt): each block's rows are prefetched attnAhead blocks before use. Positions are walked in runs
 	// that stay inside one block: [p, end).
 	nextBlock := func(p int) int { return (p/bs + 1) * bs }
 	pf := func(c *kernels.Host, p int) {
 		if p < ctx {
 			end := min(ctx, nextBlock(p))
-			at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+			at := t.at(table, p, off)
 			if half {
-				t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
+				t.k.prefetchRowsH(c.H, at, w, end-p, hd)
 			} else {
-				t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
+				t.k.prefetchRows(c.F, at, w, end-p, hd)
 			}
 		}
 	}
 	// rows returns the cache rows from position p's slot at this KV head.
 	rows := func(f []float32, h []uint16, p int) ([]float32, []uint16) {
-		at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+		at := t.at(table, p, off)
 		if half {
 			return nil, h[at:]
 		}
@@ -201,7 +220,7 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 		rf, rh := rows(kf, kh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
-			t.k.scoresGroup(qg[c*hd:], gc, rf, rh, kvDim, end-p, hd, sc[c*n+p-first:], n)
+			t.k.scoresGroup(qg[c*hd:], gc, rf, rh, w, end-p, hd, sc[c*n+p-first:], n)
 			c += gc
 		}
 	}
@@ -235,7 +254,7 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 		rf, rh := rows(vf, vh, p)
 		for c := 0; c < g; {
 			gc := gqaChunk(g - c)
-			t.k.wsumGroup(sc[c*n+p-first:], n, gc, rf, rh, kvDim, end-p, hd, oh[c*hd:])
+			t.k.wsumGroup(sc[c*n+p-first:], n, gc, rf, rh, w, end-p, hd, oh[c*hd:])
 			c += gc
 		}
 	}
@@ -254,17 +273,17 @@ func (t *attnTask) group(i, kvh, next, wk int) {
 func (t *attnTask) prefetchUnit(u int) {
 	s, a := t.s, t.a
 	i, kvh := u/s.KVHeads, u%s.KVHeads
-	hd, kvDim, bs := s.HeadDim, t.kc.C, a.BlockSize
+	hd, bs := s.HeadDim, a.BlockSize
 	sq := int(t.rowSeq[i])
 	ctx := int(a.CtxLen[sq]) - (int(a.QStart[sq+1]) - i) + 1
 	table := a.Tables[a.TableStart[sq]:a.TableStart[sq+1]]
 	for d, p := 0, s.AttnFirst(ctx-1); d < attnAhead && p < ctx; d, p = d+1, (p/bs+1)*bs {
 		end := min(ctx, (p/bs+1)*bs)
-		at := (int(table[p/bs])*bs+p%bs)*kvDim + kvh*hd
+		at := t.at(table, p, kvh*hd)
 		if t.kc.DT == kernels.F16 {
-			t.k.prefetchRowsH(t.kc.H, at, kvDim, end-p, hd)
+			t.k.prefetchRowsH(t.kc.H, at, t.w, end-p, hd)
 		} else {
-			t.k.prefetchRows(t.kc.F, at, kvDim, end-p, hd)
+			t.k.prefetchRows(t.kc.F, at, t.w, end-p, hd)
 		}
 	}
 }

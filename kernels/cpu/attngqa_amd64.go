@@ -24,6 +24,16 @@ func scoresG4AVX2(q *float32, k *float32, stride int, n int, hd int, out *float3
 //go:noescape
 func wsumG4AVX2(w *float32, ws int, v *float32, stride int, n int, hd int, out *float32)
 
+// wsumG2AVX512 adds Σ_p w[h·ws+p]·value p to out[h·hd:] for 2 query heads, hd a multiple of 64 (attngqa_amd64.s).
+//
+//go:noescape
+func wsumG2AVX512(w *float32, ws int, v *float32, stride int, n int, hd int, out *float32)
+
+// wsumG4AVX512 adds Σ_p w[h·ws+p]·value p to out[h·hd:] for 4 query heads, hd a multiple of 64 (attngqa_amd64.s).
+//
+//go:noescape
+func wsumG4AVX512(w *float32, ws int, v *float32, stride int, n int, hd int, out *float32)
+
 // scoresG2F16AVX2 sets out[h·os+p] = q_h · key p for 2 query heads (attngqa_amd64.s).
 //
 //go:noescape
@@ -43,3 +53,13 @@ func scoresG4F16AVX2(q *float32, k *uint16, stride int, n int, hd int, out *floa
 //
 //go:noescape
 func wsumG4F16AVX2(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32)
+
+// wsumG2F16AVX512 adds Σ_p w[h·ws+p]·value p to out[h·hd:] for 2 query heads, hd a multiple of 64 (attngqa_amd64.s).
+//
+//go:noescape
+func wsumG2F16AVX512(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32)
+
+// wsumG4F16AVX512 adds Σ_p w[h·ws+p]·value p to out[h·hd:] for 4 query heads, hd a multiple of 64 (attngqa_amd64.s).
+//
+//go:noescape
+func wsumG4F16AVX512(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32)

@@ -26,3 +26,15 @@ func wsumG2F16AVX2(w *float32, ws int, v *uint16, stride int, n int, hd int, out
 func wsumG4F16AVX2(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32) {
 	panic("unreachable")
 }
+func wsumG2AVX512(w *float32, ws int, v *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func wsumG4AVX512(w *float32, ws int, v *float32, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func wsumG2F16AVX512(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}
+func wsumG4F16AVX512(w *float32, ws int, v *uint16, stride int, n int, hd int, out *float32) {
+	panic("unreachable")
+}

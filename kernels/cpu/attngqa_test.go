@@ -28,7 +28,8 @@ func benchAttention1B(b *testing.B, seqs, ctx int) {
 	be := New(Options{KVF16: true})
 	defer be.Close()
 	nb := ctx / bs
-	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs}
+	// the cache laid out per KV head, as the model lays it out
+	a := &kernels.AttnBatch{QStart: []int32{0}, TableStart: []int32{0}, BlockSize: bs, KVHeadDim: hd}
 	perm := r.Perm(2 * seqs * nb)
 	for s := 0; s < seqs; s++ {
 		for _, p := range perm[s*nb : (s+1)*nb] {
@@ -180,20 +181,29 @@ func (g *gqaBatch) reference() []float64 {
 	return out
 }
 
-// run returns the CPU backend's attention output for the batch.
-func (g *gqaBatch) run(t testing.TB, be *Backend, half bool) []float32 {
+// run returns the CPU backend's attention output for the batch, the
+// cache laid out per KV head (AttnBatch.KVHeadDim = HeadDim, kvAt) when
+// heads, else slot by slot.
+func (g *gqaBatch) run(t testing.TB, be *Backend, half, heads bool) []float32 {
 	kvDim := g.sh.KVHeads * g.sh.HeadDim
+	w := kvDim
+	if heads {
+		w = g.sh.HeadDim
+		g.a.KVHeadDim = w
+		defer func() { g.a.KVHeadDim = 0 }()
+	}
 	mk := func(src []float32) kernels.Tensor {
 		tt := be.AllocKV(g.slots, kvDim).(*kernels.Host)
 		if half != (tt.DT == kernels.F16) {
 			t.Fatalf("AllocKV gave %v (half %v)", tt.DT, half)
 		}
-		if half {
-			for i, x := range src {
-				tt.H[i] = quant.F32ToF16(x)
+		for i, x := range src {
+			at := kvAt(i/kvDim, g.a.BlockSize, kvDim, w, i%kvDim)
+			if half {
+				tt.H[at] = quant.F32ToF16(x)
+			} else {
+				tt.F[at] = x
 			}
-		} else {
-			copy(tt.F, src)
 		}
 		return tt
 	}
@@ -236,16 +246,18 @@ func TestAttentionGQA(t *testing.T) {
 		g := newGQABatch(r, c, 3, 300)
 		want := g.reference()
 		for _, plain := range []bool{false, true} {
-			be := New(Options{Threads: 2, Plain: plain, KVF16: c.half})
-			got := g.run(t, be, c.half)
-			be.Close()
-			tol := 1e-4
-			if c.half {
-				tol = 1e-3
-			}
-			for i, w := range want {
-				if d := math.Abs(float64(got[i]) - w); d > tol*(1+math.Abs(w)) {
-					t.Fatalf("%+v plain=%v: [%d] got %v want %v", c, plain, i, got[i], w)
+			for _, heads := range []bool{false, true} {
+				be := New(Options{Threads: 2, Plain: plain, KVF16: c.half})
+				got := g.run(t, be, c.half, heads)
+				be.Close()
+				tol := 1e-4
+				if c.half {
+					tol = 1e-3
+				}
+				for i, w := range want {
+					if d := math.Abs(float64(got[i]) - w); d > tol*(1+math.Abs(w)) {
+						t.Fatalf("%+v plain=%v heads=%v: [%d] got %v want %v", c, plain, heads, i, got[i], w)
+					}
 				}
 			}
 		}
@@ -336,7 +348,8 @@ func TestAttentionGQAAllocs(t *testing.T) {
 		c := gqaCase{kv: 8, group: 4, hd: 64, bs: 16, window: 50, sinks: true, half: half}
 		g := newGQABatch(r, c, 4, 200)
 		be := New(Options{Threads: 2, KVF16: half})
-		g.run(t, be, half)
+		g.run(t, be, half, true)
+		g.a.KVHeadDim = c.hd
 		kvDim := c.kv * c.hd
 		kc, vc := be.AllocKV(g.slots, kvDim), be.AllocKV(g.slots, kvDim)
 		q, o := be.Alloc(g.n, g.sh.Heads*c.hd), be.Alloc(g.n, g.sh.Heads*c.hd)
@@ -345,5 +358,106 @@ func TestAttentionGQAAllocs(t *testing.T) {
 			t.Errorf("half=%v: %v allocations per step, want 0", half, n)
 		}
 		be.Close()
+	}
+}
+
+// TestGroupKernelsAVX512 checks the AVX-512 grouped kernels bit for bit
+// against the AVX2 ones they replace (the sums accumulate positions in
+// the same order per column): groups of 2 and 4, head sizes that take
+// them (multiples of 64) and that do not, 1–97 rows, onto a nonzero out.
+func TestGroupKernelsAVX512(t *testing.T) {
+	if !hasAVX512 || !hasAVX2 {
+		t.Skip("no AVX-512: the AVX-512 grouped kernels do not run here")
+	}
+	r := rand.New(rand.NewPCG(35, 36))
+	k2, kz := kern{avx2: true}, kern{avx2: true, simd: true}
+	for _, g := range []int{2, 4} {
+		for _, hd := range []int{32, 64, 96, 128, 192, 256} {
+			for _, n := range []int{1, 2, 3, 5, 8, 16, 17, 31, 64, 97} {
+				stride := 2*hd + 16
+				vc := randF(r, (n-1)*stride+hd)
+				vh := make([]uint16, len(vc))
+				for i, x := range vc {
+					vh[i] = quant.F32ToF16(x)
+				}
+				ws := n + 5
+				w := randF(r, g*ws)
+				out0 := randF(r, g*hd)
+				for _, half := range []bool{false, true} {
+					var vf []float32
+					var vv []uint16
+					if half {
+						vv = vh
+					} else {
+						vf = vc
+					}
+					want := append([]float32(nil), out0...)
+					got := append([]float32(nil), out0...)
+					k2.wsumGroup(w, ws, g, vf, vv, stride, n, hd, want)
+					kz.wsumGroup(w, ws, g, vf, vv, stride, n, hd, got)
+					for j := range want {
+						if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+							t.Fatalf("g=%d hd=%d n=%d half=%v: sum %d = %v, AVX2 kernel %v", g, hd, n, half, j, got[j], want[j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWriteKVLayout checks where WriteKV puts each key and value: slot by
+// slot with AttnBatch.KVHeadDim 0, per block and KV head (kvAt) with the
+// head size, for F32 and F16 caches and blocks of 1–16 slots, and that it
+// allocates nothing.
+func TestWriteKVLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	const kvHeads, hd, slots, rows = 3, 32, 64, 7
+	kvDim := kvHeads * hd
+	for _, half := range []bool{false, true} {
+		for _, bs := range []int{1, 4, 16} {
+			for _, khd := range []int{0, hd} {
+				be := New(Options{Threads: 2, KVF16: half})
+				kc, vc := be.AllocKV(slots, kvDim).(*kernels.Host), be.AllocKV(slots, kvDim).(*kernels.Host)
+				k, v := be.Alloc(rows, kvDim), be.Alloc(rows, kvDim)
+				copy(be.ToHost(k, rows), randF(r, rows*kvDim))
+				copy(be.ToHost(v, rows), randF(r, rows*kvDim))
+				a := &kernels.AttnBatch{BlockSize: bs, KVHeadDim: khd}
+				for _, s := range r.Perm(slots)[:rows] {
+					a.Slots = append(a.Slots, int32(s))
+				}
+				be.WriteKV(kc, vc, k, v, a)
+				w := kvDim
+				if khd > 0 {
+					w = khd
+				}
+				for i, s := range a.Slots {
+					for c := 0; c < kvDim; c++ {
+						at := kvAt(int(s), bs, kvDim, w, c)
+						if khd == 0 && at != int(s)*kvDim+c {
+							t.Fatalf("kvAt(%d, %d, %d, %d, %d) = %d, want the slot-major %d", s, bs, kvDim, w, c, at, int(s)*kvDim+c)
+						}
+						for _, p := range []struct {
+							c   *kernels.Host
+							src []float32
+						}{{kc, be.ToHost(k, rows)}, {vc, be.ToHost(v, rows)}} {
+							want, got := p.src[i*kvDim+c], float32(0)
+							if half {
+								want, got = quant.F16ToF32(quant.F32ToF16(want)), quant.F16ToF32(p.c.H[at])
+							} else {
+								got = p.c.F[at]
+							}
+							if got != want {
+								t.Fatalf("half=%v bs=%d KVHeadDim=%d: row %d col %d at %d = %v, want %v", half, bs, khd, i, c, at, got, want)
+							}
+						}
+					}
+				}
+				if n := testing.AllocsPerRun(10, func() { be.WriteKV(kc, vc, k, v, a) }); n != 0 {
+					t.Errorf("WriteKV: %v allocations, want 0", n)
+				}
+				be.Close()
+			}
+		}
 	}
 }

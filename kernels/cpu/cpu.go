@@ -92,6 +92,10 @@ type Options struct {
 	// lets the caller's own thread run a woken worker; a futex waits for
 	// the OS to give the worker's thread a core).
 	FutexSleep bool
+	// HeapKV makes AllocKV take the KV cache from the Go heap (4 KiB
+	// pages) instead of the huge-page arena (for tests and the paired
+	// benchmark; see AllocKV).
+	HeapKV bool
 }
 
 // Backend is the CPU implementation of kernels.Backend. Its methods must be
@@ -112,6 +116,8 @@ type Backend struct {
 	// noHuge makes the weight copies come from the Go heap (tests and the
 	// paired benchmark)
 	noHuge bool
+	// heapKV keeps AllocKV's cache tensors on the Go heap (Options.HeapKV)
+	heapKV bool
 	// padMin overrides padMinRows (tests and benchmarks: 0 keeps it, a
 	// negative value pads nothing; see padTo)
 	padMin int
@@ -148,6 +154,7 @@ func New(o Options) *Backend {
 	b.mm.q8act = o.QuantizeActivations
 	b.mxgOff = !o.GroupMXFP4
 	b.kvF16 = o.KVF16
+	b.heapKV = o.HeapKV
 	b.pool = newPool(o.Threads, o.FutexSleep)
 	n := b.pool.n
 	b.mm.scratch = make([][]float32, n)
@@ -171,8 +178,8 @@ func (b *Backend) SIMD() bool { return b.k.simd }
 func (b *Backend) Name() string { return "cpu" }
 
 // Close stops the workers and unmaps the weight copies PrepareMatMul
-// made in huge pages: weights prepared by this backend must not be used
-// after it.
+// and the KV-cache tensors AllocKV made in huge pages: neither may be
+// used after it.
 func (b *Backend) Close() {
 	b.pool.close()
 	b.huge.free()
@@ -552,23 +559,50 @@ func (b *Backend) Gather(out, x kernels.Tensor, rows []int32) {
 	}
 }
 
-// WriteKV stores the batch's keys and values into their cache slots.
+// WriteKV stores the batch's keys and values into their cache slots, in
+// the layout kvAt gives for a.KVHeadDim.
 func (b *Backend) WriteKV(kCache, vCache, k, v kernels.Tensor, a *kernels.AttnBatch) {
 	kc, vc, kh, vh := kCache.(*kernels.Host), vCache.(*kernels.Host), k.(*kernels.Host), v.(*kernels.Host)
-	c := kc.C
-	if kc.DT == kernels.F16 {
-		for i, slot := range a.Slots {
-			s := int(slot)
-			b.k.f32ToF16(kc.H[s*c:(s+1)*c], kh.F[i*kh.C:i*kh.C+c])
-			b.k.f32ToF16(vc.H[s*c:(s+1)*c], vh.F[i*vh.C:i*vh.C+c])
-		}
-		return
-	}
+	c, bs := kc.C, a.BlockSize
+	w := kvWidth(a, c)
 	for i, slot := range a.Slots {
 		s := int(slot)
-		copy(kc.F[s*c:(s+1)*c], kh.F[i*kh.C:i*kh.C+c])
-		copy(vc.F[s*c:(s+1)*c], vh.F[i*vh.C:i*vh.C+c])
+		kr, vr := kh.F[i*kh.C:i*kh.C+c], vh.F[i*vh.C:i*vh.C+c]
+		for col := 0; col < c; col += w {
+			at := kvAt(s, bs, c, w, col)
+			if kc.DT == kernels.F16 {
+				b.k.f32ToF16(kc.H[at:at+w], kr[col:col+w])
+				b.k.f32ToF16(vc.H[at:at+w], vr[col:col+w])
+			} else {
+				copy(kc.F[at:at+w], kr[col:col+w])
+				copy(vc.F[at:at+w], vr[col:col+w])
+			}
+		}
 	}
+}
+
+// kvWidth returns the width of the column chunks a cache of kvDim columns
+// is laid out in for batch a: a.KVHeadDim where it divides kvDim, else
+// kvDim (one chunk: slot-major rows).
+func kvWidth(a *kernels.AttnBatch, kvDim int) int {
+	if w := a.KVHeadDim; w > 0 && kvDim%w == 0 {
+		return w
+	}
+	return kvDim
+}
+
+// kvAt returns where column col of cache slot slot lies in a cache
+// tensor of kvDim columns laid out in chunks of w columns (kvWidth) and
+// blocks of bs slots: block by block, and in each block chunk by chunk
+// ([block][chunk][offset][w]), so that with w the head size one KV
+// head's keys (or values) of a block are bs·w contiguous elements, rows
+// w apart. With w = kvDim it is slot·kvDim + col (whatever bs, even 0).
+func kvAt(slot, bs, kvDim, w, col int) int {
+	if w == kvDim {
+		return slot*kvDim + col
+	}
+	blk, o := slot/bs, slot%bs
+	return blk*bs*kvDim + (col/w)*bs*w + o*w + col%w
 }
 
 // Attention computes paged causal attention for every row and head, in
@@ -577,6 +611,10 @@ func (b *Backend) Attention(out, q, kCache, vCache kernels.Tensor, a *kernels.At
 	t := &b.att
 	t.k = b.k
 	t.out, t.q, t.kc, t.vc, t.a, t.s = out.(*kernels.Host), q.(*kernels.Host), kCache.(*kernels.Host), vCache.(*kernels.Host), a, s
+	t.w = kvWidth(a, t.kc.C)
+	if t.w%s.HeadDim != 0 {
+		panic("cpu: attention's head size does not divide the cache's layout width (AttnBatch.KVHeadDim)")
+	}
 	rows := int(a.QStart[len(a.QStart)-1])
 	if cap(t.rowSeq) < rows {
 		t.rowSeq = make([]int32, rows)
@@ -598,6 +636,16 @@ type attnTask struct {
 	s              kernels.AttnShape
 	rowSeq         []int32
 	scores         [][]float32
+	// w is the cache's chunk width (kvWidth): a KV head's rows are w
+	// elements apart inside a block
+	w int
+}
+
+// at returns where KV head column off of position p lies in the cache
+// (table: the sequence's block table).
+func (t *attnTask) at(table []int32, p, off int) int {
+	bs := t.a.BlockSize
+	return kvAt(int(table[p/bs])*bs+p%bs, bs, t.kc.C, t.w, off)
 }
 
 // attnAhead is how many KV blocks ahead attention prefetches.
@@ -667,28 +715,29 @@ func (t *attnTask) head(i, h, wk int, fetch bool) {
 			// ggml's summation order (attn16.go)
 			batched := len(t.rowSeq) > 1
 			for p := first; p < ctx; p++ {
-				at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+				at := t.at(table, p, off)
 				sc[p-first] = dotF16Order(qh, t.kc.H[at:at+hd], batched)
 			}
 			softmaxF16Sink(sc, s.Scale, sink)
 			oh := t.out.F[i*t.out.C+h*hd : i*t.out.C+(h+1)*hd]
 			part := t.scores[wk][n+hd : n+33*hd]
-			wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, off, first, oh, part, batched)
+			wsumF16OrderFrom(sc, t.vc.H, table, bs, kvDim, t.w, off, first, oh, part, batched)
 			return
 		}
 	}
-	// Blocks lie anywhere in the cache and a head's keys are kvDim
-	// apart, which defeats the hardware prefetcher: each block's rows
-	// are prefetched attnAhead blocks before use. Positions are walked
-	// in runs that stay inside one block: [p, end).
+	// Blocks lie anywhere in the cache (and a head's keys are t.w
+	// apart): each block's rows are prefetched attnAhead blocks before
+	// use. Positions are walked in runs that stay inside one block:
+	// [p, end).
+	w := t.w
 	pf := func(c *kernels.Host, p int) {
 		if fetch && p < ctx {
 			end := min(ctx, (p/bs+1)*bs)
-			at := (int(table[p/bs])*bs+p%bs)*kvDim + off
+			at := t.at(table, p, off)
 			if half {
-				t.k.prefetchRowsH(c.H, at, kvDim, end-p, hd)
+				t.k.prefetchRowsH(c.H, at, w, end-p, hd)
 			} else {
-				t.k.prefetchRows(c.F, at, kvDim, end-p, hd)
+				t.k.prefetchRows(c.F, at, w, end-p, hd)
 			}
 		}
 	}
@@ -700,11 +749,11 @@ func (t *attnTask) head(i, h, wk int, fetch bool) {
 	for p := first; p < ctx; p = next(p) {
 		pf(t.kc, p+attnAhead*bs)
 		end := min(ctx, next(p))
-		base := (int(table[p/bs])*bs + p%bs) * kvDim
+		at := t.at(table, p, off)
 		if half {
-			t.k.scoresH(qh, t.kc.H[base+off:], kvDim, sc[p-first:end-first])
+			t.k.scoresH(qh, t.kc.H[at:], w, sc[p-first:end-first])
 		} else {
-			t.k.scores(qh, t.kc.F[base+off:], kvDim, sc[p-first:end-first])
+			t.k.scores(qh, t.kc.F[at:], w, sc[p-first:end-first])
 		}
 	}
 	for d, p := 0, first; d < attnAhead && p < ctx; d, p = d+1, next(p) {
@@ -726,11 +775,11 @@ func (t *attnTask) head(i, h, wk int, fetch bool) {
 	for p := first; p < ctx; p = next(p) {
 		pf(t.vc, p+attnAhead*bs)
 		end := min(ctx, next(p))
-		base := (int(table[p/bs])*bs + p%bs) * kvDim
+		at := t.at(table, p, off)
 		if half {
-			t.k.wsumH(sc[p-first:end-first], t.vc.H[base+off:], kvDim, oh)
+			t.k.wsumH(sc[p-first:end-first], t.vc.H[at:], w, oh)
 		} else {
-			t.k.wsum(sc[p-first:end-first], t.vc.F[base+off:], kvDim, oh)
+			t.k.wsum(sc[p-first:end-first], t.vc.F[at:], w, oh)
 		}
 	}
 	if !half {

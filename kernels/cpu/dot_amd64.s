@@ -725,3 +725,25 @@ linepf:
 	JNZ rowpf
 donepf:
 	RET
+
+// func prefetchRowsL2AVX512(p uintptr, stride int, n int, bytes int)
+// Is prefetchRowsAVX512 with PREFETCHT1 (into L2): attention's KV rows.
+TEXT ·prefetchRowsL2AVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ n+16(FP), CX
+	MOVQ bytes+24(FP), R9
+	TESTQ CX, CX
+	JEQ donepf2
+rowpf2:
+	XORQ BX, BX
+linepf2:
+	PREFETCHT1 (SI)(BX*1)
+	ADDQ $64, BX
+	CMPQ BX, R9
+	JLT linepf2
+	ADDQ R8, SI
+	DECQ CX
+	JNZ rowpf2
+donepf2:
+	RET

@@ -48,6 +48,8 @@ func panel1AVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, o
 
 func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int) { panic("unreachable") }
 
+func prefetchRowsL2AVX512(p uintptr, stride int, n int, bytes int) { panic("unreachable") }
+
 func expSubSumAVX512(x *float32, n int, sub float32) float32  { panic("unreachable") }
 func siluMulAVX512(dst, gate, up *float32, n int)             { panic("unreachable") }
 func scaleMaxAVX512(x *float32, n int, scale float32) float32 { panic("unreachable") }

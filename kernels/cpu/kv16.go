@@ -18,11 +18,34 @@ import (
 // (before p·v) to float16 (see attnTask.run and softmaxF16Sink).
 
 // AllocKV makes a zeroed KV-cache tensor: F16 with Options.KVF16, else F32.
+// It takes the cache from the backend's huge-page arena (huge_linux.go)
+// where it can: attention reads a KV head's rows kvDim elements apart
+// over blocks anywhere in the cache, one 4 KiB page per 2–8 positions, so
+// that with 4 KiB pages a long context's attention walks the page tables
+// for most of the lines it reads (and its prefetches stall on the walks).
+// In 2 MiB pages the tables of a 4096-position context fit the TLB.
 func (b *Backend) AllocKV(rows, cols int) kernels.Tensor {
+	n := rows * cols
 	if !b.kvF16 {
+		if f := b.kvArena(4 * n); f != nil {
+			return &kernels.Host{R: rows, C: cols, DT: kernels.F32, F: unsafe.Slice((*float32)(unsafe.Pointer(&f[0])), n)}
+		}
 		return b.Alloc(rows, cols)
 	}
-	return &kernels.Host{R: rows, C: cols, DT: kernels.F16, H: make([]uint16, rows*cols)}
+	if h := b.kvArena(2 * n); h != nil {
+		return &kernels.Host{R: rows, C: cols, DT: kernels.F16, H: unsafe.Slice((*uint16)(unsafe.Pointer(&h[0])), n)}
+	}
+	return &kernels.Host{R: rows, C: cols, DT: kernels.F16, H: make([]uint16, n)}
+}
+
+// kvArena returns n zeroed bytes for a cache tensor from the huge-page
+// arena, or nil (Options.HeapKV, n = 0, no huge pages: the caller then
+// allocates from the Go heap).
+func (b *Backend) kvArena(n int) []byte {
+	if b.heapKV || n <= 0 {
+		return nil
+	}
+	return b.huge.alloc(n)
 }
 
 // KVElemBytes is 2 with Options.KVF16, else 4.
@@ -120,5 +143,5 @@ func (k kern) prefetchRowsH(c []uint16, at, stride, n, hd int) {
 		return
 	}
 	_ = c[at+(n-1)*stride+hd-1]
-	prefetchRowsAVX512(uintptr(unsafe.Pointer(&c[at])), stride*2, n, hd*2)
+	prefetchRowsL2AVX512(uintptr(unsafe.Pointer(&c[at])), stride*2, n, hd*2)
 }

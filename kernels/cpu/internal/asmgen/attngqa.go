@@ -27,8 +27,24 @@ func attnGQA() string {
 			a.l(``)
 			a.wsumG(half, g.G, g.C)
 		}
+		for _, g := range gqaGroups {
+			a.l(``)
+			a.wsumGZ(half, g.G)
+		}
 	}
 	return a.b.String()
+}
+
+// gqaZCols is the columns per pass of the AVX-512 value sums (wsumGZ): a
+// head size of 64 in one pass, G·4 accumulators.
+const gqaZCols = 64
+
+// gqaZName returns an AVX-512 grouped kernel's name.
+func gqaZName(kind string, half bool, g int) string {
+	if half {
+		return fmt.Sprintf("%sG%dF16AVX512", kind, g)
+	}
+	return fmt.Sprintf("%sG%dAVX512", kind, g)
 }
 
 // gqaGroups are the group sizes with their own kernels: G query heads, R
@@ -59,6 +75,10 @@ func attnGQADecls() string {
 			fmt.Fprintf(&b, "\n// %s sets out[h·os+p] = q_h · key p for %d query heads (attngqa_amd64.s).\n//\n//go:noescape\nfunc %s(q *float32, k *%s, stride int, n int, hd int, out *float32, os int)\n", n, g.G, n, et)
 			n = gqaName("wsum", half, g.G)
 			fmt.Fprintf(&b, "\n// %s adds Σ_p w[h·ws+p]·value p to out[h·hd:] for %d query heads (attngqa_amd64.s).\n//\n//go:noescape\nfunc %s(w *float32, ws int, v *%s, stride int, n int, hd int, out *float32)\n", n, g.G, n, et)
+		}
+		for _, g := range gqaGroups {
+			n := gqaZName("wsum", half, g.G)
+			fmt.Fprintf(&b, "\n// %s adds Σ_p w[h·ws+p]·value p to out[h·hd:] for %d query heads, hd a multiple of %d (attngqa_amd64.s).\n//\n//go:noescape\nfunc %s(w *float32, ws int, v *%s, stride int, n int, hd int, out *float32)\n", n, g.G, gqaZCols, n, et)
 		}
 	}
 	return b.String()
@@ -280,4 +300,103 @@ JLT %spass
 %sdone:
 VZEROUPPER
 RET`, 4*C, lbl, lbl))
+}
+
+// wsumGZ writes wsumG{G}[F16]AVX512(w, ws, v, stride, n, hd, out), the
+// AVX-512 twin of wsumG: 64 columns of the G heads per pass over the n
+// value rows (G·4 accumulators in Z0–Z15), each row's 64 values loaded
+// (and widened) once per pass with one broadcast weight per head. Every
+// column accumulates positions in order with one FMA each, as wsumG and
+// the per-head kernels do: the sums are bit-equal to theirs.
+func (a *asm) wsumGZ(half bool, G int) {
+	name := gqaZName("wsum", half, G)
+	eb, vt := 4, "float32"
+	if half {
+		eb, vt = 2, "uint16"
+	}
+	lbl := strings.ToLower(name)
+	const nv = gqaZCols / 16
+	a.l("// func %s(w *float32, ws int, v *%s, stride int, n int, hd int, out *float32)", name, vt)
+	a.l("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	// registers as wsumG's
+	a.code(fmt.Sprintf(`
+MOVQ w+0(FP), SI
+MOVQ ws+8(FP), R13
+SHLQ $2, R13
+LEAQ (R13)(R13*2), R12
+MOVQ v+16(FP), DI
+MOVQ stride+24(FP), R8
+SHLQ $%d, R8
+MOVQ n+32(FP), CX
+TESTQ CX, CX
+JEQ %sdone
+LEAQ (SI)(CX*4), CX
+MOVQ hd+40(FP), R9
+SHLQ $2, R9
+MOVQ out+48(FP), DX
+XORQ BX, BX
+%spass:`, eb/2, lbl, lbl))
+	outAddr := func(h, c int) string {
+		switch h {
+		case 0:
+			return fmt.Sprintf("%s(AX)", off(64*c))
+		case 1:
+			return fmt.Sprintf("%s(AX)(R9*1)", off(64*c))
+		case 2:
+			return fmt.Sprintf("%s(AX)(R9*2)", off(64*c))
+		}
+		return fmt.Sprintf("%s(AX)(R9*1)", off(64*c)) // after AX += 2·hd
+	}
+	moveOut := func(load bool) {
+		a.l("\tLEAQ (DX)(BX*1), AX")
+		for h := 0; h < G; h++ {
+			if h == 3 {
+				a.l("\tLEAQ (AX)(R9*2), AX")
+			}
+			for c := 0; c < nv; c++ {
+				if load {
+					a.l("\tVMOVUPS %s, Z%d", outAddr(h, c), h*nv+c)
+				} else {
+					a.l("\tVMOVUPS Z%d, %s", h*nv+c, outAddr(h, c))
+				}
+			}
+		}
+	}
+	moveOut(true)
+	vo := "MOVQ BX, AX"
+	if half {
+		vo = "MOVQ BX, AX\nSHRQ $1, AX"
+	}
+	a.code(fmt.Sprintf(`
+%s
+LEAQ (DI)(AX*1), R11
+MOVQ SI, R10
+%spos:`, vo, lbl))
+	for c := 0; c < nv; c++ {
+		if half {
+			a.l("\tVCVTPH2PS %s(R11), Z%d", off(32*c), 16+c)
+		} else {
+			a.l("\tVMOVUPS %s(R11), Z%d", off(64*c), 16+c)
+		}
+	}
+	bc := 16 + nv
+	for h := 0; h < G; h++ {
+		a.l("\tVBROADCASTSS %s, Z%d", headAddr(0, "R10", "R13", "R12", h), bc+h%2)
+		for c := 0; c < nv; c++ {
+			a.l("\tVFMADD231PS Z%d, Z%d, Z%d", 16+c, bc+h%2, h*nv+c)
+		}
+	}
+	a.code(fmt.Sprintf(`
+ADDQ $4, R10
+ADDQ R8, R11
+CMPQ R10, CX
+JLT %spos`, lbl))
+	moveOut(false)
+	a.code(fmt.Sprintf(`
+ADDQ $%d, BX
+CMPQ BX, R9
+JLT %spass
+%sdone:
+VZEROUPPER
+RET`, 4*gqaZCols, lbl, lbl))
 }
