@@ -206,13 +206,39 @@ RET`, lbl, lbl))
 // multiple of C), C columns of the G heads per pass over the n value rows:
 // each row's C values are loaded once for the G heads' FMAs.
 func (a *asm) wsumG(half bool, G, C int) {
-	name := gqaName("wsum", half, G)
+	a.wsumPasses(gqaName("wsum", half, G), half, G, C, vecRegs{reg: "Y", lanes: 8, rows: 8})
+}
+
+// wsumGZ writes wsumG{G}[F16]AVX512(w, ws, v, stride, n, hd, out), the
+// AVX-512 twin of wsumG: 64 columns of the G heads per pass over the n
+// value rows (G·4 accumulators in Z0–Z15), each row's 64 values loaded
+// (and widened) once per pass with one broadcast weight per head. Every
+// column accumulates positions in order with one FMA each, as wsumG and
+// the per-head kernels do: the sums are bit-equal to theirs.
+func (a *asm) wsumGZ(half bool, G int) {
+	a.wsumPasses(gqaZName("wsum", half, G), half, G, gqaZCols, vecRegs{reg: "Z", lanes: 16, rows: 16})
+}
+
+// vecRegs is a vector register file for the value sums: the registers'
+// name prefix, float32 lanes per register, and the first register of the
+// widened value row (the accumulators take the registers below it).
+type vecRegs struct {
+	reg   string
+	lanes int
+	rows  int
+}
+
+// wsumPasses writes the value sum name(w, ws, v, stride, n, hd, out) for
+// G heads, C columns per pass over the n value rows, in registers vr
+// (wsumG, wsumGZ).
+func (a *asm) wsumPasses(name string, half bool, G, C int, vr vecRegs) {
 	eb, vt := 4, "float32"
 	if half {
 		eb, vt = 2, "uint16"
 	}
 	lbl := strings.ToLower(name)
-	nv := C / 8
+	nv := C / vr.lanes
+	vb := 4 * vr.lanes // bytes per register of float32
 	a.l("// func %s(w *float32, ws int, v *%s, stride int, n int, hd int, out *float32)", name, vt)
 	a.l("TEXT ·%s(SB), NOSPLIT, $0-56", name)
 	// SI w, R13 ws bytes, R12 3·ws, DI v, R8 stride bytes, CX end of head
@@ -236,17 +262,17 @@ SHLQ $2, R9
 MOVQ out+48(FP), DX
 XORQ BX, BX
 %spass:`, eb/2, lbl, lbl))
-	// out[h·hd + BX + 32·c]: head h's row at DX + h·hd bytes
+	// out[h·hd + BX + vb·c]: head h's row at DX + h·hd bytes
 	outAddr := func(h, c int) string {
 		switch h {
 		case 0:
-			return fmt.Sprintf("%s(AX)", off(32*c))
+			return fmt.Sprintf("%s(AX)", off(vb*c))
 		case 1:
-			return fmt.Sprintf("%s(AX)(R9*1)", off(32*c))
+			return fmt.Sprintf("%s(AX)(R9*1)", off(vb*c))
 		case 2:
-			return fmt.Sprintf("%s(AX)(R9*2)", off(32*c))
+			return fmt.Sprintf("%s(AX)(R9*2)", off(vb*c))
 		}
-		return fmt.Sprintf("%s(AX)(R9*1)", off(32*c)) // after AX += 2·hd
+		return fmt.Sprintf("%s(AX)(R9*1)", off(vb*c)) // after AX += 2·hd
 	}
 	moveOut := func(load bool) {
 		a.l("\tLEAQ (DX)(BX*1), AX")
@@ -256,9 +282,9 @@ XORQ BX, BX
 			}
 			for c := 0; c < nv; c++ {
 				if load {
-					a.l("\tVMOVUPS %s, Y%d", outAddr(h, c), h*nv+c)
+					a.l("\tVMOVUPS %s, %s%d", outAddr(h, c), vr.reg, h*nv+c)
 				} else {
-					a.l("\tVMOVUPS Y%d, %s", h*nv+c, outAddr(h, c))
+					a.l("\tVMOVUPS %s%d, %s", vr.reg, h*nv+c, outAddr(h, c))
 				}
 			}
 		}
@@ -275,16 +301,16 @@ MOVQ SI, R10
 %spos:`, vo, lbl))
 	for c := 0; c < nv; c++ {
 		if half {
-			a.l("\tVCVTPH2PS %s(R11), Y%d", off(16*c), 8+c)
+			a.l("\tVCVTPH2PS %s(R11), %s%d", off(vb/2*c), vr.reg, vr.rows+c)
 		} else {
-			a.l("\tVMOVUPS %s(R11), Y%d", off(32*c), 8+c)
+			a.l("\tVMOVUPS %s(R11), %s%d", off(vb*c), vr.reg, vr.rows+c)
 		}
 	}
-	bc := 8 + nv
+	bc := vr.rows + nv
 	for h := 0; h < G; h++ {
-		a.l("\tVBROADCASTSS %s, Y%d", headAddr(0, "R10", "R13", "R12", h), bc+h%2)
+		a.l("\tVBROADCASTSS %s, %s%d", headAddr(0, "R10", "R13", "R12", h), vr.reg, bc+h%2)
 		for c := 0; c < nv; c++ {
-			a.l("\tVFMADD231PS Y%d, Y%d, Y%d", 8+c, bc+h%2, h*nv+c)
+			a.l("\tVFMADD231PS %s%d, %s%d, %s%d", vr.reg, vr.rows+c, vr.reg, bc+h%2, vr.reg, h*nv+c)
 		}
 	}
 	a.code(fmt.Sprintf(`
@@ -300,103 +326,4 @@ JLT %spass
 %sdone:
 VZEROUPPER
 RET`, 4*C, lbl, lbl))
-}
-
-// wsumGZ writes wsumG{G}[F16]AVX512(w, ws, v, stride, n, hd, out), the
-// AVX-512 twin of wsumG: 64 columns of the G heads per pass over the n
-// value rows (G·4 accumulators in Z0–Z15), each row's 64 values loaded
-// (and widened) once per pass with one broadcast weight per head. Every
-// column accumulates positions in order with one FMA each, as wsumG and
-// the per-head kernels do: the sums are bit-equal to theirs.
-func (a *asm) wsumGZ(half bool, G int) {
-	name := gqaZName("wsum", half, G)
-	eb, vt := 4, "float32"
-	if half {
-		eb, vt = 2, "uint16"
-	}
-	lbl := strings.ToLower(name)
-	const nv = gqaZCols / 16
-	a.l("// func %s(w *float32, ws int, v *%s, stride int, n int, hd int, out *float32)", name, vt)
-	a.l("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-	// registers as wsumG's
-	a.code(fmt.Sprintf(`
-MOVQ w+0(FP), SI
-MOVQ ws+8(FP), R13
-SHLQ $2, R13
-LEAQ (R13)(R13*2), R12
-MOVQ v+16(FP), DI
-MOVQ stride+24(FP), R8
-SHLQ $%d, R8
-MOVQ n+32(FP), CX
-TESTQ CX, CX
-JEQ %sdone
-LEAQ (SI)(CX*4), CX
-MOVQ hd+40(FP), R9
-SHLQ $2, R9
-MOVQ out+48(FP), DX
-XORQ BX, BX
-%spass:`, eb/2, lbl, lbl))
-	outAddr := func(h, c int) string {
-		switch h {
-		case 0:
-			return fmt.Sprintf("%s(AX)", off(64*c))
-		case 1:
-			return fmt.Sprintf("%s(AX)(R9*1)", off(64*c))
-		case 2:
-			return fmt.Sprintf("%s(AX)(R9*2)", off(64*c))
-		}
-		return fmt.Sprintf("%s(AX)(R9*1)", off(64*c)) // after AX += 2·hd
-	}
-	moveOut := func(load bool) {
-		a.l("\tLEAQ (DX)(BX*1), AX")
-		for h := 0; h < G; h++ {
-			if h == 3 {
-				a.l("\tLEAQ (AX)(R9*2), AX")
-			}
-			for c := 0; c < nv; c++ {
-				if load {
-					a.l("\tVMOVUPS %s, Z%d", outAddr(h, c), h*nv+c)
-				} else {
-					a.l("\tVMOVUPS Z%d, %s", h*nv+c, outAddr(h, c))
-				}
-			}
-		}
-	}
-	moveOut(true)
-	vo := "MOVQ BX, AX"
-	if half {
-		vo = "MOVQ BX, AX\nSHRQ $1, AX"
-	}
-	a.code(fmt.Sprintf(`
-%s
-LEAQ (DI)(AX*1), R11
-MOVQ SI, R10
-%spos:`, vo, lbl))
-	for c := 0; c < nv; c++ {
-		if half {
-			a.l("\tVCVTPH2PS %s(R11), Z%d", off(32*c), 16+c)
-		} else {
-			a.l("\tVMOVUPS %s(R11), Z%d", off(64*c), 16+c)
-		}
-	}
-	bc := 16 + nv
-	for h := 0; h < G; h++ {
-		a.l("\tVBROADCASTSS %s, Z%d", headAddr(0, "R10", "R13", "R12", h), bc+h%2)
-		for c := 0; c < nv; c++ {
-			a.l("\tVFMADD231PS Z%d, Z%d, Z%d", 16+c, bc+h%2, h*nv+c)
-		}
-	}
-	a.code(fmt.Sprintf(`
-ADDQ $4, R10
-ADDQ R8, R11
-CMPQ R10, CX
-JLT %spos`, lbl))
-	moveOut(false)
-	a.code(fmt.Sprintf(`
-ADDQ $%d, BX
-CMPQ BX, R9
-JLT %spass
-%sdone:
-VZEROUPPER
-RET`, 4*gqaZCols, lbl, lbl))
 }
