@@ -68,14 +68,6 @@ func panel2pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32,
 //go:noescape
 func panel1pfAVX512(x *float32, xs int, p *float32, ps int, k int, out *float32, os int)
 
-//go:noescape
-func prefetchRowsAVX512(p uintptr, stride int, n int, bytes int)
-
-// prefetchRowsL2AVX512 is prefetchRowsAVX512 into L2 (PREFETCHT1).
-//
-//go:noescape
-func prefetchRowsL2AVX512(p uintptr, stride int, n int, bytes int)
-
 // exp_amd64.s
 
 //go:noescape

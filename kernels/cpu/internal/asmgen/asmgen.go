@@ -50,6 +50,9 @@
 // writes q6vrows_amd64.s (the Q6_K batch-1 row loops on AVX-512 VNNI) and
 // q6vrows_amd64.go.
 //
+// prefetch.go writes prefetch_amd64.s (the row prefetches into L1 and
+// L2) and prefetch_amd64.go.
+//
 // swiglu.go writes swiglu_amd64.s (gpt-oss's clamped SwiGLU, bit-equal to
 // the Go loop) and swiglu_amd64.go.
 //
@@ -104,6 +107,7 @@ func Files() map[string]string {
 		"mxvnni_amd64.s": mxvnniFile(), "mxvnni_amd64.go": mxvnniDecls(),
 		"swiglu_amd64.s": swigluFile(), "swiglu_amd64.go": swigluDecls(),
 		"attngqa_amd64.s": attnGQA(), "attngqa_amd64.go": attnGQADecls(),
+		"prefetch_amd64.s": prefetchFile(), "prefetch_amd64.go": prefetchDecls(),
 	}
 }
 
