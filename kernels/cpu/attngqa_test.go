@@ -284,10 +284,7 @@ func TestGroupKernels(t *testing.T) {
 				qg := make([]float32, g*hd)
 				interleave8(qg, q, g, hd)
 				kc := randF(r, (n-1)*stride+hd)
-				kh := make([]uint16, len(kc))
-				for i, x := range kc {
-					kh[i] = quant.F32ToF16(x)
-				}
+				kh := f16s(kc)
 				os := n + 3
 				w := randF(r, g*os)
 				for _, half := range []bool{false, true} {
@@ -376,10 +373,7 @@ func TestGroupKernelsAVX512(t *testing.T) {
 			for _, n := range []int{1, 2, 3, 5, 8, 16, 17, 31, 64, 97} {
 				stride := 2*hd + 16
 				vc := randF(r, (n-1)*stride+hd)
-				vh := make([]uint16, len(vc))
-				for i, x := range vc {
-					vh[i] = quant.F32ToF16(x)
-				}
+				vh := f16s(vc)
 				ws := n + 5
 				w := randF(r, g*ws)
 				out0 := randF(r, g*hd)
@@ -460,4 +454,13 @@ func TestWriteKVLayout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// f16s returns x rounded to float16, element by element.
+func f16s(x []float32) []uint16 {
+	h := make([]uint16, len(x))
+	for i, v := range x {
+		h[i] = quant.F32ToF16(v)
+	}
+	return h
 }
